@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Tests for lib/fault_point.c. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/errcode.h"
+#include "lib/fault_point.h"
+#include "lib/printbuf.h"
+
+static bool probe_a(void)
+{
+	return tfs_fault("test:a");
+}
+
+static bool probe_b(void)
+{
+	return tfs_fault("test:b");
+}
+
+/* Two sites with one name: arming the name arms both. */
+static bool probe_twin(int which)
+{
+	if (which)
+		return tfs_fault("test:twin");
+	return tfs_fault("test:twin");
+}
+
+static int reset(void **state)
+{
+	tfs_fault_points_reset();
+	tfs_fault_points_count(false);
+	return 0;
+}
+
+static unsigned fires(bool (*f)(void), unsigned n)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		c += f();
+	return c;
+}
+
+static void test_registered_statically(void **state)
+{
+	bool seen_a = false, seen_b = false, seen_alloc = false;
+
+	/* Known before ever being reached. */
+	for (unsigned i = 0; i < tfs_fault_points_nr(); i++) {
+		const struct tfs_fault_point *p = tfs_fault_point_nth(i);
+
+		seen_a |= !strcmp(p->name, "test:a");
+		seen_b |= !strcmp(p->name, "test:b");
+		seen_alloc |= !strcmp(p->name, "alloc:printbuf");
+	}
+	assert_true(seen_a && seen_b && seen_alloc);
+	assert_null(tfs_fault_point_nth(tfs_fault_points_nr()));
+}
+
+static void test_off_by_default(void **state)
+{
+	assert_int_equal(fires(probe_a, 100), 0);
+	assert_false(tfs_fault_points_active);
+	assert_int_equal(tfs_fault_point_hits("test:a"), 0); /* not counting */
+}
+
+static void test_oneshot_nth(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ONESHOT, .nth = 3 };
+
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	assert_false(probe_a());
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(fires(probe_a, 50), 0);
+	assert_int_equal(tfs_fault_point_fired("test:a"), 1);
+	assert_int_equal(fires(probe_b, 10), 0); /* others untouched */
+	assert_false(tfs_fault_points_active);	 /* disarmed itself */
+}
+
+static void test_every_nth_and_times(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_EVERY_NTH, .nth = 4 };
+
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	assert_int_equal(fires(probe_a, 40), 10);
+
+	arm.times = 3;
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	assert_int_equal(fires(probe_a, 40), 3);
+	assert_int_equal(tfs_fault_point_fired("test:a"), 3);
+}
+
+static void test_probability_seeded(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_PROBABILITY, .ppm = 250000, .seed = 42 };
+	bool first[1000];
+	unsigned n = 0;
+
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	for (unsigned i = 0; i < 1000; i++)
+		n += first[i] = probe_a();
+	assert_in_range(n, 180, 320);
+
+	/* Same seed, same sequence. */
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	for (unsigned i = 0; i < 1000; i++)
+		assert_int_equal(probe_a(), first[i]);
+
+	arm.seed = 43;
+	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
+	unsigned same = 0;
+	for (unsigned i = 0; i < 1000; i++)
+		same += probe_a() == first[i];
+	assert_true(same < 1000);
+}
+
+static void test_always_and_twins(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ALWAYS };
+
+	assert_int_equal(tfs_fault_point_arm("test:twin", &arm), 0);
+	assert_true(probe_twin(0));
+	assert_true(probe_twin(1));
+	assert_int_equal(tfs_fault_point_fired("test:twin"), 2);
+	assert_int_equal(tfs_fault_point_disarm("test:twin"), 0);
+	assert_false(probe_twin(0));
+}
+
+static void test_unknown_name(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ALWAYS };
+
+	assert_int_equal(tfs_fault_point_arm("no:such", &arm), -TFS_ERR_fault_point_unknown);
+	assert_int_equal(tfs_fault_point_fired("no:such"), -1);
+	assert_false(tfs_fault_points_active);
+}
+
+static void test_counting(void **state)
+{
+	tfs_fault_points_count(true);
+	fires(probe_a, 7);
+	fires(probe_b, 2);
+	assert_int_equal(tfs_fault_point_hits("test:a"), 7);
+	assert_int_equal(tfs_fault_point_hits("test:b"), 2);
+	assert_int_equal(tfs_fault_point_fired("test:a"), 0);
+
+	struct printbuf out = PRINTBUF;
+	tfs_fault_points_to_text(&out);
+	assert_non_null(strstr(printbuf_str(&out), "test:a"));
+	assert_non_null(strstr(printbuf_str(&out), "test_fault_point.c"));
+	assert_false(out.allocation_failure);
+	printbuf_exit(&out);
+}
+
+static void test_parse_spec(void **state)
+{
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_faults_parse("point test:a nth=2; point test:b every=3 times=1", &err),
+			 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_false(probe_b());
+	assert_false(probe_b());
+	assert_true(probe_b());
+	assert_int_equal(fires(probe_b, 9), 0);
+
+	assert_int_equal(tfs_faults_parse("point test:a prob=1 seed=9", &err), 0);
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_parse("point test:a", &err), 0); /* bare: oneshot */
+	assert_true(probe_a());
+	assert_false(probe_a());
+	printbuf_exit(&err);
+}
+
+static void spec_fails(const char *spec, int want, const char *msg)
+{
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_faults_parse(spec, &err), want);
+	if (!strstr(printbuf_str(&err), msg))
+		fail_msg("spec '%s': message '%s' lacks '%s'", spec, printbuf_str(&err), msg);
+	printbuf_exit(&err);
+}
+
+static void test_parse_errors_arm_nothing(void **state)
+{
+	/* The good first entry must not be armed when a later one is bad. */
+	spec_fails("point test:a always; point no:such", -TFS_ERR_fault_point_unknown,
+		   "no fault point named 'no:such'");
+	assert_false(probe_a());
+	spec_fails("point test:a nth=0", -TFS_ERR_fault_spec_invalid, "bad word 'nth=0'");
+	spec_fails("point test:a prob=2", -TFS_ERR_fault_spec_invalid, "prob=2");
+	spec_fails("point test:a frobnicate", -TFS_ERR_fault_spec_invalid, "frobnicate");
+	spec_fails("point", -TFS_ERR_fault_spec_invalid, "needs a fault point name");
+	spec_fails("bogus x", -TFS_ERR_fault_spec_invalid, "unknown fault entry kind 'bogus'");
+	assert_false(tfs_fault_points_active);
+}
+
+static int kind_calls, kind_applied;
+static int parse_test_kind(char **w, unsigned nr, bool apply, struct printbuf *err)
+{
+	kind_calls++;
+	if (nr != 1 || strcmp(w[0], "ok")) {
+		prt_str(err, "want 'ok'");
+		return -TFS_ERR_fault_spec_invalid;
+	}
+	kind_applied += apply;
+	return 0;
+}
+
+static void test_registered_kind(void **state)
+{
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_fault_register_kind("thing", parse_test_kind), 0);
+	assert_int_equal(tfs_faults_parse("thing ok; thing ok", &err), 0);
+	assert_int_equal(kind_applied, 2);
+	assert_int_equal(tfs_faults_parse("thing ok; thing bad", &err),
+			 -TFS_ERR_fault_spec_invalid);
+	assert_int_equal(kind_applied, 2); /* checked first, nothing applied */
+	printbuf_exit(&err);
+}
+
+static void test_env(void **state)
+{
+	setenv("TFS_FAULTS", "point test:b always", 1);
+	assert_int_equal(tfs_faults_from_env(), 0);
+	assert_true(probe_b());
+	setenv("TFS_FAULTS", "point test:b sometimes", 1);
+	assert_int_equal(tfs_faults_from_env(), -TFS_ERR_fault_spec_invalid);
+	unsetenv("TFS_FAULTS");
+	assert_int_equal(tfs_faults_from_env(), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_registered_statically, reset),
+		cmocka_unit_test_setup(test_off_by_default, reset),
+		cmocka_unit_test_setup(test_oneshot_nth, reset),
+		cmocka_unit_test_setup(test_every_nth_and_times, reset),
+		cmocka_unit_test_setup(test_probability_seeded, reset),
+		cmocka_unit_test_setup(test_always_and_twins, reset),
+		cmocka_unit_test_setup(test_unknown_name, reset),
+		cmocka_unit_test_setup(test_counting, reset),
+		cmocka_unit_test_setup(test_parse_spec, reset),
+		cmocka_unit_test_setup(test_parse_errors_arm_nothing, reset),
+		cmocka_unit_test_setup(test_registered_kind, reset),
+		cmocka_unit_test_setup(test_env, reset),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
