@@ -21,6 +21,21 @@ configure() {
 }
 
 status=0
+passed=0 failed=0 skipped=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# meson test's summary ("Ok: N", "Fail: N", ...) is added up over both
+# configurations into one closing "N passed, N failed" line.
+count() {
+	local k v
+	while read -r k v; do
+		case $k in
+		Ok:) passed=$((passed + v)) ;;
+		Fail: | Timeout:) failed=$((failed + v)) ;;
+		Skipped:) skipped=$((skipped + v)) ;;
+		esac
+	done < <(grep -E '^(Ok|Fail|Timeout|Skipped):' "$log")
+}
 run() {
 	local name=$1 dir=$2; shift 2
 	echo "== $name: configure and build ($dir)"
@@ -28,10 +43,13 @@ run() {
 	ninja -C "$dir"
 	echo "== $name: meson test"
 	if ! meson test -C "$dir" --print-errorlogs -t "$TFS_TEST_TIMEOUT_MULTIPLIER" \
-		--num-processes "$(nproc)"; then
+		--num-processes "$(nproc)" 2>&1 | tee "$log"; then
 		echo "== $name: FAILED"
 		status=1
 	fi
+	# A run that could not even start counts as a failure.
+	grep -qE '^Ok:' "$log" || failed=$((failed + 1))
+	count
 }
 
 run plain build --buildtype=release -Db_ndebug=false
@@ -40,7 +58,7 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 	run asan build-asan --buildtype=debug -Db_sanitize=address,undefined \
 	-Db_lundef=false -Dc_args=-fno-sanitize-recover=all
 
-if [ $status = 0 ]; then
-	echo "== all tests passed in both configurations"
-fi
+[ $status = 0 ] && [ $failed = 0 ] && echo "== all tests passed in both configurations"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $failed = 0 ] || status=1
 exit $status

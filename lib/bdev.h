@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_LIB_BDEV_H
+#define TFS_LIB_BDEV_H
+
+/*
+ * Block devices: every byte tinyfs reads or writes goes through a
+ * struct tfs_bdev.
+ *
+ * A bdev is a table of operations (struct tfs_bdev_ops, after e2fsprogs'
+ * io_manager) over some backing: the io_uring implementation over an image
+ * file or a block device (tfs_bdev_open()), and the fault device
+ * (lib/faultdev.h) stacked over another bdev.  Callers cannot tell them apart.
+ *
+ * I/O is asynchronous: fill a struct tfs_bio and tfs_bio_submit() it; its
+ * end_io callback runs once, from the device's completion thread, with
+ * bio->result set to 0 or a negative code.  Submission may block while the
+ * device's queue is full (bounded queue depth); it never fails: errors are
+ * delivered through end_io.  The synchronous helpers (tfs_bdev_read() ...)
+ * submit and wait.
+ *
+ * Durability: a completed write is readable but not durable until a FLUSH
+ * completes (TFS_OP_FLUSH), or, for a write with TFS_BIO_FUA, when it
+ * completes.  A write with TFS_BIO_PREFLUSH first makes every write completed
+ * before it durable.  Code that depends on an order says so in a comment.
+ *
+ * Offsets and lengths are in bytes and must be multiples of
+ * bdev->logical_block_size; buffers for I/O must be aligned to it
+ * (tfs_bdev_alloc_buf()).  Errors are codes (lib/errcode.h); the message
+ * naming device, op, offset and length is printed where the error is found.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lib/types.h"
+
+struct printbuf;
+struct tfs_bdev;
+
+/* clang-format off */
+#define TFS_BIO_OPS(x)	\
+	x(read)		\
+	x(write)	\
+	x(flush)	\
+	x(discard)
+
+/* What a bio carries, given by the submitter so fault rules can match it. */
+#define TFS_BIO_TAGS(x)	\
+	x(none)		\
+	x(sb)		\
+	x(journal)	\
+	x(btree)	\
+	x(data)
+/* clang-format on */
+
+enum tfs_bio_op {
+#define x(n) TFS_OP_##n,
+	TFS_BIO_OPS(x)
+#undef x
+	TFS_OP_NR
+};
+
+enum tfs_bio_tag {
+#define x(n) TFS_TAG_##n,
+	TFS_BIO_TAGS(x)
+#undef x
+	TFS_TAG_NR
+};
+
+extern const char *const tfs_bio_op_names[];
+extern const char *const tfs_bio_tag_names[];
+
+enum tfs_bio_flags {
+	TFS_BIO_FUA = 1 << 0,	   /* write: durable when it completes */
+	TFS_BIO_PREFLUSH = 1 << 1, /* write: flush earlier writes first */
+};
+
+struct tfs_bio {
+	struct tfs_bdev *bdev;
+	enum tfs_bio_op op;
+	unsigned flags; /* enum tfs_bio_flags */
+	enum tfs_bio_tag tag;
+	u64 offset; /* bytes */
+	void *buf;  /* read, write; aligned */
+	size_t len; /* bytes; 0 for flush */
+	int result; /* set before end_io: 0 or a negative code */
+	void (*end_io)(struct tfs_bio *bio);
+	void *private; /* the submitter's */
+	/* Owned by the device while in flight. */
+	struct tfs_bio *next_internal;
+	size_t done_internal;
+};
+
+struct tfs_bdev_ops {
+	const char *name; /* "uring", "fault" */
+	void (*submit)(struct tfs_bdev *bdev, struct tfs_bio *bio);
+	/* Waits for every submitted bio to complete. */
+	void (*drain)(struct tfs_bdev *bdev);
+	/* Drains, then frees the device (and, for a stacked one, not its lower). */
+	void (*close)(struct tfs_bdev *bdev);
+	void (*to_text)(struct printbuf *out, struct tfs_bdev *bdev);
+};
+
+struct tfs_bdev_counters {
+	u64 ios[TFS_OP_NR]; /* submitted, per op */
+	u64 bytes[TFS_OP_NR];
+	u64 errors[TFS_OP_NR];
+	u64 fua;
+};
+
+struct tfs_bdev {
+	const struct tfs_bdev_ops *ops;
+	char *path; /* as opened; owned */
+	u64 size;   /* bytes */
+	unsigned logical_block_size;
+	bool is_blockdev;
+	bool direct; /* O_DIRECT in use */
+	bool read_only;
+	struct tfs_bdev_counters counters; /* updated atomically */
+	void *private;			   /* the implementation's */
+};
+
+enum tfs_bdev_open_flags {
+	TFS_BDEV_RDONLY = 1 << 0,
+	TFS_BDEV_BUFFERED = 1 << 1, /* do not try O_DIRECT */
+	TFS_BDEV_EXCL = 1 << 2,	    /* O_EXCL on block devices */
+};
+
+/*
+ * Opens an image file or a block device on io_uring, with O_DIRECT where the
+ * device allows it (falling back to buffered I/O, which to_text reports).
+ * The size and logical block size are probed (ioctl for block devices, stat
+ * for files).  When TFS_FAULTS holds "dev" rules that match path, the
+ * returned bdev is a fault device stacked over the real one.  Prints why and
+ * returns a code when the open fails.
+ */
+int tfs_bdev_open(const char *path, unsigned flags, struct tfs_bdev **ret);
+
+/* Drains and frees bdev (and the devices below it that it opened). */
+void tfs_bdev_close(struct tfs_bdev *bdev);
+
+/* Submits bio to bio->bdev; end_io reports the result. */
+void tfs_bio_submit(struct tfs_bio *bio);
+
+/* Waits for every bio submitted to bdev so far to complete. */
+void tfs_bdev_drain(struct tfs_bdev *bdev);
+
+/* Synchronous I/O: submit, wait, return the bio's result. */
+int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum tfs_bio_tag tag);
+int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offset, unsigned flags,
+		   enum tfs_bio_tag tag);
+int tfs_bdev_flush(struct tfs_bdev *bdev);
+int tfs_bdev_discard(struct tfs_bdev *bdev, u64 offset, u64 len);
+
+/* A zeroed buffer aligned for I/O on bdev; free() it. NULL on ENOMEM. */
+void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len);
+
+/* Path, implementation, size, block size, direct or buffered, counters. */
+void tfs_bdev_to_text(struct printbuf *out, struct tfs_bdev *bdev);
+
+#endif /* TFS_LIB_BDEV_H */
