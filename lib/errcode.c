@@ -17,14 +17,28 @@ static const int tfs_errcode_parents[] = {
 #undef x
 };
 
-static bool is_tfs_code(int code)
+static bool is_tfs_code(unsigned code)
 {
 	return code >= TFS_ERR_START && code < TFS_ERR_MAX;
 }
 
+/* |err| without abs()'s undefined behaviour at INT_MIN. */
+static unsigned err_abs(int err)
+{
+	return err < 0 ? 0u - (unsigned)err : (unsigned)err;
+}
+
+/* Unknown codes above the errno range are treated as EIO everywhere. */
+static unsigned err_parent(unsigned code)
+{
+	if (is_tfs_code(code))
+		return (unsigned)tfs_errcode_parents[code - TFS_ERR_START];
+	return code >= TFS_ERR_START ? EIO : 0;
+}
+
 const char *tfs_err_str(int err)
 {
-	int code = abs(err);
+	unsigned code = err_abs(err);
 
 	if (!code)
 		return "success";
@@ -33,42 +47,37 @@ const char *tfs_err_str(int err)
 	if (code >= TFS_ERR_START)
 		return "unknown tinyfs error code";
 	/* strerror() is not thread safe in theory; strerrordesc_np() is. */
-	const char *s = strerrordesc_np(code);
+	const char *s = strerrordesc_np((int)code);
 
 	return s ? s : "unknown error";
 }
 
 int tfs_err_parent(int err)
 {
-	int code = abs(err);
-
-	return is_tfs_code(code) ? tfs_errcode_parents[code - TFS_ERR_START] : 0;
+	return (int)err_parent(err_abs(err));
 }
 
 int tfs_err_class(int err)
 {
-	int code = abs(err);
+	unsigned code = err_abs(err);
 
-	while (is_tfs_code(code))
-		code = tfs_errcode_parents[code - TFS_ERR_START];
-	if (code >= TFS_ERR_START)
-		code = EIO;
-	return -code;
+	while (code >= TFS_ERR_START)
+		code = err_parent(code);
+	return -(int)code;
 }
 
 bool tfs_err_matches(int err, int class)
 {
-	int code = abs(err);
+	unsigned code = err_abs(err), want = err_abs(class);
 
-	class = abs(class);
 	if (!code)
-		return !class;
+		return !want;
 
 	while (1) {
-		if (code == class)
+		if (code == want)
 			return true;
-		if (!is_tfs_code(code))
+		if (code < TFS_ERR_START)
 			return false;
-		code = tfs_errcode_parents[code - TFS_ERR_START];
+		code = err_parent(code);
 	}
 }

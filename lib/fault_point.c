@@ -266,7 +266,7 @@ static int parse_u64(const char *s, u64 *v)
 	char *end;
 
 	errno = 0;
-	*v = strtoull(s, &end, 0);
+	*v = strtoull(s, &end, 10);
 	return errno || !*s || *end || *s == '-' ? -EINVAL : 0;
 }
 
@@ -284,12 +284,28 @@ static int parse_point_entry(char **w, unsigned nr, bool apply, struct printbuf 
 		return -TFS_ERR_fault_point_unknown;
 	}
 
+	bool have_mode = false;
+
 	for (unsigned i = 1; i < nr; i++) {
 		char *val = strchr(w[i], '=');
 		u64 v = 0;
 
 		if (val)
 			*val++ = '\0';
+		bool mode_word = !strcmp(w[i], "oneshot") || !strcmp(w[i], "always") ||
+				 !strcmp(w[i], "nth") || !strcmp(w[i], "every") ||
+				 !strcmp(w[i], "prob");
+
+		if (mode_word && have_mode) {
+			prt_printf(err, "fault point %s: more than one mode ('%s' after another)",
+				   w[0], w[i]);
+			return -TFS_ERR_fault_spec_invalid;
+		}
+		have_mode |= mode_word;
+		if (val && !*val) {
+			prt_printf(err, "fault point %s: '%s=' needs a value", w[0], w[i]);
+			return -TFS_ERR_fault_spec_invalid;
+		}
 		if (!strcmp(w[i], "oneshot") && !val) {
 			arm.mode = TFS_FAULT_ONESHOT;
 		} else if (!strcmp(w[i], "always") && !val) {
@@ -365,11 +381,17 @@ static int parse_entry(const char *entry, bool apply, struct printbuf *err)
 		ret = parse_point_entry(w + 1, nr - 1, apply, err);
 		goto out;
 	}
+	tfs_fault_entry_parser parse = NULL;
+
+	pthread_mutex_lock(&fault_lock);
 	for (unsigned i = 0; i < nr_kinds; i++)
-		if (!strcmp(kinds[i].kind, w[0])) {
-			ret = kinds[i].parse(w + 1, nr - 1, apply, err);
-			goto out;
-		}
+		if (!strcmp(kinds[i].kind, w[0]))
+			parse = kinds[i].parse;
+	pthread_mutex_unlock(&fault_lock);
+	if (parse) {
+		ret = parse(w + 1, nr - 1, apply, err);
+		goto out;
+	}
 	prt_printf(err, "unknown fault entry kind '%s' (want point", w[0]);
 	for (unsigned i = 0; i < nr_kinds; i++)
 		prt_printf(err, ", %s", kinds[i].kind);

@@ -71,18 +71,19 @@ extern bool tfs_fault_points_active;
 /* Slow path of tfs_fault(); true when the point fires. */
 bool tfs_fault_point_hit(struct tfs_fault_point *p);
 
-#define tfs_fault(_name)                                                               \
-	({                                                                             \
-		static struct tfs_fault_point _tfs_fp = {                              \
-			.name = (_name),                                               \
-			.file = __FILE__,                                              \
-			.func = __func__,                                              \
-			.line = __LINE__,                                              \
-		};                                                                     \
-		static struct tfs_fault_point *_tfs_fp_ptr                             \
-			__attribute__((section("tfs_fault_points"), used)) = &_tfs_fp; \
-		(void)_tfs_fp_ptr;                                                     \
-		unlikely(tfs_fault_points_active) && tfs_fault_point_hit(&_tfs_fp);    \
+#define tfs_fault(_name)                                                                 \
+	({                                                                               \
+		static struct tfs_fault_point _tfs_fp = {                                \
+			.name = (_name),                                                 \
+			.file = __FILE__,                                                \
+			.func = __func__,                                                \
+			.line = __LINE__,                                                \
+		};                                                                       \
+		static struct tfs_fault_point *_tfs_fp_ptr                               \
+			__attribute__((section("tfs_fault_points"), used)) = &_tfs_fp;   \
+		(void)_tfs_fp_ptr;                                                       \
+		unlikely(__atomic_load_n(&tfs_fault_points_active, __ATOMIC_RELAXED)) && \
+			tfs_fault_point_hit(&_tfs_fp);                                   \
 	})
 
 /* Arms every site named name.  -TFS_ERR_fault_point_unknown if none. */

@@ -61,6 +61,7 @@ void printbuf_reset(struct printbuf *out)
 	out->pos = 0;
 	out->last_newline = 0;
 	out->last_field = 0;
+	out->line_indent = 0;
 	out->cur_tabstop = 0;
 	out->allocation_failure = false;
 	if (out->size)
@@ -71,7 +72,9 @@ char *printbuf_detach(struct printbuf *out)
 {
 	char *s = out->buf;
 
-	if (!s && out->heap_allocated)
+	if (!out->heap_allocated)
+		return NULL;
+	if (!s)
 		s = calloc(1, 1);
 	out->buf = NULL;
 	out->size = 0;
@@ -92,7 +95,9 @@ static unsigned printbuf_capacity(const struct printbuf *out)
  */
 static unsigned printbuf_insert(struct printbuf *out, unsigned at, char c, unsigned n)
 {
-	if (!n)
+	/* After a failure nothing more is added, so the text stays a prefix of
+	 * what was asked for, even where removing a '\t' freed a byte. */
+	if (!n || out->allocation_failure)
 		return 0;
 	printbuf_make_room(out, n);
 
@@ -126,11 +131,21 @@ static void printbuf_delete(struct printbuf *out, unsigned at, unsigned n)
 /* Appends len bytes as they are; returns how many fit. */
 static unsigned printbuf_append_raw(struct printbuf *out, const void *data, size_t len)
 {
+	if (out->allocation_failure)
+		return 0;
 	if (len > UINT_MAX / 4) {
 		out->allocation_failure = true;
 		len = UINT_MAX / 4;
 	}
+
+	/* Appending our own text: growing may move it, so keep an offset. */
+	const char *src = data;
+	bool own = out->buf && src >= out->buf && src < out->buf + out->size;
+	size_t own_off = own ? (size_t)(src - out->buf) : 0;
+
 	printbuf_make_room(out, (unsigned)len);
+	if (own)
+		data = out->buf + own_off;
 
 	unsigned n = min_t(unsigned, (unsigned)len, printbuf_capacity(out) - out->pos);
 
@@ -146,12 +161,18 @@ static unsigned printbuf_append_raw(struct printbuf *out, const void *data, size
 
 /* ---- layout ---- */
 
-/* Column of byte i on the current line, measured from the indent. */
+/* Column of byte i on the current line, measured from the line's indent. */
 static unsigned printbuf_column(const struct printbuf *out, unsigned i)
 {
 	unsigned col = i - out->last_newline;
 
-	return col > out->indent ? col - out->indent : 0;
+	return col > out->line_indent ? col - out->line_indent : 0;
+}
+
+/* True when the current line holds nothing but its indent. */
+static bool printbuf_line_empty(const struct printbuf *out)
+{
+	return out->pos == out->last_newline + out->line_indent;
 }
 
 /*
@@ -172,7 +193,8 @@ static void printbuf_expand(struct printbuf *out, unsigned i)
 			i++;
 			out->last_newline = i;
 			out->cur_tabstop = 0;
-			i += printbuf_insert(out, i, ' ', out->indent);
+			out->line_indent = printbuf_insert(out, i, ' ', out->indent);
+			i += out->line_indent;
 			out->last_field = i;
 			continue;
 		}
@@ -208,11 +230,12 @@ static void printbuf_expand(struct printbuf *out, unsigned i)
 
 void printbuf_indent_add(struct printbuf *out, unsigned n)
 {
-	bool at_line_start = printbuf_linelen(out) == out->indent;
+	unsigned room = out->indent < PRINTBUF_MAX_INDENT ? PRINTBUF_MAX_INDENT - out->indent : 0;
 
+	n = min_t(unsigned, n, room);
 	out->indent += n;
-	if (at_line_start) {
-		printbuf_insert(out, out->pos, ' ', n);
+	if (printbuf_line_empty(out)) {
+		out->line_indent += printbuf_insert(out, out->pos, ' ', n);
 		out->last_field = out->pos;
 	}
 }
@@ -220,14 +243,13 @@ void printbuf_indent_add(struct printbuf *out, unsigned n)
 void printbuf_indent_sub(struct printbuf *out, unsigned n)
 {
 	n = min_t(unsigned, n, out->indent);
-
-	bool at_line_start = printbuf_linelen(out) == out->indent;
-
 	out->indent -= n;
-	if (at_line_start && out->size) {
-		unsigned drop = min_t(unsigned, n, out->pos - out->last_newline);
+	/* Only indent spaces are taken back, never text. */
+	if (printbuf_line_empty(out) && out->size) {
+		unsigned drop = min_t(unsigned, n, out->line_indent);
 
 		out->pos -= drop;
+		out->line_indent -= drop;
 		out->buf[out->pos] = '\0';
 		out->last_field = out->pos;
 	}
@@ -235,7 +257,7 @@ void printbuf_indent_sub(struct printbuf *out, unsigned n)
 
 int printbuf_tabstop_push(struct printbuf *out, unsigned width)
 {
-	if (out->nr_tabstops >= PRINTBUF_MAX_TABSTOPS)
+	if (out->nr_tabstops >= PRINTBUF_MAX_TABSTOPS || width > PRINTBUF_MAX_INDENT)
 		return -EINVAL;
 
 	unsigned prev = out->nr_tabstops ? out->tabstops[out->nr_tabstops - 1] : 0;

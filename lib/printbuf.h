@@ -26,8 +26,12 @@
  *    right-justifies the current field so it ends at the next stop.  A field
  *    that reaches or overflows its stop is followed by exactly one space, so
  *    fields never run together.  A newline resets to the first stop.
- *  - '\t', '\r' and '\n' have these meanings in every prt_* call that takes
- *    text (prt_str, prt_printf, prt_char); prt_bytes() copies bytes as they are.
+  *  - '\t', '\r' and '\n' have these meanings in every prt_* call that takes
+ *    text (prt_str, prt_printf, prt_char); prt_bytes() and prt_chars() copy
+ *    bytes as they are, and a '\n' among them does not start a line for
+ *    indent or tabstops.
+ *  - After a truncation, later calls add nothing (the text is a prefix of
+ *    what was asked for); a field cut short loses its tab or right-justify.
  */
 
 #include <stdarg.h>
@@ -37,6 +41,8 @@
 #include "lib/types.h"
 
 #define PRINTBUF_MAX_TABSTOPS 16
+/* Bound on the indent and on each tabstop width, so sums cannot wrap. */
+#define PRINTBUF_MAX_INDENT 4096
 
 struct printbuf {
 	char *buf;
@@ -45,6 +51,7 @@ struct printbuf {
 	unsigned last_newline; /* pos of the first byte of the current line */
 	unsigned last_field;   /* pos of the first byte of the current field */
 	unsigned indent;       /* spaces applied after every newline */
+	unsigned line_indent;  /* indent spaces written on the current line */
 	unsigned nr_tabstops;
 	unsigned cur_tabstop;			  /* index of the next stop on this line */
 	unsigned tabstops[PRINTBUF_MAX_TABSTOPS]; /* absolute columns */
@@ -73,7 +80,10 @@ static inline struct printbuf printbuf_extern(char *buf, size_t size)
 /* Frees a heap printbuf's memory and resets it to empty; safe to repeat. */
 void printbuf_exit(struct printbuf *out);
 
-/* Empties the text, keeping memory, tabstops, indent and flags. */
+/*
+ * Empties the text and clears allocation_failure, keeping memory, tabstops,
+ * the indent (applied from the next newline on) and the unit flags.
+ */
 void printbuf_reset(struct printbuf *out);
 
 /* The text; "" when nothing was written.  Valid until the next prt_*. */
@@ -89,20 +99,26 @@ static inline const char *printbuf_str(const struct printbuf *out)
  */
 bool printbuf_make_room(struct printbuf *out, unsigned extra);
 
-/* Detaches the text from a heap printbuf: the caller frees it; never NULL
- * unless allocation failed.  The printbuf is left empty. */
+/*
+ * Detaches the text from a heap printbuf: the caller frees it.  Check
+ * allocation_failure first: the text may be incomplete.  NULL for a fixed
+ * printbuf (its buffer is the caller's) or when allocating "" failed.  The
+ * printbuf is left empty.
+ */
 char *printbuf_detach(struct printbuf *out);
 
 /* --- indent and tabstops --- */
 
-/* Adds n spaces of indent; applied now if at the start of a line. */
+/* Adds n spaces of indent (at most PRINTBUF_MAX_INDENT in all); applied now
+ * if the current line holds nothing but its indent. */
 void printbuf_indent_add(struct printbuf *out, unsigned n);
-/* Removes n spaces of indent (never below 0); removes trailing indent
- * spaces already written on an otherwise empty line. */
+/* Removes n spaces of indent (never below 0); on a line that holds nothing
+ * but its indent, takes back up to n of those spaces (never text). */
 void printbuf_indent_sub(struct printbuf *out, unsigned n);
 
 /* Adds a stop `width` columns after the previous one (or after column 0).
- * Returns 0, or -EINVAL when PRINTBUF_MAX_TABSTOPS are already set. */
+ * Returns 0, or -EINVAL when PRINTBUF_MAX_TABSTOPS are already set or width
+ * exceeds PRINTBUF_MAX_INDENT. */
 int printbuf_tabstop_push(struct printbuf *out, unsigned width);
 /* Removes the last stop. */
 void printbuf_tabstop_pop(struct printbuf *out);
@@ -127,7 +143,8 @@ void prt_char(struct printbuf *out, char c);
 void prt_chars(struct printbuf *out, char c, unsigned n);
 /* Appends len raw bytes, verbatim (a NUL byte is kept in the text). */
 void prt_bytes(struct printbuf *out, const void *data, size_t len);
-/* printf-style append (with '\t', '\r', '\n' meanings). */
+/* printf-style append (with '\t', '\r', '\n' meanings).  No argument may
+ * point into out's own buffer (growing may move it); prt_str() may. */
 __attribute__((format(printf, 2, 3))) void prt_printf(struct printbuf *out, const char *fmt, ...);
 __attribute__((format(printf, 2, 0))) void prt_vprintf(struct printbuf *out, const char *fmt,
 						       va_list args);

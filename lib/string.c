@@ -22,9 +22,9 @@ ssize_t tfs_strscpy(char *dst, const char *src, size_t size)
 
 ssize_t tfs_strpad(char *dst, const char *src, size_t size)
 {
-	size_t len = strnlen(src, size + 1);
+	size_t len = strnlen(src, size);
 
-	if (len > size)
+	if (len == size && src[len])
 		return -E2BIG;
 	memcpy(dst, src, len);
 	memset(dst + len, 0, size - len);

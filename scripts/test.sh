@@ -31,16 +31,22 @@ count() {
 	while read -r k v; do
 		case $k in
 		Ok:) passed=$((passed + v)) ;;
-		Fail: | Timeout:) failed=$((failed + v)) ;;
+				Fail: | Timeout:) failed=$((failed + v)) ;;
+		Unexpected) failed=$((failed + ${v##* })) ;; # "Unexpected Pass: N"
 		Skipped:) skipped=$((skipped + v)) ;;
 		esac
-	done < <(grep -E '^(Ok|Fail|Timeout|Skipped):' "$log")
+		done < <(grep -E '^(Ok|Fail|Timeout|Skipped|Unexpected Pass):' "$log")
 }
 run() {
 	local name=$1 dir=$2; shift 2
-	echo "== $name: configure and build ($dir)"
-	configure "$dir" "$@"
-	ninja -C "$dir"
+		echo "== $name: configure and build ($dir)"
+	# A broken build fails this configuration but still lets the other run.
+	if ! configure "$dir" "$@" || ! ninja -C "$dir"; then
+		echo "== $name: BUILD FAILED"
+		status=1
+		failed=$((failed + 1))
+		return 0
+	fi
 	echo "== $name: meson test"
 	if ! meson test -C "$dir" --print-errorlogs -t "$TFS_TEST_TIMEOUT_MULTIPLIER" \
 		--num-processes "$(nproc)" 2>&1 | tee "$log"; then

@@ -10,6 +10,6 @@ while IFS= read -r -d '' f; do
 		echo "not formatted: $f (run: $cf -i $f)"
 		bad=$((bad + 1))
 	fi
-done < <(find . \( -name .git -o -name 'build*' \) -prune -o \( -name '*.c' -o -name '*.h' \) -print0)
+done < <(find . -mindepth 1 \( -type d \( -path ./.git -o -path './build*' \) \) -prune -o -type f \( -name '*.c' -o -name '*.h' \) -print0)
 [ $bad = 0 ] && echo "all C files formatted" && exit 0
 exit 1

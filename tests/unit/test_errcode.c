@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "lib/errcode.h"
@@ -21,6 +22,10 @@ static void test_names(void **state)
 	assert_string_equal(tfs_err_str(-EIO), "Input/output error");
 	assert_string_equal(tfs_err_str(0), "success");
 	assert_string_equal(tfs_err_str(-(TFS_ERR_MAX + 5)), "unknown tinyfs error code");
+	/* INT_MIN has no positive counterpart: no undefined behaviour. */
+	assert_string_equal(tfs_err_str(INT_MIN), "unknown tinyfs error code");
+	assert_int_equal(tfs_err_class(INT_MIN), -EIO);
+	assert_true(tfs_err_matches(INT_MIN, EIO));
 }
 
 static void test_every_code_named_and_classed(void **state)
@@ -58,6 +63,9 @@ static void test_classes(void **state)
 	assert_int_equal(tfs_err_class(EIO), -EIO);
 	assert_int_equal(tfs_err_class(0), 0);
 	assert_int_equal(tfs_err_class(-(TFS_ERR_MAX + 1)), -EIO);
+	/* An unknown code is EIO for matches() too, as for class(). */
+	assert_true(tfs_err_matches(-(TFS_ERR_MAX + 1), EIO));
+	assert_false(tfs_err_matches(-(TFS_ERR_MAX + 1), EINVAL));
 }
 
 static void test_matches(void **state)

@@ -172,6 +172,11 @@ static void test_parse_spec(void **state)
 	assert_true(probe_b());
 	assert_int_equal(fires(probe_b, 9), 0);
 
+	/* Decimal only: 010 is ten, not eight. */
+	assert_int_equal(tfs_faults_parse("point test:a nth=010", &err), 0);
+	assert_int_equal(fires(probe_a, 9), 0);
+	assert_true(probe_a());
+
 	assert_int_equal(tfs_faults_parse("point test:a prob=1 seed=9", &err), 0);
 	assert_true(probe_a());
 	assert_int_equal(tfs_faults_parse("point test:a", &err), 0); /* bare: oneshot */
@@ -200,6 +205,10 @@ static void test_parse_errors_arm_nothing(void **state)
 	spec_fails("point test:a prob=2", -TFS_ERR_fault_spec_invalid, "prob=2");
 	spec_fails("point test:a frobnicate", -TFS_ERR_fault_spec_invalid, "frobnicate");
 	spec_fails("point", -TFS_ERR_fault_spec_invalid, "needs a fault point name");
+	spec_fails("point test:a prob=", -TFS_ERR_fault_spec_invalid, "'prob=' needs a value");
+	spec_fails("point test:a every=3 oneshot", -TFS_ERR_fault_spec_invalid,
+		   "more than one mode");
+	spec_fails("point test:a nth=0x10", -TFS_ERR_fault_spec_invalid, "bad word 'nth=0x10'");
 	spec_fails("bogus x", -TFS_ERR_fault_spec_invalid, "unknown fault entry kind 'bogus'");
 	assert_false(tfs_fault_points_active);
 }

@@ -167,6 +167,51 @@ static void test_indent_with_tabstops(void **state)
 	printbuf_exit(&out);
 }
 
+static void test_indent_change_mid_line(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	/* Text on the line is never mistaken for indent. */
+	prt_str(&out, "ab");
+	printbuf_indent_add(&out, 2);
+	printbuf_indent_sub(&out, 2);
+	assert_string_equal(printbuf_str(&out), "ab");
+	printbuf_indent_add(&out, 2);
+	printbuf_indent_add(&out, 2);
+	prt_str(&out, "cd\nx");
+	assert_string_equal(printbuf_str(&out), "abcd\n    x");
+	/* After a reset the first line carries no indent; the next does. */
+	printbuf_reset(&out);
+	prt_str(&out, "y\nz");
+	assert_string_equal(printbuf_str(&out), "y\n    z");
+	printbuf_exit(&out);
+}
+
+static void test_append_own_text(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	prt_str(&out, "abc");
+	for (unsigned i = 0; i < 12; i++)
+		prt_str(&out, out.buf); /* doubles; grows under its own source */
+	assert_int_equal(out.pos, 3 << 12);
+	for (unsigned i = 0; i < out.pos; i++)
+		assert_int_equal(out.buf[i], "abc"[i % 3]);
+	printbuf_exit(&out);
+}
+
+static void test_truncation_keeps_prefix(void **state)
+{
+	char buf[4];
+	struct printbuf out = printbuf_extern(buf, sizeof(buf));
+
+	/* Removing the '\r' frees a byte; later output must not land there. */
+	prt_str(&out, "ab\rcdef");
+	prt_str(&out, "X");
+	assert_true(out.allocation_failure);
+	assert_string_equal(buf, "ab"); /* a prefix of "abcdefX", without the X */
+}
+
 static void test_alloc_failure_is_sticky(void **state)
 {
 	struct printbuf out = PRINTBUF;
@@ -396,6 +441,9 @@ int main(void)
 		cmocka_unit_test(test_tab_without_stops),
 		cmocka_unit_test(test_indent_across_newlines),
 		cmocka_unit_test(test_indent_with_tabstops),
+		cmocka_unit_test(test_indent_change_mid_line),
+		cmocka_unit_test(test_append_own_text),
+		cmocka_unit_test(test_truncation_keeps_prefix),
 		cmocka_unit_test(test_alloc_failure_is_sticky),
 		cmocka_unit_test(test_alloc_failure_first_call),
 		cmocka_unit_test(test_fixed_exactly_full),
