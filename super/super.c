@@ -385,7 +385,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 			best = (int)i;
 	}
 
-	if (layout_why.pos)
+	if (layout_why.pos && best >= 0)
 		fprintf(stderr,
 			"warning: %s: layout at %u: %s; using the primary superblock's copy\n",
 			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));

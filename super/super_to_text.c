@@ -15,7 +15,12 @@ typedef unsigned long long ull;
 /* A fixed-width on-disk string, printed up to its NUL. */
 static void prt_field_str(struct printbuf *out, const char *s, size_t size)
 {
-	prt_bytes(out, s, tfs_strnlen_field(s, size));
+	size_t len = tfs_strnlen_field(s, size);
+
+	if (len)
+		prt_bytes(out, s, len);
+	else
+		prt_str(out, "(none)");
 }
 
 static void prt_time(struct printbuf *out, u64 secs)
@@ -353,10 +358,10 @@ static void json_field_str(struct printbuf *out, bool *first, const char *key, c
 			   size_t size)
 {
 	char buf[TFS_LABEL_SIZE + 1];
+	size_t len = min_t(size_t, tfs_strnlen_field(s, size), TFS_LABEL_SIZE);
 
-	tfs_strscpy(buf, "", sizeof(buf));
-	memcpy(buf, s, min_t(size_t, tfs_strnlen_field(s, size), TFS_LABEL_SIZE));
-	buf[min_t(size_t, tfs_strnlen_field(s, size), TFS_LABEL_SIZE)] = '\0';
+	memcpy(buf, s, len);
+	buf[len] = '\0';
 	json_str(out, first, key, buf);
 }
 
