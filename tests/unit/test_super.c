@@ -14,6 +14,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/faultdev.h"
 #include "lib/printbuf.h"
 #include "super/format.h"
 #include "super/super.h"
@@ -382,6 +383,45 @@ static void test_to_text(void **state)
 	printbuf_exit(&out);
 }
 
+/* A copy whose write fails is reported with its offset; the others are written. */
+static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad_off, u64 good_off)
+{
+	struct tfs_sb_handle h;
+	struct tfs_bdev *fd;
+	struct printbuf err = PRINTBUF, want = PRINTBUF;
+
+	format(f, 1);
+	assert_int_equal(tfs_faultdev_create(f->hs[0].bdev, true, &fd), 0);
+	f->hs[0].bdev = fd;
+	assert_int_equal(tfs_faultdev_add_rule_str(fd, rule, &err), 0);
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), -TFS_ERR_sb_write);
+	assert_int_equal(tfs_faultdev_rule_fired(fd, 0), 1);
+	prt_printf(&want, "%s: writing superblock copy %u at %llu (", fd->path,
+		   bad_off == TFS_SB_OFFSET ? 0 : 1, (unsigned long long)bad_off);
+	assert_true(!strncmp(printbuf_str(&err), printbuf_str(&want), want.pos));
+	/* The flushes completed: everything else is durable, seq 2 readable. */
+	tfs_bdev_close(f->hs[0].bdev);
+	f->hs[0].bdev = NULL;
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	assert_int_equal(h.read_offset, good_off);
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+	printbuf_exit(&want);
+}
+
+static void test_write_primary_fails(void **state)
+{
+	write_with_failing_copy(*state, "write tag=sb range=4096-8192 fail=EIO", TFS_SB_OFFSET,
+				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
+}
+
+static void test_write_backup_fails(void **state)
+{
+	write_with_failing_copy(*state, "write tag=sb range=36864-40960 fail=EIO",
+				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT, TFS_SB_OFFSET);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +434,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
