@@ -353,6 +353,13 @@ static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
 	printbuf_exit(&out);
 }
 
+/* Leaves main() through its one cleanup path. */
+#define EXIT_WITH(st)          \
+	do {                   \
+		status = (st); \
+		goto out;      \
+	} while (0)
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -402,30 +409,31 @@ int main(int argc, char **argv)
 			continue;
 		case OPT_SIZE:
 			if (tfs_parse_size(optarg, &cur.want_size) || !cur.want_size)
-				return bad_value("size", optarg, "not a size");
+				EXIT_WITH(bad_value("size", optarg, "not a size"));
 			break;
 		case OPT_BLOCK_SIZE:
 			if (tfs_parse_size(optarg, &v) || v > UINT32_MAX)
-				return bad_value("block-size", optarg, "not a size");
+				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
 			opts.block_size = (u32)v;
 			continue;
 		case OPT_BUCKET_SIZE:
 			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
-				return bad_value("bucket-size", optarg, "not a size");
+				EXIT_WITH(bad_value("bucket-size", optarg, "not a size"));
 			cur.d.bucket_size = (u32)v;
 			break;
 		case OPT_JOURNAL_SIZE:
 			if (tfs_parse_size(optarg, &cur.d.journal_size) || !cur.d.journal_size)
-				return bad_value("journal-size", optarg, "not a size");
+				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
 			break;
 		case 'L':
 			opts.label = optarg;
 			continue;
 		case 'U':
 			if (uuid_parse(optarg, opts.user_uuid))
-				return bad_value("uuid", optarg, "not a uuid");
+				EXIT_WITH(bad_value("uuid", optarg, "not a uuid"));
 			if (uuid_is_null(opts.user_uuid))
-				return bad_value("uuid", optarg, "the null uuid is not allowed");
+				EXIT_WITH(
+					bad_value("uuid", optarg, "the null uuid is not allowed"));
 			have_uuid = true;
 			continue;
 		case OPT_META_REPL:
@@ -438,14 +446,14 @@ int main(int argc, char **argv)
 						"data-replicas", "data-replicas-required" };
 
 			if (tfs_parse_uint(optarg, 1, TFS_MAX_REPLICAS, &v))
-				return bad_value(names[c - OPT_META_REPL], optarg,
-						 "must be 1 to 4");
+				EXIT_WITH(bad_value(names[c - OPT_META_REPL], optarg,
+						    "must be 1 to 4"));
 			*dst[c - OPT_META_REPL] = (u8)v;
 			continue;
 		}
 		case OPT_DURABILITY:
 			if (tfs_parse_uint(optarg, 0, TFS_MAX_DURABILITY, &v))
-				return bad_value("durability", optarg, "must be 0 to 4");
+				EXIT_WITH(bad_value("durability", optarg, "must be 0 to 4"));
 			cur.d.durability_set = true;
 			cur.d.durability = (u8)v;
 			break;
@@ -458,7 +466,8 @@ int main(int argc, char **argv)
 		case OPT_ERROR_ACTION:
 			ret = tfs_error_action_parse(optarg);
 			if (ret < 0)
-				return bad_value("error-action", optarg, "continue, ro or panic");
+				EXIT_WITH(
+					bad_value("error-action", optarg, "continue, ro or panic"));
 			opts.error_action = (u8)ret;
 			continue;
 		case 'f':
@@ -469,14 +478,14 @@ int main(int argc, char **argv)
 			continue;
 		case OPT_FAULT:
 			if (tfs_tool_fault_opt(PROG, optarg))
-				return TFS_EXIT_USAGE;
+				EXIT_WITH(TFS_EXIT_USAGE);
 			continue;
 		case 'h':
 			usage(stdout);
-			return TFS_EXIT_OK;
+			EXIT_WITH(TFS_EXIT_OK);
 		default:
 			fprintf(stderr, "Try `" PROG " --help'.\n");
-			return TFS_EXIT_USAGE;
+			EXIT_WITH(TFS_EXIT_USAGE);
 		}
 		/* A device option: it applies to the devices that follow. */
 		dev_opt_pending = true;
@@ -484,11 +493,11 @@ int main(int argc, char **argv)
 	if (!nr) {
 		fprintf(stderr, PROG ": no device or image given\n");
 		usage(stderr);
-		return TFS_EXIT_USAGE;
+		EXIT_WITH(TFS_EXIT_USAGE);
 	}
 	if (dev_opt_pending) {
 		fprintf(stderr, PROG ": device options after the last device apply to nothing\n");
-		return TFS_EXIT_USAGE;
+		EXIT_WITH(TFS_EXIT_USAGE);
 	}
 
 	const char *sde = getenv("SOURCE_DATE_EPOCH");
@@ -498,7 +507,7 @@ int main(int argc, char **argv)
 			fprintf(stderr,
 				PROG ": SOURCE_DATE_EPOCH \"%s\" is not a number of seconds\n",
 				sde);
-			return TFS_EXIT_USAGE;
+			EXIT_WITH(TFS_EXIT_USAGE);
 		}
 	} else {
 		opts.time = (u64)time(NULL);
