@@ -16,7 +16,9 @@
  * bio->result set to 0 or a negative code.  Submission may block while the
  * device's queue is full (bounded queue depth); it never fails: errors are
  * delivered through end_io.  The synchronous helpers (tfs_bdev_read() ...)
- * submit and wait.
+ * submit and wait.  end_io may submit more bios (they are queued, never
+ * blocking, when the queue is full) but must not wait for I/O on the same
+ * device: it runs on the only thread that completes that device's bios.
  *
  * Durability: a completed write is readable but not durable until a FLUSH
  * completes (TFS_OP_FLUSH), or, for a write with TFS_BIO_FUA, when it
@@ -157,5 +159,29 @@ void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len);
 
 /* Path, implementation, size, block size, direct or buffered, counters. */
 void tfs_bdev_to_text(struct printbuf *out, struct tfs_bdev *bdev);
+
+/*
+ * Opens path on io_uring only, never stacking a fault device (the fault
+ * device uses it for the device below; tests use it for a known-plain one).
+ */
+int tfs_bdev_open_uring(const char *path, unsigned flags, struct tfs_bdev **ret);
+
+/* The counters as a table: op, ios, bytes, errors (every to_text uses it). */
+void tfs_bdev_counters_to_text(struct printbuf *out, const struct tfs_bdev_counters *c);
+
+/* --- for implementations of struct tfs_bdev_ops --- */
+
+/*
+ * Checks bio against its device: a known op, aligned offset, length and
+ * buffer (-TFS_ERR_bdev_unaligned), within the device
+ * (-TFS_ERR_bdev_out_of_range), not zero-length, no write or discard on a
+ * read-only device (-EROFS).  Prints the message and returns the code.
+ */
+int tfs_bio_check(const struct tfs_bio *bio);
+/* Prints "PATH: OP at offset O length L failed: ERR[: why]". */
+void tfs_bio_err_msg(const struct tfs_bio *bio, int err, const char *why);
+/* Counter updates (atomic): a submitted bio, a failed one. */
+void tfs_bdev_count_submit(struct tfs_bdev *bdev, const struct tfs_bio *bio);
+void tfs_bdev_count_error(struct tfs_bdev *bdev, const struct tfs_bio *bio);
 
 #endif /* TFS_LIB_BDEV_H */

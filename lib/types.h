@@ -23,9 +23,11 @@ typedef int16_t s16;
 typedef int32_t s32;
 typedef int64_t s64;
 
-typedef uint16_t __le16;
-typedef uint32_t __le32;
-typedef uint64_t __le64;
+/*
+ * The kernel's own __le16/32/64: <sys/stat.h> (statx) and liburing include
+ * <linux/types.h>, so defining them here too would not compile next to them.
+ */
+#include <linux/types.h>
 
 static inline u16 le16_to_cpu(__le16 v)
 {

@@ -1,0 +1,698 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The io_uring block device, and the generic bdev helpers (submission,
+ * synchronous wrappers, checks) every implementation shares.
+ *
+ * One ring per device.  Any thread submits, under dev->lock; one completion
+ * thread per device reaps CQEs and calls end_io.  Every bio, even one refused
+ * at submission, completes through the completion thread (a refused bio is
+ * sent as a NOP carrying its error), so end_io always runs there.
+ *
+ * Queue depth bounds the bios in flight; a submitter blocks while the queue
+ * is full, except the completion thread itself (an end_io that submits),
+ * whose bios wait on dev->pending instead, so the only thread that can free
+ * a slot never sleeps waiting for one.
+ */
+#include <liburing.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/faultdev.h"
+#include "lib/fault_point.h"
+#include "lib/printbuf.h"
+
+const char *const tfs_bio_op_names[] = {
+#define x(n) #n,
+	TFS_BIO_OPS(x)
+#undef x
+		NULL
+};
+
+const char *const tfs_bio_tag_names[] = {
+#define x(n) #n,
+	TFS_BIO_TAGS(x)
+#undef x
+		NULL
+};
+
+/* ---- generic helpers ---- */
+
+void tfs_bio_submit(struct tfs_bio *bio)
+{
+	bio->bdev->ops->submit(bio->bdev, bio);
+}
+
+void tfs_bdev_drain(struct tfs_bdev *bdev)
+{
+	bdev->ops->drain(bdev);
+}
+
+void tfs_bdev_close(struct tfs_bdev *bdev)
+{
+	if (bdev)
+		bdev->ops->close(bdev);
+}
+
+void tfs_bdev_to_text(struct printbuf *out, struct tfs_bdev *bdev)
+{
+	bdev->ops->to_text(out, bdev);
+}
+
+void tfs_bdev_counters_to_text(struct printbuf *out, const struct tfs_bdev_counters *c)
+{
+	prt_str(out, "op\tios\rbytes\rerrors\r\n");
+	for (unsigned op = 0; op < TFS_OP_NR; op++) {
+		prt_printf(out, "%s\t%llu\r", tfs_bio_op_names[op],
+			   (unsigned long long)__atomic_load_n(&c->ios[op], __ATOMIC_RELAXED));
+		prt_units_u64(out, __atomic_load_n(&c->bytes[op], __ATOMIC_RELAXED));
+		prt_printf(out, "\r%llu\r\n",
+			   (unsigned long long)__atomic_load_n(&c->errors[op], __ATOMIC_RELAXED));
+	}
+	prt_printf(out, "fua writes\t%llu\r\n",
+		   (unsigned long long)__atomic_load_n(&c->fua, __ATOMIC_RELAXED));
+}
+
+void tfs_bdev_count_submit(struct tfs_bdev *bdev, const struct tfs_bio *bio)
+{
+	struct tfs_bdev_counters *c = &bdev->counters;
+
+	if (bio->op >= TFS_OP_NR)
+		return;
+	__atomic_fetch_add(&c->ios[bio->op], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->bytes[bio->op], bio->len, __ATOMIC_RELAXED);
+	if (bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA))
+		__atomic_fetch_add(&c->fua, 1, __ATOMIC_RELAXED);
+}
+
+void tfs_bdev_count_error(struct tfs_bdev *bdev, const struct tfs_bio *bio)
+{
+	if (bio->op < TFS_OP_NR)
+		__atomic_fetch_add(&bdev->counters.errors[bio->op], 1, __ATOMIC_RELAXED);
+}
+
+void tfs_bio_err_msg(const struct tfs_bio *bio, int err, const char *why)
+{
+	const char *op = bio->op < TFS_OP_NR ? tfs_bio_op_names[bio->op] : "bad-op";
+
+	fprintf(stderr, "tinyfs: %s: %s%s%s at offset %llu length %zu failed: %s%s%s\n",
+		bio->bdev->path, op, bio->flags & TFS_BIO_FUA ? "+fua" : "",
+		bio->flags & TFS_BIO_PREFLUSH ? "+preflush" : "", (unsigned long long)bio->offset,
+		bio->len, tfs_err_str(err), why ? ": " : "", why ?: "");
+}
+
+int tfs_bio_check(const struct tfs_bio *bio)
+{
+	const struct tfs_bdev *bdev = bio->bdev;
+	unsigned bs = bdev->logical_block_size;
+	PRINTBUF_ONSTACK(why, 160);
+	int ret = 0;
+
+	if (bio->op >= TFS_OP_NR) {
+		prt_printf(&why, "unknown op %u", bio->op);
+		ret = -TFS_ERR_invalid_argument;
+	} else if (bio->op == TFS_OP_flush) {
+		return 0;
+	} else if (bio->op != TFS_OP_read && bdev->read_only) {
+		prt_str(&why, "device is read-only");
+		ret = -EROFS;
+	} else if (bio->offset % bs || bio->len % bs ||
+		   (bio->op != TFS_OP_discard && (uintptr_t)bio->buf % bs)) {
+		prt_printf(&why, "offset, length and buffer (%p) must be aligned to %u", bio->buf,
+			   bs);
+		ret = -TFS_ERR_bdev_unaligned;
+	} else if (!bio->len) {
+		prt_str(&why, "zero length");
+		ret = -TFS_ERR_invalid_argument;
+	} else if (bio->offset > bdev->size || bio->len > bdev->size - bio->offset) {
+		prt_printf(&why, "beyond the end of the device (%llu bytes)",
+			   (unsigned long long)bdev->size);
+		ret = -TFS_ERR_bdev_out_of_range;
+	}
+	if (ret)
+		tfs_bio_err_msg(bio, ret, printbuf_str(&why));
+	return ret;
+}
+
+/* ---- synchronous wrappers ---- */
+
+struct sync_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void sync_end_io(struct tfs_bio *bio)
+{
+	struct sync_wait *w = bio->private;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static int submit_wait(struct tfs_bio *bio)
+{
+	struct sync_wait w = {
+		.lock = PTHREAD_MUTEX_INITIALIZER,
+		.cond = PTHREAD_COND_INITIALIZER,
+	};
+
+	bio->end_io = sync_end_io;
+	bio->private = &w;
+	tfs_bio_submit(bio);
+	pthread_mutex_lock(&w.lock);
+	while (!w.done)
+		pthread_cond_wait(&w.cond, &w.lock);
+	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_destroy(&w.lock);
+	pthread_cond_destroy(&w.cond);
+	return bio->result;
+}
+
+int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum tfs_bio_tag tag)
+{
+	struct tfs_bio bio = {
+		.bdev = bdev,
+		.op = TFS_OP_read,
+		.tag = tag,
+		.offset = offset,
+		.buf = buf,
+		.len = len,
+	};
+
+	return submit_wait(&bio);
+}
+
+int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offset, unsigned flags,
+		   enum tfs_bio_tag tag)
+{
+	struct tfs_bio bio = {
+		.bdev = bdev,
+		.op = TFS_OP_write,
+		.flags = flags,
+		.tag = tag,
+		.offset = offset,
+		.buf = (void *)buf, /* writes only read it */
+		.len = len,
+	};
+
+	return submit_wait(&bio);
+}
+
+int tfs_bdev_flush(struct tfs_bdev *bdev)
+{
+	struct tfs_bio bio = { .bdev = bdev, .op = TFS_OP_flush };
+
+	return submit_wait(&bio);
+}
+
+int tfs_bdev_discard(struct tfs_bdev *bdev, u64 offset, u64 len)
+{
+	struct tfs_bio bio = { .bdev = bdev, .op = TFS_OP_discard, .offset = offset, .len = len };
+
+	return submit_wait(&bio);
+}
+
+void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len)
+{
+	size_t align = bdev ? bdev->logical_block_size : 4096;
+	void *p;
+
+	/* Page alignment suits every device, and is what O_DIRECT likes best. */
+	if (align < 4096)
+		align = 4096;
+	if (posix_memalign(&p, align, len ?: 1))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+/* ---- the io_uring device ---- */
+
+/* Kinds of CQE, in the low bits of user_data (bios are 8-byte aligned). */
+enum {
+	UD_MAIN = 0,	 /* the bio's read, write, fsync or fallocate */
+	UD_PREFLUSH = 1, /* the fsync linked before a PREFLUSH write */
+	UD_REFUSED = 2,	 /* a NOP carrying an error found at submission */
+	UD_STOP = 3,	 /* user_data 3: tells the completion thread to exit */
+	UD_MASK = 3,
+};
+
+struct uring_dev {
+	struct tfs_bdev bdev;
+	int fd;
+	struct io_uring ring;
+	unsigned depth;
+
+	pthread_mutex_t lock; /* the SQ, in_flight, pending */
+	pthread_cond_t room;  /* in_flight dropped */
+	unsigned in_flight;   /* bios accepted and not yet completed */
+	struct tfs_bio *pending, **pending_tail;
+	pthread_t thread;
+	bool thread_started;
+	u64 resubmits; /* short completions continued */
+};
+
+#define TFS_BDEV_QUEUE_DEPTH 64
+
+static struct uring_dev *to_uring(struct tfs_bdev *bdev)
+{
+	return bdev->private;
+}
+
+/* Queues the SQEs for bio's remainder (from bio->done_internal). Locked. */
+static void uring_prep(struct uring_dev *d, struct tfs_bio *bio, bool with_preflush)
+{
+	struct io_uring_sqe *sqe;
+	size_t done = bio->done_internal;
+
+	if (with_preflush) {
+		/*
+		 * PREFLUSH: the fsync is linked before the write, so the
+		 * write starts only after every write completed before this
+		 * bio is durable; a failed fsync cancels the write.
+		 */
+		sqe = io_uring_get_sqe(&d->ring);
+		io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
+		sqe->flags |= IOSQE_IO_LINK;
+		io_uring_sqe_set_data64(sqe, (u64)(uintptr_t)bio | UD_PREFLUSH);
+	}
+
+	sqe = io_uring_get_sqe(&d->ring);
+	switch (bio->op) {
+	case TFS_OP_read:
+		io_uring_prep_read(sqe, d->fd, (char *)bio->buf + done, bio->len - done,
+				   bio->offset + done);
+		break;
+	case TFS_OP_write:
+		io_uring_prep_write(sqe, d->fd, (char *)bio->buf + done, bio->len - done,
+				    bio->offset + done);
+		/* FUA: RWF_DSYNC makes this write's range durable when it completes. */
+		if (bio->flags & TFS_BIO_FUA)
+			sqe->rw_flags = RWF_DSYNC;
+		break;
+	case TFS_OP_flush:
+		io_uring_prep_fsync(sqe, d->fd, IORING_FSYNC_DATASYNC);
+		break;
+	case TFS_OP_discard:
+		/* Punching a hole reads back as zeroes on files and block devices. */
+		io_uring_prep_fallocate(sqe, d->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					bio->offset, bio->len);
+		break;
+	default:
+		io_uring_prep_nop(sqe);
+		break;
+	}
+	io_uring_sqe_set_data64(sqe, (u64)(uintptr_t)bio | UD_MAIN);
+}
+
+static void uring_prep_refused(struct uring_dev *d, struct tfs_bio *bio)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&d->ring);
+
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, (u64)(uintptr_t)bio | UD_REFUSED);
+}
+
+static void uring_issue(struct uring_dev *d, struct tfs_bio *bio)
+{
+	if (bio->result)
+		uring_prep_refused(d, bio);
+	else
+		uring_prep(d, bio, bio->op == TFS_OP_write && (bio->flags & TFS_BIO_PREFLUSH));
+}
+
+/* Locked.  Issues queued bios while there is room. */
+static void uring_issue_pending(struct uring_dev *d)
+{
+	bool any = false;
+
+	while (d->pending && d->in_flight < d->depth) {
+		struct tfs_bio *bio = d->pending;
+
+		d->pending = bio->next_internal;
+		if (!d->pending)
+			d->pending_tail = &d->pending;
+		d->in_flight++;
+		uring_issue(d, bio);
+		any = true;
+	}
+	if (any)
+		io_uring_submit(&d->ring);
+}
+
+static void uring_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
+{
+	struct uring_dev *d = to_uring(bdev);
+
+	bio->bdev = bdev;
+	bio->done_internal = 0;
+	bio->next_internal = NULL;
+	tfs_bdev_count_submit(bdev, bio);
+	bio->result = tfs_bio_check(bio);
+	if (bio->result)
+		tfs_bdev_count_error(bdev, bio);
+
+	pthread_mutex_lock(&d->lock);
+	if (d->in_flight >= d->depth || d->pending) {
+		if (d->thread_started && pthread_equal(pthread_self(), d->thread)) {
+			*d->pending_tail = bio;
+			d->pending_tail = &bio->next_internal;
+			pthread_mutex_unlock(&d->lock);
+			return;
+		}
+		while (d->in_flight >= d->depth)
+			pthread_cond_wait(&d->room, &d->lock);
+		uring_issue_pending(d);
+		while (d->in_flight >= d->depth)
+			pthread_cond_wait(&d->room, &d->lock);
+	}
+	d->in_flight++;
+	uring_issue(d, bio);
+	io_uring_submit(&d->ring);
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* The bio is done: end_io, then free its slot (after end_io, so drain
+ * returning means every end_io has returned). */
+static void uring_complete(struct uring_dev *d, struct tfs_bio *bio)
+{
+	bio->end_io(bio);
+
+	pthread_mutex_lock(&d->lock);
+	d->in_flight--;
+	uring_issue_pending(d);
+	pthread_cond_broadcast(&d->room);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void uring_fail(struct uring_dev *d, struct tfs_bio *bio, int err, const char *why)
+{
+	tfs_bio_err_msg(bio, err, why);
+	tfs_bdev_count_error(&d->bdev, bio);
+	bio->result = err;
+	uring_complete(d, bio);
+}
+
+static void uring_handle_cqe(struct uring_dev *d, u64 ud, int res)
+{
+	struct tfs_bio *bio = (struct tfs_bio *)(uintptr_t)(ud & ~(u64)UD_MASK);
+
+	switch (ud & UD_MASK) {
+	case UD_REFUSED:
+		/* Printed and counted at submission. */
+		uring_complete(d, bio);
+		return;
+	case UD_PREFLUSH:
+		/* Its write follows (cancelled if this failed); remember why. */
+		if (res < 0)
+			bio->result = res;
+		return;
+	}
+
+	if (bio->result) /* the preflush failed: the write was cancelled */
+		return uring_fail(d, bio, bio->result, "preflush failed, write not issued");
+	if (res < 0)
+		return uring_fail(d, bio, res, NULL);
+	if (bio->op != TFS_OP_read && bio->op != TFS_OP_write) {
+		bio->result = 0;
+		return uring_complete(d, bio);
+	}
+	if (!res)
+		return uring_fail(d, bio, -TFS_ERR_bdev_short_io,
+				  "no progress (end of file reached early?)");
+
+	bio->done_internal += (size_t)res;
+	if (bio->done_internal < bio->len) {
+		/* Short completion: continue with the remainder in the same slot. */
+		pthread_mutex_lock(&d->lock);
+		d->resubmits++;
+		uring_prep(d, bio, false);
+		io_uring_submit(&d->ring);
+		pthread_mutex_unlock(&d->lock);
+		return;
+	}
+	bio->result = 0;
+	uring_complete(d, bio);
+}
+
+static void *uring_completion_thread(void *arg)
+{
+	struct uring_dev *d = arg;
+
+	while (1) {
+		struct io_uring_cqe *cqe;
+		int ret = io_uring_wait_cqe(&d->ring, &cqe);
+		u64 ud;
+		int res;
+
+		if (ret == -EINTR || ret == -EAGAIN)
+			continue;
+		if (ret < 0) {
+			fprintf(stderr, "tinyfs: %s: io_uring wait failed: %s\n", d->bdev.path,
+				tfs_err_str(ret));
+			abort();
+		}
+		ud = io_uring_cqe_get_data64(cqe);
+		res = cqe->res;
+		io_uring_cqe_seen(&d->ring, cqe);
+		if (ud == UD_STOP)
+			break;
+		uring_handle_cqe(d, ud, res);
+	}
+	return NULL;
+}
+
+static void uring_drain(struct tfs_bdev *bdev)
+{
+	struct uring_dev *d = to_uring(bdev);
+
+	pthread_mutex_lock(&d->lock);
+	while (d->in_flight || d->pending)
+		pthread_cond_wait(&d->room, &d->lock);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void uring_free(struct uring_dev *d)
+{
+	if (d->thread_started) {
+		struct io_uring_sqe *sqe;
+
+		pthread_mutex_lock(&d->lock);
+		sqe = io_uring_get_sqe(&d->ring);
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data64(sqe, UD_STOP);
+		io_uring_submit(&d->ring);
+		pthread_mutex_unlock(&d->lock);
+		pthread_join(d->thread, NULL);
+	}
+	if (d->ring.ring_fd > 0)
+		io_uring_queue_exit(&d->ring);
+	if (d->fd >= 0)
+		close(d->fd);
+	pthread_mutex_destroy(&d->lock);
+	pthread_cond_destroy(&d->room);
+	free(d->bdev.path);
+	free(d);
+}
+
+static void uring_close(struct tfs_bdev *bdev)
+{
+	uring_drain(bdev);
+	uring_free(to_uring(bdev));
+}
+
+static void uring_to_text(struct printbuf *out, struct tfs_bdev *bdev)
+{
+	struct uring_dev *d = to_uring(bdev);
+
+	printbuf_tabstops_reset(out);
+	printbuf_tabstop_push(out, 20);
+	printbuf_tabstop_push(out, 12);
+	printbuf_tabstop_push(out, 12);
+	printbuf_tabstop_push(out, 10);
+	prt_printf(out, "device\t%s\n", bdev->path);
+	prt_printf(out, "implementation\tio_uring, queue depth %u\n", d->depth);
+	prt_printf(out, "type\t%s\n", bdev->is_blockdev ? "block device" : "file");
+	prt_str(out, "size\t");
+	prt_units_u64(out, bdev->size);
+	prt_printf(out, " (%llu bytes)\n", (unsigned long long)bdev->size);
+	prt_printf(out, "logical block size\t%u\n", bdev->logical_block_size);
+	prt_printf(out, "io\t%s\n",
+		   bdev->direct ? "direct (O_DIRECT)" : "buffered (O_DIRECT not available)");
+	prt_printf(out, "mode\t%s\n", bdev->read_only ? "read-only" : "read-write");
+	pthread_mutex_lock(&d->lock);
+	prt_printf(out, "in flight\t%u\n", d->in_flight);
+	prt_printf(out, "short completions\t%llu\n", (unsigned long long)d->resubmits);
+	pthread_mutex_unlock(&d->lock);
+	tfs_bdev_counters_to_text(out, &bdev->counters);
+}
+
+static const struct tfs_bdev_ops uring_ops = {
+	.name = "uring",
+	.submit = uring_submit,
+	.drain = uring_drain,
+	.close = uring_close,
+	.to_text = uring_to_text,
+};
+
+static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
+{
+	int oflags = (flags & TFS_BDEV_RDONLY ? O_RDONLY : O_RDWR) | O_CLOEXEC;
+	struct stat st;
+
+	if (stat(path, &st)) {
+		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
+		return -errno;
+	}
+	d->bdev.is_blockdev = S_ISBLK(st.st_mode);
+	if (!d->bdev.is_blockdev && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "tinyfs: %s: not a block device or regular file\n", path);
+		return -TFS_ERR_invalid_argument;
+	}
+	if (d->bdev.is_blockdev && (flags & TFS_BDEV_EXCL))
+		oflags |= O_EXCL;
+
+	d->fd = -1;
+	if (!(flags & TFS_BDEV_BUFFERED)) {
+		d->fd = open(path, oflags | O_DIRECT);
+		d->bdev.direct = d->fd >= 0;
+		/* EINVAL: the filesystem has no O_DIRECT; anything else is real. */
+		if (d->fd < 0 && errno != EINVAL) {
+			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
+			return -errno;
+		}
+	}
+	if (d->fd < 0)
+		d->fd = open(path, oflags);
+	if (d->fd < 0) {
+		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int probe_geometry(struct uring_dev *d)
+{
+	struct tfs_bdev *b = &d->bdev;
+
+	if (b->is_blockdev) {
+		u64 size;
+		int ssz;
+
+		if (ioctl(d->fd, BLKGETSIZE64, &size) || ioctl(d->fd, BLKSSZGET, &ssz)) {
+			fprintf(stderr, "tinyfs: %s: cannot read device geometry: %s\n", b->path,
+				tfs_err_str(-errno));
+			return -errno;
+		}
+		b->size = size;
+		b->logical_block_size = (unsigned)ssz;
+	} else {
+		struct statx stx;
+
+		if (statx(d->fd, "", AT_EMPTY_PATH, STATX_SIZE | STATX_DIOALIGN, &stx)) {
+			fprintf(stderr, "tinyfs: %s: cannot stat: %s\n", b->path,
+				tfs_err_str(-errno));
+			return -errno;
+		}
+		b->size = stx.stx_size;
+		/*
+		 * Files: O_DIRECT needs the alignment the filesystem reports
+		 * (statx DIOALIGN); 512 otherwise, the smallest sector.
+		 */
+		b->logical_block_size = 512;
+		if (b->direct && (stx.stx_mask & STATX_DIOALIGN) && stx.stx_dio_offset_align > 512)
+			b->logical_block_size = stx.stx_dio_offset_align;
+	}
+	if (!b->logical_block_size || b->logical_block_size & (b->logical_block_size - 1)) {
+		fprintf(stderr, "tinyfs: %s: bad logical block size %u\n", b->path,
+			b->logical_block_size);
+		return -TFS_ERR_invalid_argument;
+	}
+	/* The last partial block cannot be addressed. */
+	b->size -= b->size % b->logical_block_size;
+	return 0;
+}
+
+static int start_ring(struct uring_dev *d)
+{
+	/* Two SQEs per bio at most (PREFLUSH), and CQ room for all of them. */
+	int ret = io_uring_queue_init(2 * d->depth, &d->ring, 0);
+
+	if (ret) {
+		d->ring.ring_fd = -1;
+		fprintf(stderr, "tinyfs: %s: io_uring setup failed: %s\n", d->bdev.path,
+			tfs_err_str(ret));
+		return -TFS_ERR_bdev_ring_setup;
+	}
+	ret = -pthread_create(&d->thread, NULL, uring_completion_thread, d);
+	if (ret) {
+		fprintf(stderr, "tinyfs: %s: cannot start the completion thread: %s\n",
+			d->bdev.path, tfs_err_str(ret));
+		return ret;
+	}
+	d->thread_started = true;
+	return 0;
+}
+
+int tfs_bdev_open_uring(const char *path, unsigned flags, struct tfs_bdev **ret)
+{
+	struct uring_dev *d = calloc(1, sizeof(*d));
+	int err;
+
+	*ret = NULL;
+	if (!d)
+		return -ENOMEM;
+	d->fd = -1;
+	d->ring.ring_fd = -1;
+	d->depth = TFS_BDEV_QUEUE_DEPTH;
+	d->pending_tail = &d->pending;
+	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->room, NULL);
+	d->bdev.ops = &uring_ops;
+	d->bdev.private = d;
+	d->bdev.read_only = flags & TFS_BDEV_RDONLY;
+	d->bdev.path = strdup(path);
+	if (!d->bdev.path) {
+		err = -ENOMEM;
+		goto err;
+	}
+
+	err = open_fd(d, path, flags) ?: probe_geometry(d) ?: start_ring(d);
+	if (err)
+		goto err;
+	*ret = &d->bdev;
+	return 0;
+err:
+	uring_free(d);
+	return err;
+}
+
+int tfs_bdev_open(const char *path, unsigned flags, struct tfs_bdev **ret)
+{
+	struct tfs_bdev *lower;
+	int err;
+
+	*ret = NULL;
+	/* A vanished device stays absent; registered "dev" rules stack a fault device. */
+	err = tfs_faults_from_env_once() ?: tfs_faultdev_open_check(path) ?:
+					     tfs_bdev_open_uring(path, flags, &lower);
+	if (err)
+		return err;
+	err = tfs_faultdev_stack_registered(lower, ret);
+	if (err)
+		tfs_bdev_close(lower);
+	return err;
+}

@@ -1,0 +1,525 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for lib/bdev.c: the io_uring device over image files (and, run with
+ * --loop, over a loop device; exits 77 when losetup cannot attach one).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+#define IMG_SIZE (4u << 20)
+
+static char dir[64];
+static char img[128];
+
+static void fill(void *buf, size_t len, unsigned seed)
+{
+	u8 *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (u8)(seed * 131 + i * 7 + (i >> 9));
+}
+
+static int setup(void **state)
+{
+	int fd;
+
+	snprintf(dir, sizeof(dir), "/tmp/tfs-bdev-XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(img, sizeof(img), "%s/img", dir);
+	fd = open(img, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, IMG_SIZE))
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	unlink(img);
+	rmdir(dir);
+	return 0;
+}
+
+static struct tfs_bdev *open_img(unsigned flags)
+{
+	struct tfs_bdev *b;
+
+	assert_int_equal(tfs_bdev_open(img, flags, &b), 0);
+	assert_non_null(b);
+	return b;
+}
+
+static void test_open_geometry(void **state)
+{
+	struct tfs_bdev *b = open_img(0);
+	struct printbuf out = PRINTBUF;
+
+	assert_int_equal(b->size, IMG_SIZE);
+	assert_false(b->is_blockdev);
+	assert_false(b->read_only);
+	assert_true(b->logical_block_size >= 512);
+	assert_int_equal(b->logical_block_size & (b->logical_block_size - 1), 0);
+	assert_string_equal(b->ops->name, "uring");
+	tfs_bdev_to_text(&out, b);
+	assert_false(out.allocation_failure);
+	assert_non_null(strstr(printbuf_str(&out), img));
+	assert_non_null(strstr(printbuf_str(&out), b->direct ? "direct" : "buffered"));
+	printbuf_exit(&out);
+	tfs_bdev_close(b);
+
+	b = open_img(TFS_BDEV_BUFFERED);
+	assert_false(b->direct);
+	tfs_bdev_to_text(&out, b);
+	assert_non_null(strstr(printbuf_str(&out), "buffered"));
+	printbuf_exit(&out);
+	tfs_bdev_close(b);
+}
+
+static void test_open_errors(void **state)
+{
+	struct tfs_bdev *b = (void *)1;
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_int_equal(tfs_bdev_open(path, 0, &b), -ENOENT);
+	assert_null(b);
+	assert_true(tfs_err_matches(tfs_bdev_open(dir, 0, &b), EINVAL));
+	assert_null(b);
+}
+
+/* What the file holds, read behind bdev's back. */
+static void check_file(u64 off, const void *want, size_t len)
+{
+	void *got = malloc(len);
+	int fd = open(img, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, got, len, (off_t)off), (ssize_t)len);
+	assert_memory_equal(got, want, len);
+	close(fd);
+	free(got);
+}
+
+static void test_sync_roundtrip(void **state)
+{
+	unsigned modes[] = { 0, TFS_BDEV_BUFFERED };
+
+	for (unsigned m = 0; m < 2; m++) {
+		struct tfs_bdev *b = open_img(modes[m]);
+		size_t len = 64 << 10;
+		void *w = tfs_bdev_alloc_buf(b, len), *r = tfs_bdev_alloc_buf(b, len);
+
+		fill(w, len, 1 + m);
+		assert_int_equal(tfs_bdev_write(b, w, len, 8192, 0, TFS_TAG_data), 0);
+		assert_int_equal(tfs_bdev_read(b, r, len, 8192, TFS_TAG_data), 0);
+		assert_memory_equal(w, r, len);
+		/* FUA and PREFLUSH writes land too; flush succeeds. */
+		fill(w, len, 3 + m);
+		assert_int_equal(tfs_bdev_write(b, w, 4096, 0, TFS_BIO_FUA, TFS_TAG_sb), 0);
+		assert_int_equal(tfs_bdev_write(b, (char *)w + 4096, 4096, 4096,
+						TFS_BIO_PREFLUSH | TFS_BIO_FUA, TFS_TAG_journal),
+				 0);
+		assert_int_equal(tfs_bdev_flush(b), 0);
+		check_file(0, w, 8192);
+		/* The last block of the device is reachable. */
+		assert_int_equal(tfs_bdev_write(b, w, 4096, IMG_SIZE - 4096, 0, TFS_TAG_data), 0);
+		assert_int_equal(tfs_bdev_read(b, r, 4096, IMG_SIZE - 4096, TFS_TAG_data), 0);
+		assert_memory_equal(w, r, 4096);
+
+		assert_int_equal(b->counters.ios[TFS_OP_write], 4);
+		assert_int_equal(b->counters.ios[TFS_OP_read], 2);
+		assert_int_equal(b->counters.ios[TFS_OP_flush], 1);
+		assert_int_equal(b->counters.bytes[TFS_OP_write], len + 3 * 4096);
+		assert_int_equal(b->counters.fua, 2);
+		assert_int_equal(b->counters.errors[TFS_OP_write], 0);
+		free(w);
+		free(r);
+		tfs_bdev_close(b);
+	}
+}
+
+static void test_checks(void **state)
+{
+	struct tfs_bdev *b = open_img(0);
+	size_t bs = b->logical_block_size;
+	char *buf = tfs_bdev_alloc_buf(b, 3 * bs);
+
+	assert_int_equal(tfs_bdev_write(b, buf, bs, 1, 0, TFS_TAG_data), -TFS_ERR_bdev_unaligned);
+	assert_int_equal(tfs_bdev_write(b, buf, bs - 1, 0, 0, TFS_TAG_data),
+			 -TFS_ERR_bdev_unaligned);
+	assert_int_equal(tfs_bdev_read(b, buf + 1, bs, 0, TFS_TAG_data), -TFS_ERR_bdev_unaligned);
+	assert_int_equal(tfs_bdev_read(b, buf, bs, IMG_SIZE, TFS_TAG_data),
+			 -TFS_ERR_bdev_out_of_range);
+	assert_int_equal(tfs_bdev_read(b, buf, 2 * bs, IMG_SIZE - bs, TFS_TAG_data),
+			 -TFS_ERR_bdev_out_of_range);
+	/* offset + len would wrap around */
+	assert_int_equal(tfs_bdev_read(b, buf, bs, UINT64_MAX - bs + 1, TFS_TAG_data),
+			 -TFS_ERR_bdev_out_of_range);
+	assert_int_equal(tfs_bdev_read(b, buf, 0, 0, TFS_TAG_data), -TFS_ERR_invalid_argument);
+	assert_int_equal(tfs_bdev_discard(b, 1, bs), -TFS_ERR_bdev_unaligned);
+	assert_int_equal(tfs_bdev_discard(b, 0, IMG_SIZE + bs), -TFS_ERR_bdev_out_of_range);
+	assert_int_equal(b->counters.errors[TFS_OP_write], 2);
+	assert_int_equal(b->counters.errors[TFS_OP_read], 5);
+	assert_int_equal(b->counters.errors[TFS_OP_discard], 2);
+	free(buf);
+	tfs_bdev_close(b);
+
+	/* Read-only: reads work, writes and discards are refused. */
+	b = open_img(TFS_BDEV_RDONLY);
+	buf = tfs_bdev_alloc_buf(b, bs);
+	assert_true(b->read_only);
+	assert_int_equal(tfs_bdev_read(b, buf, bs, 0, TFS_TAG_sb), 0);
+	assert_int_equal(tfs_bdev_write(b, buf, bs, 0, 0, TFS_TAG_sb), -EROFS);
+	assert_int_equal(tfs_bdev_discard(b, 0, bs), -EROFS);
+	assert_int_equal(tfs_bdev_flush(b), 0);
+	free(buf);
+	tfs_bdev_close(b);
+}
+
+static void test_discard(void **state)
+{
+	struct tfs_bdev *b = open_img(0);
+	size_t len = 128 << 10;
+	u8 *w = tfs_bdev_alloc_buf(b, len), *r = tfs_bdev_alloc_buf(b, len);
+	u8 *zero = calloc(1, len);
+
+	memset(w, 0xa5, len);
+	assert_int_equal(tfs_bdev_write(b, w, len, 1 << 20, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_discard(b, (1 << 20) + 4096, 64 << 10), 0);
+	assert_int_equal(tfs_bdev_read(b, r, len, 1 << 20, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, 4096);
+	assert_memory_equal(r + 4096, zero, 64 << 10);
+	assert_memory_equal(r + 4096 + (64 << 10), w, len - 4096 - (64 << 10));
+	assert_int_equal(b->counters.ios[TFS_OP_discard], 1);
+	assert_int_equal(b->counters.bytes[TFS_OP_discard], 64 << 10);
+	free(w);
+	free(r);
+	free(zero);
+	tfs_bdev_close(b);
+}
+
+/* ---- asynchronous ---- */
+
+struct async_ctx {
+	pthread_mutex_t lock;
+	unsigned completed, errors, wrong_thread, chained;
+	pthread_t submitter;
+	struct tfs_bdev *bdev;
+	struct tfs_bio *chain; /* bios an end_io submits */
+	void *chain_buf;
+};
+
+static void async_end_io(struct tfs_bio *bio)
+{
+	struct async_ctx *c = bio->private;
+
+	pthread_mutex_lock(&c->lock);
+	c->completed++;
+	c->errors += bio->result != 0;
+	c->wrong_thread += pthread_equal(pthread_self(), c->submitter);
+	pthread_mutex_unlock(&c->lock);
+}
+
+#define NR_BIOS 300 /* several times the queue depth */
+
+struct submitter_arg {
+	struct async_ctx *c;
+	struct tfs_bio *bios;
+	u8 *bufs;
+	unsigned first, nr;
+};
+
+static void *submitter(void *p)
+{
+	struct submitter_arg *a = p;
+
+	for (unsigned i = a->first; i < a->first + a->nr; i++) {
+		struct tfs_bio *bio = &a->bios[i];
+
+		*bio = (struct tfs_bio){
+			.bdev = a->c->bdev,
+			.op = TFS_OP_write,
+			.tag = TFS_TAG_data,
+			.offset = (u64)i * 8192,
+			.buf = a->bufs + (size_t)i * 8192,
+			.len = 8192,
+			.end_io = async_end_io,
+			.private = a->c,
+		};
+		fill(bio->buf, 8192, i);
+		tfs_bio_submit(bio);
+	}
+	return NULL;
+}
+
+static void test_async_many_threads(void **state)
+{
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+	struct tfs_bio *bios = calloc(NR_BIOS, sizeof(*bios));
+	u8 *bufs, *r;
+	pthread_t t[3];
+	struct submitter_arg args[3];
+
+	c.bdev = open_img(0);
+	bufs = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 8192);
+	r = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 8192);
+	for (unsigned i = 0; i < 3; i++) {
+		args[i] = (struct submitter_arg){ &c, bios, bufs, i * (NR_BIOS / 3), NR_BIOS / 3 };
+		assert_int_equal(pthread_create(&t[i], NULL, submitter, &args[i]), 0);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(c.completed, NR_BIOS);
+	assert_int_equal(c.errors, 0);
+	assert_int_equal(c.wrong_thread, 0);
+	assert_int_equal(tfs_bdev_read(c.bdev, r, (size_t)NR_BIOS * 8192, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, bufs, (size_t)NR_BIOS * 8192);
+
+	/* Errors found at submission also complete on the completion thread. */
+	c.completed = 0;
+	bios[0].offset = 3;
+	tfs_bio_submit(&bios[0]);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(c.completed, 1);
+	assert_int_equal(c.errors, 1);
+	assert_int_equal(bios[0].result, -TFS_ERR_bdev_unaligned);
+	assert_int_equal(c.wrong_thread, 0);
+
+	tfs_bdev_close(c.bdev);
+	free(bios);
+	free(bufs);
+	free(r);
+}
+
+/* An end_io that submits the next bio of a chain, with the queue full. */
+static void chain_end_io(struct tfs_bio *bio)
+{
+	struct async_ctx *c = bio->private;
+	unsigned i = (unsigned)(bio - c->chain);
+
+	pthread_mutex_lock(&c->lock);
+	c->completed++;
+	c->errors += bio->result != 0;
+	pthread_mutex_unlock(&c->lock);
+	if (i + 100 < NR_BIOS) {
+		struct tfs_bio *next = &c->chain[i + 100];
+
+		*next = *bio;
+		next->offset = (u64)(i + 100) * 4096;
+		next->buf = (u8 *)c->chain_buf + (size_t)(i + 100) * 4096;
+		tfs_bio_submit(next);
+	}
+}
+
+static void test_end_io_submits(void **state)
+{
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+
+	c.bdev = open_img(0);
+	c.chain = calloc(NR_BIOS, sizeof(*c.chain));
+	c.chain_buf = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 4096);
+	fill(c.chain_buf, (size_t)NR_BIOS * 4096, 9);
+	for (unsigned i = 0; i < 100; i++) {
+		c.chain[i] = (struct tfs_bio){
+			.bdev = c.bdev,
+			.op = TFS_OP_write,
+			.tag = TFS_TAG_journal,
+			.offset = (u64)i * 4096,
+			.buf = (u8 *)c.chain_buf + (size_t)i * 4096,
+			.len = 4096,
+			.end_io = chain_end_io,
+			.private = &c,
+		};
+		tfs_bio_submit(&c.chain[i]);
+	}
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(c.completed, NR_BIOS);
+	assert_int_equal(c.errors, 0);
+	tfs_bdev_close(c.bdev);
+	check_file(0, c.chain_buf, (size_t)NR_BIOS * 4096);
+	free(c.chain);
+	free(c.chain_buf);
+}
+
+/* Closing with bios in flight drains them first. */
+static void test_close_drains(void **state)
+{
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+	struct tfs_bio bios[32];
+	u8 *buf;
+
+	c.bdev = open_img(0);
+	buf = tfs_bdev_alloc_buf(c.bdev, 32 * 4096);
+	fill(buf, 32 * 4096, 5);
+	for (unsigned i = 0; i < 32; i++) {
+		bios[i] = (struct tfs_bio){
+			.bdev = c.bdev,
+			.op = i == 31 ? TFS_OP_flush : TFS_OP_write,
+			.offset = (u64)i * 4096,
+			.buf = buf + i * 4096,
+			.len = i == 31 ? 0 : 4096,
+			.end_io = async_end_io,
+			.private = &c,
+		};
+		tfs_bio_submit(&bios[i]);
+	}
+	tfs_bdev_close(c.bdev);
+	assert_int_equal(c.completed, 32);
+	assert_int_equal(c.errors, 0);
+	check_file(0, buf, 31 * 4096);
+	free(buf);
+}
+
+/*
+ * A read that the file no longer fully backs: the first part arrives
+ * (short completion, continued), then no progress: short_io, with the bytes
+ * that were there read correctly.
+ */
+static void test_short_read(void **state)
+{
+	struct tfs_bdev *b = open_img(TFS_BDEV_BUFFERED);
+	size_t len = 64 << 10;
+	u8 *w = tfs_bdev_alloc_buf(b, len), *r = tfs_bdev_alloc_buf(b, len);
+	struct printbuf out = PRINTBUF;
+
+	fill(w, len, 11);
+	assert_int_equal(tfs_bdev_write(b, w, len, IMG_SIZE - len, 0, TFS_TAG_data), 0);
+	assert_int_equal(truncate(img, IMG_SIZE - len / 2), 0);
+	assert_int_equal(tfs_bdev_read(b, r, len, IMG_SIZE - len, TFS_TAG_data),
+			 -TFS_ERR_bdev_short_io);
+	assert_memory_equal(r, w, len / 2);
+	assert_true(tfs_err_matches(-TFS_ERR_bdev_short_io, EIO));
+	tfs_bdev_to_text(&out, b);
+	{
+		const char *sc = strstr(printbuf_str(&out), "short completions");
+		unsigned long n = 0;
+
+		assert_non_null(sc);
+		assert_int_equal(sscanf(sc + strlen("short completions"), " %lu", &n), 1);
+		assert_true(n >= 1); /* the first, partial, completion was continued */
+	}
+	printbuf_exit(&out);
+	assert_int_equal(truncate(img, IMG_SIZE), 0);
+	free(w);
+	free(r);
+	tfs_bdev_close(b);
+}
+
+static void test_names(void **state)
+{
+	assert_string_equal(tfs_bio_op_names[TFS_OP_discard], "discard");
+	assert_string_equal(tfs_bio_tag_names[TFS_TAG_btree], "btree");
+	assert_null(tfs_bio_op_names[TFS_OP_NR]);
+	assert_null(tfs_bio_tag_names[TFS_TAG_NR]);
+}
+
+/* ---- loop device (--loop) ---- */
+
+static char loopdev[64];
+
+static int run_cmd(const char *cmd, char *out, size_t outlen)
+{
+	FILE *f = popen(cmd, "r");
+	int st;
+
+	if (!f)
+		return -1;
+	if (out && !fgets(out, (int)outlen, f))
+		out[0] = '\0';
+	st = pclose(f);
+	if (out)
+		out[strcspn(out, "\n")] = '\0';
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_loop_device(void **state)
+{
+	struct tfs_bdev *b;
+	u8 *w, *r, *zero;
+	size_t len = 64 << 10;
+	struct printbuf out = PRINTBUF;
+
+	assert_int_equal(tfs_bdev_open(loopdev, 0, &b), 0);
+	assert_true(b->is_blockdev);
+	assert_true(b->direct);
+	assert_int_equal(b->size, IMG_SIZE);
+	assert_true(b->logical_block_size == 512 || b->logical_block_size == 4096);
+	tfs_bdev_to_text(&out, b);
+	assert_non_null(strstr(printbuf_str(&out), "block device"));
+	printbuf_exit(&out);
+
+	w = tfs_bdev_alloc_buf(b, len);
+	r = tfs_bdev_alloc_buf(b, len);
+	zero = calloc(1, len);
+	fill(w, len, 21);
+	assert_int_equal(tfs_bdev_write(b, w, len, 0, TFS_BIO_FUA, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_flush(b), 0);
+	assert_int_equal(tfs_bdev_read(b, r, len, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, len);
+	assert_int_equal(tfs_bdev_discard(b, 0, len), 0);
+	assert_int_equal(tfs_bdev_read(b, r, len, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, zero, len);
+	assert_int_equal(tfs_bdev_read(b, r, 4096, IMG_SIZE, TFS_TAG_data),
+			 -TFS_ERR_bdev_out_of_range);
+	tfs_bdev_close(b);
+	free(w);
+	free(r);
+	free(zero);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_open_geometry),
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_sync_roundtrip),
+		cmocka_unit_test(test_checks),
+		cmocka_unit_test(test_discard),
+		cmocka_unit_test(test_async_many_threads),
+		cmocka_unit_test(test_end_io_submits),
+		cmocka_unit_test(test_close_drains),
+		cmocka_unit_test(test_short_read),
+	};
+	const struct CMUnitTest loop_tests[] = {
+		cmocka_unit_test(test_loop_device),
+	};
+	char cmd[256];
+	int ret;
+
+	if (argc < 2 || strcmp(argv[1], "--loop"))
+		return cmocka_run_group_tests(tests, setup, teardown);
+
+	if (setup(NULL))
+		return 1;
+	snprintf(cmd, sizeof(cmd), "losetup -f --show %s 2>/dev/null", img);
+	if (run_cmd(cmd, loopdev, sizeof(loopdev)) || !loopdev[0]) {
+		printf("skip: losetup cannot attach a loop device here\n");
+		teardown(NULL);
+		return 77;
+	}
+	ret = cmocka_run_group_tests(loop_tests, NULL, NULL);
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", loopdev);
+	run_cmd(cmd, NULL, 0);
+	teardown(NULL);
+	return ret;
+}
