@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/bdev.h"
@@ -1032,9 +1033,59 @@ static void test_stacked_async(void **state)
 	free(buf);
 }
 
+/*
+ * TFS_FAULTS reaches a program that only calls tfs_bdev_open() (as
+ * mkfs.tinyfs does).  Runs first, so nothing read the environment yet; the
+ * child inherits that.
+ */
+static void test_env_via_open(void **state)
+{
+	char spec[256];
+	pid_t pid;
+	int st;
+
+	fresh_image(80);
+	snprintf(spec, sizeof(spec), "dev %s tag=sb write nth=2 fail=EROFS", img);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct tfs_bdev *b;
+		u8 *buf;
+
+		setenv("TFS_FAULTS", spec, 1);
+		if (tfs_bdev_open(img, 0, &b) || !tfs_bdev_is_faultdev(b))
+			_exit(1);
+		buf = tfs_bdev_alloc_buf(b, 4096);
+		if (tfs_bdev_write(b, buf, 4096, 0, 0, TFS_TAG_sb) ||
+		    tfs_bdev_write(b, buf, 4096, 4096, 0, TFS_TAG_sb) != -EROFS ||
+		    tfs_bdev_write(b, buf, 4096, 8192, 0, TFS_TAG_sb))
+			_exit(2);
+		tfs_bdev_close(b);
+		free(buf);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+
+	/* A bad TFS_FAULTS makes the open fail, saying why. */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		struct tfs_bdev *b;
+
+		setenv("TFS_FAULTS", "dev #0 write explode", 1);
+		_exit(tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_env_via_open),
 		cmocka_unit_test(test_rule_parse),
 		cmocka_unit_test(test_nth_of_type_and_overall),
 		cmocka_unit_test(test_op_tag_range_filters),
