@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Tests for lib/bdev.c: the io_uring device over image files (and, run with
- * --loop, over a loop device; exits 77 when losetup cannot attach one).
+ * --loop, over a loop device, alone and under the fault device; exits 77
+ * when losetup cannot attach one).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/faultdev.h"
 #include "lib/printbuf.h"
 
 #define IMG_SIZE (4u << 20)
@@ -486,6 +488,37 @@ static void test_loop_device(void **state)
 	free(zero);
 }
 
+/* The fault device over the loop device: an unflushed write is lost by a power cut. */
+static void test_loop_faultdev(void **state)
+{
+	struct tfs_bdev *lower, *f;
+	size_t len = 8192;
+	u8 *a = tfs_bdev_alloc_buf(NULL, len), *c = tfs_bdev_alloc_buf(NULL, len);
+	u8 *r = tfs_bdev_alloc_buf(NULL, len);
+
+	fill(a, len, 31);
+	fill(c, len, 32);
+	assert_int_equal(tfs_bdev_open_uring(loopdev, 0, &lower), 0);
+	assert_int_equal(tfs_faultdev_create(lower, true, &f), 0);
+	assert_true(f->is_blockdev);
+	assert_int_equal(tfs_bdev_write(f, a, len, 65536, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_flush(f), 0);
+	assert_int_equal(tfs_bdev_write(f, c, len, 65536, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_read(f, r, len, 65536, TFS_TAG_data), 0);
+	assert_memory_equal(r, c, len); /* readable before durable */
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	assert_int_equal(tfs_bdev_read(f, r, len, 65536, TFS_TAG_data), -TFS_ERR_bdev_powercut);
+	tfs_bdev_close(f);
+
+	assert_int_equal(tfs_bdev_open_uring(loopdev, 0, &lower), 0);
+	assert_int_equal(tfs_bdev_read(lower, r, len, 65536, TFS_TAG_data), 0);
+	assert_memory_equal(r, a, len);
+	tfs_bdev_close(lower);
+	free(a);
+	free(c);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -502,6 +535,7 @@ int main(int argc, char **argv)
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
+		cmocka_unit_test(test_loop_faultdev),
 	};
 	char cmd[256];
 	int ret;

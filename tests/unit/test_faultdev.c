@@ -927,6 +927,19 @@ static void test_spec_env_stacking(void **state)
 	assert_int_equal(tfs_faultdev_trace_nr(a), 1);
 	tfs_bdev_close(a);
 
+	/* The README's examples. */
+	tfs_faultdev_registry_reset();
+	assert_int_equal(tfs_faults_parse("dev /tmp/a.img tag=sb write nth=2 fail=EIO", &err), 0);
+	assert_int_equal(tfs_faults_parse("dev #1 vanish", &err), 0);
+	assert_int_equal(tfs_faults_parse("dev * seed=7 write prob=0.01 tear", &err), 0);
+	assert_int_equal(tfs_faults_parse("dev #0 read nth=1 corrupt=100", &err), 0);
+	tfs_faultdev_registry_to_text(&out);
+	assert_string_equal(printbuf_str(&out), "dev /tmp/a.img write tag=sb nth=2 fail=EIO\n"
+						"dev #1 any vanish\n"
+						"dev * seed=7 write prob=0.010000 tear\n"
+						"dev #0 read nth=1 corrupt=100\n");
+	printbuf_reset(&out);
+
 	/* A bad spec registers nothing and says what is wrong. */
 	tfs_faultdev_registry_reset();
 	printbuf_reset(&err);
