@@ -101,6 +101,8 @@ struct tfs_bdev_ops {
 	/* Drains, then frees the device (and, for a stacked one, not its lower). */
 	void (*close)(struct tfs_bdev *bdev);
 	void (*to_text)(struct printbuf *out, struct tfs_bdev *bdev);
+	/* Optional: submits nr bios to this device at once (NULL: one by one). */
+	void (*submit_batch)(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr);
 };
 
 struct tfs_bdev_counters {
@@ -143,6 +145,12 @@ void tfs_bdev_close(struct tfs_bdev *bdev);
 
 /* Submits bio to bio->bdev; end_io reports the result. */
 void tfs_bio_submit(struct tfs_bio *bio);
+
+/*
+ * Submits nr bios at once (in order; each to its own bio->bdev): the io_uring
+ * device queues them all and enters the kernel once per batch.
+ */
+void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr);
 
 /* Waits for every bio submitted to bdev so far to complete. */
 void tfs_bdev_drain(struct tfs_bdev *bdev);

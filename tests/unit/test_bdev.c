@@ -362,6 +362,69 @@ static void test_end_io_submits(void **state)
 	free(c.chain_buf);
 }
 
+static unsigned long to_text_number(struct tfs_bdev *b, const char *field)
+{
+	struct printbuf out = PRINTBUF;
+	const char *at;
+	unsigned long n = 0;
+
+	tfs_bdev_to_text(&out, b);
+	at = strstr(printbuf_str(&out), field);
+	assert_non_null(at);
+	assert_int_equal(sscanf(at + strlen(field), " %lu", &n), 1);
+	printbuf_exit(&out);
+	return n;
+}
+
+/* A batch enters the kernel once; one larger than the queue still completes. */
+static void test_batch(void **state)
+{
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+	struct tfs_bio *bios = calloc(NR_BIOS, sizeof(*bios)),
+		       **list = calloc(NR_BIOS, sizeof(*list));
+	u8 *buf, *r;
+	unsigned long before;
+
+	c.bdev = open_img(0);
+	buf = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 4096);
+	r = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 4096);
+	fill(buf, (size_t)NR_BIOS * 4096, 17);
+	for (unsigned i = 0; i < NR_BIOS; i++) {
+		bios[i] = (struct tfs_bio){
+			.bdev = c.bdev,
+			.op = TFS_OP_write,
+			/* FUA and PREFLUSH mixed in, as the journal does */
+			.flags = i % 7 == 3   ? TFS_BIO_FUA | TFS_BIO_PREFLUSH
+				 : i % 5 == 1 ? TFS_BIO_FUA
+					      : 0,
+			.offset = (u64)i * 4096,
+			.buf = buf + (size_t)i * 4096,
+			.len = 4096,
+			.end_io = async_end_io,
+			.private = &c,
+		};
+		list[i] = &bios[i];
+	}
+	before = to_text_number(c.bdev, "submissions");
+	tfs_bio_submit_batch(list, 32);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(to_text_number(c.bdev, "submissions"), before + 1);
+	assert_int_equal(c.completed, 32);
+
+	tfs_bio_submit_batch(list + 32, NR_BIOS - 32);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(c.completed, NR_BIOS);
+	assert_int_equal(c.errors, 0);
+	assert_int_equal(c.wrong_thread, 0);
+	assert_int_equal(tfs_bdev_read(c.bdev, r, (size_t)NR_BIOS * 4096, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, buf, (size_t)NR_BIOS * 4096);
+	tfs_bdev_close(c.bdev);
+	free(bios);
+	free(list);
+	free(buf);
+	free(r);
+}
+
 /* Closing with bios in flight drains them first. */
 static void test_close_drains(void **state)
 {
@@ -530,6 +593,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_async_many_threads),
 		cmocka_unit_test(test_end_io_submits),
+		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_close_drains),
 		cmocka_unit_test(test_short_read),
 	};
