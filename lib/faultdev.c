@@ -419,6 +419,7 @@ struct held {
 	struct tfs_bio *bio;
 	u64 release_after; /* completions count */
 	u64 deadline;	   /* now_ns() */
+	bool delay;	   /* delay: the deadline always counts; reorder: only when idle */
 };
 
 /* Internal ops, queued like bios so they happen in submission order. */
@@ -1279,6 +1280,7 @@ done:
 					delay ? UINT64_MAX : d->completions + (x.act.arg ?: 1),
 				.deadline = now_ns() +
 					    (delay ? x.act.arg : REORDER_MAX_HOLD_MS) * 1000000ull,
+				.delay = delay,
 			};
 			pthread_mutex_unlock(&d->lock);
 			return;
@@ -1288,8 +1290,12 @@ done:
 	complete_bio(d, bio);
 }
 
-/* Locked.  Takes out the held bios that are due (all of them with all). */
-static struct tfs_bio *take_due(struct fault_dev *d, bool all, u64 *next_deadline)
+/*
+ * Locked.  Takes out a held bio that is due (any, with all).  A reordered
+ * bio's time limit counts only while no other work is queued, so what was
+ * queued behind it always overtakes it, however slow the machine.
+ */
+static struct tfs_bio *take_due(struct fault_dev *d, bool all, bool idle, u64 *next_deadline)
 {
 	u64 now = now_ns();
 
@@ -1297,14 +1303,15 @@ static struct tfs_bio *take_due(struct fault_dev *d, bool all, u64 *next_deadlin
 	for (unsigned i = 0; i < d->nr_held; i++) {
 		struct held *h = &d->held[i];
 
-		if (all || h->deadline <= now || d->completions >= h->release_after) {
+		if (all || d->completions >= h->release_after ||
+		    (h->deadline <= now && (h->delay || idle))) {
 			struct tfs_bio *bio = h->bio;
 
 			memmove(h, h + 1, (d->nr_held - i - 1) * sizeof(*h));
 			d->nr_held--;
 			return bio;
 		}
-		if (h->deadline < *next_deadline)
+		if (h->deadline < *next_deadline && (h->delay || idle))
 			*next_deadline = h->deadline;
 	}
 	return NULL;
@@ -1319,7 +1326,8 @@ static void *fault_worker(void *arg)
 		bool run = d->queue && (!d->paused || d->draining || d->stop);
 		bool idle = !run;
 		u64 deadline;
-		struct tfs_bio *bio = take_due(d, idle && (d->draining || d->stop), &deadline);
+		struct tfs_bio *bio =
+			take_due(d, idle && (d->draining || d->stop), idle, &deadline);
 
 		if (bio) {
 			pthread_mutex_unlock(&d->lock);
