@@ -156,6 +156,15 @@ static int rd(struct tfs_bdev *f, u64 off, size_t len, u8 *out)
 
 /* ---- parsing ---- */
 
+/* Field by field: struct padding is not part of a rule. */
+static bool rule_eq(const struct tfs_fault_rule *a, const struct tfs_fault_rule *b)
+{
+	return a->ops == b->ops && a->tags == b->tags && a->start == b->start && a->end == b->end &&
+	       a->nth == b->nth && a->every == b->every && a->ppm == b->ppm &&
+	       a->times == b->times && a->action == b->action && a->err == b->err &&
+	       a->arg == b->arg && a->policy == b->policy;
+}
+
 static void test_rule_parse(void **state)
 {
 	static const char *const good[][2] = {
@@ -202,7 +211,7 @@ static void test_rule_parse(void **state)
 		assert_string_equal(printbuf_str(&txt), good[i][1]);
 		/* The text form parses back to the same rule: repro lines work. */
 		assert_int_equal(tfs_fault_rule_parse(printbuf_str(&txt), &r2, &err), 0);
-		assert_memory_equal(&r, &r2, sizeof(r));
+		assert_true(rule_eq(&r, &r2));
 		printbuf_exit(&err);
 		printbuf_exit(&txt);
 	}
