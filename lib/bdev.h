@@ -134,8 +134,11 @@ enum tfs_bdev_open_flags {
  * Opens an image file or a block device on io_uring, with O_DIRECT where the
  * device allows it (falling back to buffered I/O, which to_text reports).
  * The size and logical block size are probed (ioctl for block devices, stat
- * for files).  When TFS_FAULTS holds "dev" rules that match path, the
- * returned bdev is a fault device stacked over the real one.  Prints why and
+ * for files).  When registered "dev" fault entries match path (from
+ * tfs_faults_parse(), a tool's --fault, or TFS_FAULTS, which the first open
+ * in a process applies if nothing did yet), the returned bdev is a fault
+ * device (lib/faultdev.h) stacked over the real one; a path whose fault
+ * device vanished fails with -TFS_ERR_bdev_vanished.  Prints why and
  * returns a code when the open fails.
  */
 int tfs_bdev_open(const char *path, unsigned flags, struct tfs_bdev **ret);
