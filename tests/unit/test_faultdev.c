@@ -799,6 +799,7 @@ static void test_trace_replay(void **state)
 	u8 *r = tfs_bdev_alloc_buf(f, 4096);
 	struct printbuf out = PRINTBUF;
 	unsigned nr_writes = 0;
+	char tracepath[160];
 
 	memcpy(start, model, IMG_SIZE);
 	rule(f, "write nth=3 tear=2");
@@ -852,15 +853,34 @@ static void test_trace_replay(void **state)
 	}
 	printbuf_exit(&out);
 
-	/* Replaying up to each write index onto a copy of the start rebuilds each image. */
+	/*
+	 * Replaying up to each write index onto a copy of the start rebuilds
+	 * each image, from memory and from a saved trace.
+	 */
+	snprintf(tracepath, sizeof(tracepath), "%s/trace", dir);
+	assert_int_equal(tfs_faultdev_trace_save(f, tracepath), 0);
 	for (unsigned k = 0; k <= nr_writes; k++) {
-		write_file(img2, start, IMG_SIZE);
-		assert_int_equal(tfs_bdev_open_uring(img2, 0, &target), 0);
-		assert_int_equal(tfs_faultdev_replay(f, target, k), 0);
-		tfs_bdev_close(target);
 		memcpy(model, k ? snaps[k - 1] : start, IMG_SIZE);
-		check_image(img2);
+		for (unsigned from_file = 0; from_file < 2; from_file++) {
+			write_file(img2, start, IMG_SIZE);
+			assert_int_equal(tfs_bdev_open_uring(img2, 0, &target), 0);
+			assert_int_equal(from_file
+						 ? tfs_fault_trace_replay_file(tracepath, target, k)
+						 : tfs_faultdev_replay(f, target, k),
+					 0);
+			tfs_bdev_close(target);
+			check_image(img2);
+		}
 	}
+	/* A damaged trace is refused. */
+	assert_int_equal(truncate(tracepath, 100), 0);
+	assert_int_equal(tfs_bdev_open_uring(img2, 0, &target), 0);
+	assert_int_equal(tfs_fault_trace_replay_file(tracepath, target, UINT64_MAX), -EIO);
+	assert_int_equal(truncate(tracepath, 4), 0);
+	assert_int_equal(tfs_fault_trace_replay_file(tracepath, target, UINT64_MAX),
+			 -TFS_ERR_invalid_argument);
+	tfs_bdev_close(target);
+	unlink(tracepath);
 	write_file(img2, start, IMG_SIZE);
 	assert_int_equal(tfs_bdev_open_uring(img2, 0, &target), 0);
 	assert_int_equal(tfs_faultdev_replay(f, target, UINT64_MAX), 0);
@@ -935,6 +955,30 @@ static void test_spec_env_stacking(void **state)
 	assert_int_equal(tfs_bdev_read(a, buf, 4096, 0, TFS_TAG_sb), 0);
 	assert_int_equal(tfs_faultdev_trace_nr(a), 1);
 	tfs_bdev_close(a);
+
+	/* tracefile=PATH: the trace is saved at close, replayable by another process. */
+	{
+		char tp[160], sp[512];
+		u8 *w = tfs_bdev_alloc_buf(NULL, 4096);
+		struct tfs_bdev *t;
+
+		snprintf(tp, sizeof(tp), "%s/trace2", dir);
+		snprintf(sp, sizeof(sp), "dev %s tracefile=%s", img, tp);
+		tfs_faultdev_registry_reset();
+		assert_int_equal(tfs_faults_parse(sp, &err), 0);
+		write_file(img2, model, IMG_SIZE);
+		assert_int_equal(tfs_bdev_open(img, 0, &a), 0);
+		fill(w, 4096, 77);
+		assert_int_equal(tfs_bdev_write(a, w, 4096, 12288, 0, TFS_TAG_data), 0);
+		tfs_bdev_close(a);
+		assert_int_equal(tfs_bdev_open_uring(img2, 0, &t), 0);
+		assert_int_equal(tfs_fault_trace_replay_file(tp, t, UINT64_MAX), 0);
+		tfs_bdev_close(t);
+		memcpy(model + 12288, w, 4096);
+		check_image(img2);
+		unlink(tp);
+		free(w);
+	}
 
 	/* The README's examples. */
 	tfs_faultdev_registry_reset();
