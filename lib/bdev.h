@@ -165,7 +165,7 @@ int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offse
 int tfs_bdev_flush(struct tfs_bdev *bdev);
 int tfs_bdev_discard(struct tfs_bdev *bdev, u64 offset, u64 len);
 
-/* A zeroed buffer aligned for I/O on bdev; free() it. NULL on ENOMEM. */
+/* A zeroed buffer aligned for I/O on bdev (NULL: on any device); free() it. NULL on ENOMEM. */
 void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len);
 
 /* Path, implementation, size, block size, direct or buffered, counters. */
