@@ -478,13 +478,13 @@ int tfs_faults_from_env_once(void)
 	return ret;
 }
 
-int tfs_faults_from_opt(const char *spec)
+int tfs_faults_from_opt(const char *prog, const char *spec)
 {
 	struct printbuf err = PRINTBUF;
 	int ret = tfs_faults_parse(spec, &err);
 
 	if (ret)
-		fprintf(stderr, "tinyfs: bad --fault '%s': %s\n", spec, printbuf_str(&err));
+		fprintf(stderr, "%s: --fault: %s\n", prog, printbuf_str(&err));
 	printbuf_exit(&err);
 	return ret;
 }

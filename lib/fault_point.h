@@ -146,9 +146,9 @@ int tfs_faults_from_env_once(void);
 
 /*
  * For tools' --fault SPEC option: applies spec like tfs_faults_parse() and,
- * when it is bad, prints "tinyfs: bad --fault 'SPEC': why" and returns the
- * code (the tool then exits with tfs_err_exit_status()).
+ * when it is bad, prints "PROG: --fault: why" and returns the code (the tool
+ * then exits with tfs_err_exit_status()).
  */
-int tfs_faults_from_opt(const char *spec);
+int tfs_faults_from_opt(const char *prog, const char *spec);
 
 #endif /* TFS_LIB_FAULT_POINT_H */

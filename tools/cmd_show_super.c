@@ -7,6 +7,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 #include "super/super.h"
 #include "tools/cmd.h"
@@ -87,7 +88,7 @@ static int cmd_show_super(int argc, char **argv)
 			json = true;
 			break;
 		case 'F':
-			if (tfs_tool_fault_opt("tinyfs show-super", optarg))
+			if (tfs_faults_from_opt("tinyfs show-super", optarg))
 				return TFS_EXIT_USAGE;
 			break;
 		case 'h':

@@ -477,7 +477,7 @@ int main(int argc, char **argv)
 			quiet = true;
 			continue;
 		case OPT_FAULT:
-			if (tfs_tool_fault_opt(PROG, optarg))
+			if (tfs_faults_from_opt(PROG, optarg))
 				EXIT_WITH(TFS_EXIT_USAGE);
 			continue;
 		case 'h':

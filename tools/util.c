@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret)
@@ -65,15 +64,4 @@ int tfs_parse_size(const char *s, u64 *ret)
 			return 0;
 		}
 	return -EINVAL;
-}
-
-int tfs_tool_fault_opt(const char *prog, const char *spec)
-{
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faults_parse(spec, &err);
-
-	if (ret)
-		fprintf(stderr, "%s: --fault: %s\n", prog, printbuf_str(&err));
-	printbuf_exit(&err);
-	return ret;
 }

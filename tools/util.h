@@ -3,7 +3,7 @@
 #define TFS_TOOLS_UTIL_H
 
 /*
- * Helpers shared by the command-line tools: size parsing, fault options,
+ * Helpers shared by the command-line tools: size parsing,
  * and the exit statuses every tool uses (0 ok, 1 failure, 2 usage).
  */
 
@@ -24,11 +24,5 @@ int tfs_parse_size(const char *s, u64 *ret);
 
 /* Parses a decimal unsigned number in [min, max].  0 or -EINVAL. */
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret);
-
-/*
- * Applies a --fault SPEC (lib/fault_point.h syntax); prints
- * "PROG: --fault: reason" and returns the code when the spec is bad.
- */
-int tfs_tool_fault_opt(const char *prog, const char *spec);
 
 #endif /* TFS_TOOLS_UTIL_H */

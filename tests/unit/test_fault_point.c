@@ -292,11 +292,13 @@ static void test_never_fired(void **state)
 
 static void test_from_opt(void **state)
 {
-	assert_int_equal(tfs_faults_from_opt("point test:a nth=2"), 0);
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2"), 0);
 	assert_false(probe_a());
 	assert_true(probe_a());
-	assert_int_equal(tfs_faults_from_opt("point test:a bogus"), -TFS_ERR_fault_spec_invalid);
-	assert_int_equal(tfs_faults_from_opt("point no:such"), -TFS_ERR_fault_point_unknown);
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a bogus"),
+			 -TFS_ERR_fault_spec_invalid);
+	assert_int_equal(tfs_faults_from_opt("test", "point no:such"),
+			 -TFS_ERR_fault_point_unknown);
 	assert_false(probe_a());
 }
 
