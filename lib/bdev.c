@@ -28,6 +28,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/faultdev.h"
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
@@ -681,5 +682,17 @@ err:
 
 int tfs_bdev_open(const char *path, unsigned flags, struct tfs_bdev **ret)
 {
-	return tfs_bdev_open_uring(path, flags, ret);
+	struct tfs_bdev *lower;
+	int err;
+
+	*ret = NULL;
+	/* A vanished device stays absent; registered "dev" rules stack a fault device. */
+	err = tfs_faults_from_env_once() ?: tfs_faultdev_open_check(path) ?:
+					     tfs_bdev_open_uring(path, flags, &lower);
+	if (err)
+		return err;
+	err = tfs_faultdev_stack_registered(lower, ret);
+	if (err)
+		tfs_bdev_close(lower);
+	return err;
 }

@@ -399,17 +399,32 @@ int tfs_faults_parse(const char *spec, struct printbuf *err)
 	return for_each_entry(spec, false, err) ?: for_each_entry(spec, true, err);
 }
 
+static bool env_applied;
+
 int tfs_faults_from_env(void)
 {
 	const char *spec = getenv("TFS_FAULTS");
 	struct printbuf err = PRINTBUF;
 	int ret;
 
+	__atomic_store_n(&env_applied, true, __ATOMIC_RELEASE);
 	if (!spec || !*spec)
 		return 0;
 	ret = tfs_faults_parse(spec, &err);
 	if (ret)
 		fprintf(stderr, "tinyfs: bad TFS_FAULTS: %s\n", printbuf_str(&err));
 	printbuf_exit(&err);
+	return ret;
+}
+
+int tfs_faults_from_env_once(void)
+{
+	static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+	int ret = 0;
+
+	pthread_mutex_lock(&once_lock);
+	if (!__atomic_load_n(&env_applied, __ATOMIC_ACQUIRE))
+		ret = tfs_faults_from_env();
+	pthread_mutex_unlock(&once_lock);
 	return ret;
 }

@@ -128,4 +128,12 @@ int tfs_faults_parse(const char *spec, struct printbuf *err);
  */
 int tfs_faults_from_env(void);
 
+/*
+ * tfs_faults_from_env(), unless it already ran in this process (by either
+ * name).  tfs_bdev_open() calls it, so every tool and test that opens a
+ * device gets $TFS_FAULTS' rules without asking, and a tool that also calls
+ * tfs_faults_from_env() itself does not apply them twice.
+ */
+int tfs_faults_from_env_once(void);
+
 #endif /* TFS_LIB_FAULT_POINT_H */
