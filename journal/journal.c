@@ -199,6 +199,29 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 		j->seq_done = j->seq_ondisk = j->flushed_seq_ondisk = r->max_seq;
 		j->last_seq = r->max_seq + 1;
 		j->last_seq_ondisk = r->last_seq;
+		/*
+		 * What replay handed out stays pinned (one reference per seq)
+		 * until tfs_journal_replay_done(): a crash before the replayed
+		 * updates are written back replays them again.
+		 */
+		if (r->newest_seq && r->last_seq && r->last_seq <= r->newest_seq) {
+			if (r->max_seq - r->last_seq + 1 + j->opts.reserved_pins >
+			    j->opts.pin_fifo_size) {
+				fprintf(stderr,
+					"journal: seqs %llu..%llu to keep do not fit a pin fifo of %u\n",
+					(unsigned long long)r->last_seq,
+					(unsigned long long)r->max_seq, j->opts.pin_fifo_size);
+				return -TFS_ERR_journal_pin_full;
+			}
+			j->last_seq = r->last_seq;
+			for (u64 s = r->last_seq; s <= r->max_seq; s++) {
+				struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, s);
+
+				pl->count = s <= r->newest_seq;
+			}
+			j->replay_pinned_end = r->newest_seq;
+			tfs_journal_reclaim_fast_locked(j);
+		}
 		if (r->blacklist_start && r->blacklist_start <= r->max_seq) {
 			j->blacklist_start = r->blacklist_start;
 			j->blacklist_end = r->max_seq;
@@ -248,6 +271,17 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 	}
 	j->threads_started = true;
 	return 0;
+}
+
+void tfs_journal_replay_done(struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	for (u64 s = j->last_seq; s <= j->replay_pinned_end; s++)
+		journal_seq_pins(j, s)->count--;
+	j->replay_pinned_end = 0;
+	tfs_journal_reclaim_fast_locked(j);
+	pthread_cond_signal(&j->reclaim_wait);
+	pthread_mutex_unlock(&j->lock);
 }
 
 int tfs_journal_stop(struct tfs_journal *j)

@@ -92,6 +92,14 @@ struct tfs_journal_read;
 int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r);
 
 /*
+ * Drops the references tfs_journal_start() took on every replayed seq (from
+ * the read's last_seq to its newest flush entry).  Call it once the replayed
+ * updates are pinned by their own objects (or written back); until then
+ * reclaim cannot advance last_seq past them, so a crash replays them again.
+ */
+void tfs_journal_replay_done(struct tfs_journal *j);
+
+/*
  * Writes out the open entry (as a flush entry), waits for every write, and
  * stops the threads.  Returns the journal error if there is one.
  */

@@ -170,9 +170,10 @@ struct tfs_journal {
 
 	/* The pin fifo: seqs last_seq .. cur_seq. */
 	struct tfs_journal_entry_pin_list *pins;
-	u64 last_seq;	      /* front: oldest seq still pinned */
-	u64 pin_flush_target; /* reclaim flushes pins of seqs <= this */
-	int pin_flush_err;    /* last flush callback error */
+	u64 last_seq;	       /* front: oldest seq still pinned */
+	u64 replay_pinned_end; /* seqs last_seq..this hold a replay reference */
+	u64 pin_flush_target;  /* reclaim flushes pins of seqs <= this */
+	int pin_flush_err;     /* last flush callback error */
 	bool reclaim_kicked;
 	u64 reclaim_runs, pins_flushed, pin_flush_errors;
 

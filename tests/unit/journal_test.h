@@ -18,6 +18,7 @@
 #include "journal/journal.h"
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/faultdev.h"
 #include "lib/printbuf.h"
 
 #define JT_MAX_DEVS 4
@@ -32,7 +33,15 @@ struct jt {
 	unsigned nr_devs;
 	struct tfs_journal_opts opts;
 	struct tfs_journal *j;
+	/* Tests that replay everything keep seq 1 pinned (no flush callback). */
+	struct tfs_journal_entry_pin log_pin;
 };
+
+/* Keeps every seq from seq on replayable: last_seq stays at or below it. */
+static inline void jt_pin_log(struct jt *t, u64 seq)
+{
+	tfs_journal_pin_add(t->j, seq, &t->log_pin, NULL);
+}
 
 static inline void jt_opts(struct tfs_journal_opts *o)
 {
@@ -83,6 +92,40 @@ static inline int jt_open_bdevs(struct jt *t)
 	return 0;
 }
 
+/* Stacks a fault device over every opened bdev (owning it). */
+static inline int jt_wrap_faultdevs(struct jt *t)
+{
+	for (unsigned i = 0; i < t->nr_devs; i++) {
+		struct tfs_bdev *f;
+		int ret = tfs_faultdev_create(t->bdev[i], true, &f);
+
+		if (ret)
+			return ret;
+		t->bdev[i] = f;
+		t->devs[i].bdev = f;
+	}
+	return 0;
+}
+
+static inline int jt_init_start(struct jt *t, const struct tfs_journal_read *r)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_journal_init(&t->j, t->devs, t->nr_devs, &t->opts, &err)
+			  ?: tfs_journal_start(t->j, r);
+
+	tfs_journal_pin_init(&t->log_pin);
+	if (ret)
+		fprintf(stderr, "jt_init_start: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* Opens the bdevs, each under a fault device, and a fresh, started journal. */
+static inline int jt_start_fault(struct jt *t)
+{
+	return jt_open_bdevs(t) ?: jt_wrap_faultdevs(t) ?: jt_init_start(t, NULL);
+}
+
 /* Opens the bdevs and a fresh, started journal. */
 static inline int jt_start(struct jt *t)
 {
@@ -90,6 +133,7 @@ static inline int jt_start(struct jt *t)
 	int ret = jt_open_bdevs(t) ?: tfs_journal_init(&t->j, t->devs, t->nr_devs, &t->opts, &err)
 						  ?: tfs_journal_start(t->j, NULL);
 
+	tfs_journal_pin_init(&t->log_pin);
 	if (ret)
 		fprintf(stderr, "jt_start: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
 	printbuf_exit(&err);
@@ -137,6 +181,31 @@ static inline s64 jt_commit(struct tfs_journal *j, u64 id, u64 value, unsigned f
 	return (s64)res.seq;
 }
 
+/* Commits one key of 2 + pad words (id, value, padding). */
+static inline s64 jt_commit_big(struct tfs_journal *j, u64 id, u64 value, unsigned pad,
+				unsigned flags)
+{
+	struct tfs_journal_res res;
+	int ret = tfs_journal_res_get(j, &res, tfs_jset_entry_u64s(2 + pad), flags);
+
+	if (ret)
+		return ret;
+	__le64 *k = tfs_journal_res_add_entry(j, &res, TFS_JSET_ENTRY_btree_keys, 1, 0, 2 + pad);
+
+	k[0] = cpu_to_le64((2 + pad) | (id << 32));
+	k[1] = cpu_to_le64(value);
+	for (unsigned i = 0; i < pad; i++)
+		k[2 + i] = cpu_to_le64(value * 7 + i);
+	tfs_journal_res_put(j, &res);
+	return (s64)res.seq;
+}
+
+/* Reads the journal on t's (re)opened devices. */
+static inline int jt_read(struct jt *t, struct tfs_journal_read **r, struct printbuf *err)
+{
+	return tfs_journal_read(t->devs, t->nr_devs, &t->opts, r, err);
+}
+
 /* Replay model: value per id, plus the seq of the last key applied. */
 #define JT_MAX_IDS 64
 struct jt_model {
@@ -144,6 +213,9 @@ struct jt_model {
 	u64 last_seq_applied;
 	u64 nr_keys;
 	bool out_of_order;
+	u64 order[4096]; /* values, in replay order */
+	u64 order_seq[4096];
+	unsigned nr_order;
 };
 
 static inline int jt_model_key(void *ctx, u64 seq, unsigned btree_id, unsigned level,
@@ -157,6 +229,10 @@ static inline int jt_model_key(void *ctx, u64 seq, unsigned btree_id, unsigned l
 	m->last_seq_applied = seq;
 	m->val[id % JT_MAX_IDS] = le64_to_cpu(k[1]);
 	m->nr_keys++;
+	if (m->nr_order < 4096) {
+		m->order_seq[m->nr_order] = seq;
+		m->order[m->nr_order++] = le64_to_cpu(k[1]);
+	}
 	return 0;
 }
 

@@ -61,6 +61,9 @@ static void test_commit_flush_replay(void **state)
 	for (unsigned i = 0; i < 40; i++) {
 		seq = jt_commit(t.j, i % 10, 1000 + i, 0);
 		assert_true(seq > 0);
+		jt_pin_log(&t, seq);
+		if (i % 7 == 0)
+			usleep(3000); /* let some entries close on age */
 	}
 	assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
 	assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)seq);
