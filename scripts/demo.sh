@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, build, make an image file and show
-# what it holds.
+# The main job: install what is missing, build, format an image file with
+# mkfs.tinyfs and show its superblock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,8 @@ ninja -C build >/dev/null
 
 img=${TFS_DEMO_IMAGE:-/tmp/tinyfs-demo.img}
 rm -f "$img"
-truncate -s 64M "$img"
-echo "created $img:"
-ls -ls "$img"
+echo "\$ mkfs.tinyfs --size 64M -L demo $img"
+build/tools/mkfs.tinyfs --size 64M -L demo "$img"
+echo
+echo "\$ tinyfs show-super -f all -l $img"
+build/tools/tinyfs show-super -f all -l "$img"

@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Making a new filesystem: plan every member's superblock, then write. */
+#include "super/format.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/bdev.h"
+#include "lib/checksum.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+#include "lib/string.h"
+#include "super/super.h"
+
+typedef unsigned long long ull;
+
+#define BUCKET_SIZE_MIN (16 * 1024)
+#define BUCKET_SIZE_DEFAULT_MAX (256 * 1024)
+#define JOURNAL_DEFAULT_MAX (1ULL << 30)
+#define ZERO_CHUNK (1024 * 1024)
+
+static u64 rounddown_pow2(u64 v)
+{
+	return v ? 1ULL << (63 - __builtin_clzll(v)) : 0;
+}
+
+u32 tfs_format_default_bucket_size(u64 size, u32 block_size)
+{
+	u64 lo = max_t(u64, block_size, BUCKET_SIZE_MIN);
+	u64 bs = rounddown_pow2(size / 512);
+
+	u64 hi = max_t(u64, lo, BUCKET_SIZE_DEFAULT_MAX);
+
+	bs = max_t(u64, bs, lo);
+	return (u32)min_t(u64, bs, hi);
+}
+
+/* Where buckets may start: past every superblock copy. */
+static u64 sb_area_end(const struct tfs_sb_layout *l)
+{
+	return le64_to_cpu(l->sb_offset[l->nr_superblocks - 1]) + le32_to_cpu(l->sb_max_size);
+}
+
+static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_size,
+			 const struct tfs_sb_layout *l, struct tfs_member *m, u64 *journal_nr,
+			 struct printbuf *err)
+{
+	u32 bs = d->bucket_size ?: tfs_format_default_bucket_size(d->size, block_size);
+	u64 first, nbuckets, usable, jb;
+
+	if (!IS_POWER_OF_2(bs) || bs < block_size || bs > TFS_BUCKET_SIZE_MAX) {
+		prt_printf(
+			err,
+			"device %u: bucket size %u must be a power of two from the block size %u to %u",
+			i, bs, block_size, TFS_BUCKET_SIZE_MAX);
+		return -TFS_ERR_invalid_option;
+	}
+	first = DIV_ROUND_UP(sb_area_end(l), bs);
+	nbuckets = d->size / bs;
+	if (nbuckets < first + TFS_MIN_BUCKETS) {
+		prt_printf(err, "device %u: ", i);
+		prt_units_u64(err, d->size);
+		prt_printf(err, " is too small: %llu buckets of ", (ull)nbuckets);
+		prt_units_u64(err, bs);
+		prt_printf(err, ", need at least %llu (", (ull)(first + TFS_MIN_BUCKETS));
+		prt_units_u64(err, (first + TFS_MIN_BUCKETS) * bs);
+		prt_printf(err, ")");
+		return -TFS_ERR_device_too_small;
+	}
+	usable = nbuckets - first;
+
+	if (d->journal_size) {
+		jb = DIV_ROUND_UP(d->journal_size, bs);
+		if (jb < TFS_JOURNAL_MIN_BUCKETS || jb > usable / 2) {
+			prt_printf(err, "device %u: journal size ", i);
+			prt_units_u64(err, d->journal_size);
+			prt_printf(err, " is %llu buckets of ", (ull)jb);
+			prt_units_u64(err, bs);
+			prt_printf(err, "; it must be %u to %llu buckets (half the device)",
+				   TFS_JOURNAL_MIN_BUCKETS, (ull)(usable / 2));
+			return -TFS_ERR_invalid_option;
+		}
+	} else {
+		u64 bytes = min_t(u64, d->size / 64, JOURNAL_DEFAULT_MAX);
+
+		jb = max_t(u64, DIV_ROUND_UP(bytes, bs), TFS_JOURNAL_MIN_BUCKETS);
+		jb = min_t(u64, jb, usable / 2);
+	}
+
+	memcpy(m->uuid, d->uuid, 16);
+	m->nbuckets = cpu_to_le64(nbuckets);
+	m->first_bucket = cpu_to_le64(first);
+	m->bucket_size = cpu_to_le32(bs);
+	m->state = TFS_MEMBER_rw;
+	m->durability = d->durability_set ? d->durability : 1;
+	m->discard = d->discard;
+	if (d->durability_set && d->durability > TFS_MAX_DURABILITY) {
+		prt_printf(err, "device %u: durability %u > %u", i, d->durability,
+			   TFS_MAX_DURABILITY);
+		return -TFS_ERR_invalid_option;
+	}
+	if (d->label && tfs_strpad(m->label, d->label, sizeof(m->label)) < 0) {
+		prt_printf(err, "device %u: label \"%s\" is longer than %u bytes", i, d->label,
+			   TFS_LABEL_SIZE);
+		return -TFS_ERR_invalid_option;
+	}
+	*journal_nr = jb;
+	return 0;
+}
+
+static int check_replicas(const char *what, u8 *want, u8 *req, unsigned nr, struct printbuf *err)
+{
+	if (!*want)
+		*want = 1;
+	if (!*req)
+		*req = 1;
+	if (*want > TFS_MAX_REPLICAS || *want > nr) {
+		prt_printf(err,
+			   "%s replicas %u: must be 1 to %u (the number of devices, at most %u)",
+			   what, *want, min_t(unsigned, nr, TFS_MAX_REPLICAS), TFS_MAX_REPLICAS);
+		return -TFS_ERR_invalid_option;
+	}
+	if (*req > *want) {
+		prt_printf(err, "%s replicas required %u > %s replicas %u", what, *req, what,
+			   *want);
+		return -TFS_ERR_invalid_option;
+	}
+	return 0;
+}
+
+int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,
+		    unsigned nr, struct tfs_sb_handle *hs, struct printbuf *err)
+{
+	struct tfs_format_opts o = *opts;
+	u32 block_size = o.block_size;
+	u64 *journal_nr = NULL;
+	struct tfs_sb *sb = NULL;
+	int ret = 0;
+
+	if (!nr || nr > TFS_MAX_DEVICES) {
+		prt_printf(err, "%u devices: must be 1 to %u", nr, TFS_MAX_DEVICES);
+		return -TFS_ERR_invalid_option;
+	}
+	if (!block_size) {
+		block_size = 4096;
+		for (unsigned i = 0; i < nr; i++)
+			block_size = max_t(u32, block_size, devs[i].logical_block_size);
+	}
+	if (!IS_POWER_OF_2(block_size) || block_size < TFS_BLOCK_SIZE_MIN ||
+	    block_size > TFS_BLOCK_SIZE_MAX) {
+		prt_printf(err, "block size %u must be a power of two from %u to %u", block_size,
+			   TFS_BLOCK_SIZE_MIN, TFS_BLOCK_SIZE_MAX);
+		return -TFS_ERR_invalid_option;
+	}
+	for (unsigned i = 0; i < nr; i++)
+		if (devs[i].logical_block_size > block_size) {
+			prt_printf(err, "block size %u < device %u's logical block size %u",
+				   block_size, i, devs[i].logical_block_size);
+			return -TFS_ERR_invalid_option;
+		}
+	ret = check_replicas("metadata", &o.metadata_replicas, &o.metadata_replicas_required, nr,
+			     err)
+		      ?: check_replicas("data", &o.data_replicas, &o.data_replicas_required, nr,
+					err);
+	if (ret)
+		return ret;
+	if (o.error_action >= TFS_ON_ERROR_NR) {
+		prt_printf(err, "error action %u unknown", o.error_action);
+		return -TFS_ERR_invalid_option;
+	}
+
+	sb = calloc(1, TFS_SB_MAX_SIZE_DEFAULT);
+	journal_nr = calloc(nr, sizeof(*journal_nr));
+	if (!sb || !journal_nr) {
+		ret = -ENOMEM;
+		goto err;
+	}
+
+	sb->csum_type = cpu_to_le32(TFS_CSUM_crc32c);
+	sb->magic = cpu_to_le64(TFS_SB_MAGIC);
+	sb->version = cpu_to_le16(TFS_SB_VERSION_CURRENT);
+	sb->version_min = cpu_to_le16(TFS_SB_VERSION_MIN);
+	memcpy(sb->uuid, o.uuid, 16);
+	memcpy(sb->user_uuid, o.user_uuid, 16);
+	if (o.label && tfs_strpad(sb->label, o.label, sizeof(sb->label)) < 0) {
+		prt_printf(err, "label \"%s\" is longer than %u bytes", o.label, TFS_LABEL_SIZE);
+		ret = -TFS_ERR_invalid_option;
+		goto err;
+	}
+	sb->block_size = cpu_to_le32(block_size);
+	sb->nr_devices = (u8)nr;
+	sb->metadata_replicas = o.metadata_replicas;
+	sb->metadata_replicas_required = o.metadata_replicas_required;
+	sb->data_replicas = o.data_replicas;
+	sb->data_replicas_required = o.data_replicas_required;
+	sb->metadata_csum_type = TFS_CSUM_crc32c;
+	sb->data_csum_type = TFS_CSUM_crc32c;
+	sb->error_action = o.error_action;
+	sb->time_created = cpu_to_le64(o.time);
+	sb->time_written = cpu_to_le64(o.time);
+
+	struct tfs_sb_layout *l = &sb->layout;
+
+	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
+	l->version = 1;
+	l->nr_superblocks = 2;
+	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
+	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
+	l->sb_offset[1] = cpu_to_le64(TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
+	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
+
+	struct tfs_sb_handle tmp = { .sb = sb, .sb_bytes = TFS_SB_MAX_SIZE_DEFAULT };
+	unsigned mu64s =
+		(unsigned)(sizeof(struct tfs_sb_field_members) + nr * sizeof(struct tfs_member)) /
+		8;
+	struct tfs_sb_field_members *mf =
+		(void *)tfs_sb_field_resize(&tmp, TFS_SB_FIELD_members, mu64s, &ret);
+
+	if (!mf)
+		goto err;
+	mf->member_bytes = cpu_to_le16(sizeof(struct tfs_member));
+	for (unsigned i = 0; i < nr; i++) {
+		ret = plan_geometry(i, &devs[i], block_size, l, &mf->members[i], &journal_nr[i],
+				    err);
+		if (ret)
+			goto err;
+		for (unsigned j = 0; j < i; j++)
+			if (!memcmp(mf->members[j].uuid, mf->members[i].uuid, 16)) {
+				prt_printf(err, "device %u has the same uuid as device %u", i, j);
+				ret = -TFS_ERR_invalid_option;
+				goto err;
+			}
+	}
+
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_sb_handle *h = &hs[i];
+		u64 first = le64_to_cpu(mf->members[i].first_bucket);
+
+		h->sb = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+		if (!h->sb) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		memcpy(h->sb, sb, TFS_SB_MAX_SIZE_DEFAULT);
+		h->sb_bytes = TFS_SB_MAX_SIZE_DEFAULT;
+		h->sb->dev_idx = (u8)i;
+
+		u64 *b = malloc(sizeof(*b) * journal_nr[i]);
+
+		if (!b) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		/* The journal starts right after the superblock area. */
+		for (u64 k = 0; k < journal_nr[i]; k++)
+			b[k] = first + k;
+		ret = tfs_sb_set_journal_buckets(h, b, (unsigned)journal_nr[i]);
+		free(b);
+		if (ret) {
+			prt_printf(err,
+				   "device %u: the journal field does not fit in the superblock",
+				   i);
+			goto err;
+		}
+		h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
+
+		struct printbuf verr = PRINTBUF;
+
+		ret = tfs_sb_validate(h->sb, h->sb_bytes, devs[i].size, &verr);
+		if (ret)
+			prt_printf(err, "device %u: planned superblock is invalid: %s", i,
+				   printbuf_str(&verr));
+		printbuf_exit(&verr);
+		if (ret)
+			goto err;
+	}
+	free(sb);
+	free(journal_nr);
+	return 0;
+err:
+	for (unsigned i = 0; i < nr; i++)
+		tfs_sb_exit(&hs[i]);
+	free(sb);
+	free(journal_nr);
+	return ret;
+}
+
+static int zero_range(struct tfs_bdev *bdev, u64 off, u64 len, enum tfs_bio_tag tag,
+		      struct printbuf *err)
+{
+	size_t chunk = (size_t)min_t(u64, len, ZERO_CHUNK);
+	void *buf = tfs_bdev_alloc_buf(bdev, chunk ?: 1);
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (len) {
+		size_t n = (size_t)min_t(u64, len, chunk);
+
+		ret = tfs_bdev_write(bdev, buf, n, off, 0, tag);
+		if (ret) {
+			if (err->pos)
+				prt_newline(err);
+			prt_printf(err, "%s: zeroing %zu bytes at %llu failed: %s", bdev->path, n,
+				   (ull)off, tfs_err_str(ret));
+			break;
+		}
+		off += n;
+		len -= n;
+	}
+	free(buf);
+	return ret;
+}
+
+static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
+{
+	struct tfs_bdev *bdev = h->bdev;
+	const struct tfs_member *m = tfs_sb_this_member(h->sb);
+	u64 bs = le32_to_cpu(m->bucket_size);
+	u64 end = le64_to_cpu(m->nbuckets) * bs;
+	unsigned nr;
+	const __le64 *jb = tfs_sb_journal_buckets(h->sb, &nr);
+	int ret;
+
+	if (bdev->size < end) {
+		prt_printf(err, "%s: device is ", bdev->path);
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ", smaller than the planned ");
+		prt_units_u64(err, end);
+		return -TFS_ERR_device_too_small;
+	}
+	if (m->discard) {
+		ret = tfs_bdev_discard(bdev, 0, end);
+		/* A device without discard still gets a correct filesystem. */
+		if (ret && !tfs_err_matches(ret, EOPNOTSUPP)) {
+			prt_printf(err, "%s: discard failed: %s", bdev->path, tfs_err_str(ret));
+			return ret;
+		}
+	}
+	/*
+	 * Zero the superblock area and the journal so that nothing from an
+	 * earlier filesystem is mistaken for ours (and the image is the same
+	 * bytes every time).
+	 */
+	ret = zero_range(bdev, TFS_SB_OFFSET, le64_to_cpu(m->first_bucket) * bs - TFS_SB_OFFSET,
+			 TFS_TAG_sb, err);
+	for (unsigned i = 0; !ret && i < nr;) {
+		unsigned j = i;
+
+		while (j + 1 < nr && le64_to_cpu(jb[j + 1]) == le64_to_cpu(jb[j]) + 1)
+			j++;
+		ret = zero_range(bdev, le64_to_cpu(jb[i]) * bs, (u64)(j - i + 1) * bs,
+				 TFS_TAG_journal, err);
+		i = j + 1;
+	}
+	return ret ?: tfs_sb_write_layout(h, err);
+}
+
+int tfs_format_write(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		int r = format_one(hs[i], err);
+
+		ret = ret ?: r;
+	}
+	/*
+	 * The superblocks go last: until they are written the device holds
+	 * no valid tinyfs, never a half-made one.
+	 */
+	if (!ret)
+		ret = tfs_sb_write_all(hs, nr, err);
+	return ret;
+}

@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The superblock: names, reading every copy, fields, writing every copy.
+ * Validation is in super_validate.c, text in super_to_text.c.
+ */
+#include "super/super.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/bdev.h"
+#include "lib/checksum.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+/* --- names --- */
+
+static const char *const member_state_names[] = {
+#define x(n, nr) [nr] = #n,
+	TFS_MEMBER_STATES(x)
+#undef x
+};
+static const char *const error_action_names[] = {
+#define x(n, nr) [nr] = #n,
+	TFS_ERROR_ACTIONS(x)
+#undef x
+};
+static const char *const sb_field_names[] = {
+#define x(n, nr) [nr] = #n,
+	TFS_SB_FIELDS(x)
+#undef x
+};
+static const char *const clean_entry_names[] = {
+#define x(n, nr) [nr] = #n,
+	TFS_CLEAN_ENTRY_TYPES(x)
+#undef x
+};
+
+static const char *name_lookup(const char *const *names, unsigned nr, unsigned v)
+{
+	return v < nr ? names[v] : NULL;
+}
+
+static int name_parse(const char *const *names, unsigned nr, const char *name)
+{
+	for (unsigned i = 0; i < nr; i++)
+		if (names[i] && !strcmp(names[i], name))
+			return (int)i;
+	return -1;
+}
+
+const char *tfs_member_state_str(unsigned v)
+{
+	return name_lookup(member_state_names, ARRAY_SIZE(member_state_names), v);
+}
+const char *tfs_error_action_str(unsigned v)
+{
+	return name_lookup(error_action_names, ARRAY_SIZE(error_action_names), v);
+}
+const char *tfs_sb_field_type_str(unsigned v)
+{
+	return name_lookup(sb_field_names, ARRAY_SIZE(sb_field_names), v);
+}
+const char *tfs_clean_entry_type_str(unsigned v)
+{
+	return name_lookup(clean_entry_names, ARRAY_SIZE(clean_entry_names), v);
+}
+int tfs_member_state_parse(const char *name)
+{
+	return name_parse(member_state_names, ARRAY_SIZE(member_state_names), name);
+}
+int tfs_error_action_parse(const char *name)
+{
+	return name_parse(error_action_names, ARRAY_SIZE(error_action_names), name);
+}
+int tfs_sb_field_type_parse(const char *name)
+{
+	return name_parse(sb_field_names, ARRAY_SIZE(sb_field_names), name);
+}
+
+/* --- checksums --- */
+
+u32 tfs_sb_csum(const struct tfs_sb *sb)
+{
+	size_t start = offsetof(struct tfs_sb, magic);
+
+	return tfs_crc32c(0, (const u8 *)sb + start, tfs_sb_bytes(sb) - start);
+}
+
+u32 tfs_sb_layout_csum(const struct tfs_sb_layout *l)
+{
+	size_t start = offsetof(struct tfs_sb_layout, magic);
+
+	return tfs_crc32c(0, (const u8 *)l + start, sizeof(*l) - start);
+}
+
+/* --- fields --- */
+
+static struct tfs_sb_field *sb_fields_end(const struct tfs_sb *sb)
+{
+	return (struct tfs_sb_field *)((__le64 *)sb->_data + le32_to_cpu(sb->u64s));
+}
+
+static struct tfs_sb_field *sb_field_next(const struct tfs_sb_field *f)
+{
+	return (struct tfs_sb_field *)((__le64 *)f + le32_to_cpu(f->u64s));
+}
+
+struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field_type type)
+{
+	struct tfs_sb_field *end = sb_fields_end(sb);
+
+	for (struct tfs_sb_field *f = (struct tfs_sb_field *)sb->_data; f < end && f->u64s;
+	     f = sb_field_next(f))
+		if (le32_to_cpu(f->type) == type)
+			return f;
+	return NULL;
+}
+
+struct tfs_member *tfs_sb_member(const struct tfs_sb *sb, unsigned idx)
+{
+	struct tfs_sb_field_members *mf = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_members);
+
+	if (!mf || idx >= sb->nr_devices)
+		return NULL;
+	return (struct tfs_member *)((u8 *)mf->members +
+				     (size_t)idx * le16_to_cpu(mf->member_bytes));
+}
+
+u32 tfs_sb_bucket_size(const struct tfs_sb *sb)
+{
+	struct tfs_member *m = tfs_sb_this_member(sb);
+
+	return m ? le32_to_cpu(m->bucket_size) : 0;
+}
+
+const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr)
+{
+	struct tfs_sb_field_journal *j = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+
+	*nr = j ? le32_to_cpu(j->field.u64s) - 1 : 0;
+	return j ? j->buckets : NULL;
+}
+
+struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb)
+{
+	return (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_clean);
+}
+
+struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_field_type type,
+					 unsigned u64s, int *ret)
+{
+	struct tfs_sb *sb = h->sb;
+	struct tfs_sb_field *f = tfs_sb_field_get(sb, type);
+	__le64 *end = (__le64 *)sb_fields_end(sb);
+	unsigned old = f ? le32_to_cpu(f->u64s) : 0;
+	u64 total = le32_to_cpu(sb->u64s) - old + u64s;
+
+	*ret = 0;
+	if (!f && !u64s)
+		return NULL;
+	if (sizeof(*sb) + 8 * total > h->sb_bytes) {
+		*ret = -TFS_ERR_invalid_sb_size;
+		return NULL;
+	}
+	if (!f)
+		f = (struct tfs_sb_field *)end;
+
+	__le64 *p = (__le64 *)f;
+
+	memmove(p + u64s, p + old, (size_t)(end - (p + old)) * 8);
+	if (u64s > old)
+		memset(p + old, 0, (size_t)(u64s - old) * 8);
+	sb->u64s = cpu_to_le32((u32)total);
+	/* Keep everything past the fields zero (super_types.h). */
+	__le64 *new_end = (__le64 *)sb_fields_end(sb);
+
+	if (new_end < end)
+		memset(new_end, 0, (size_t)(end - new_end) * 8);
+	if (!u64s)
+		return NULL;
+	f->u64s = cpu_to_le32(u64s);
+	f->type = cpu_to_le32(type);
+	return f;
+}
+
+int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr)
+{
+	int ret;
+	struct tfs_sb_field_journal *j =
+		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
+
+	for (unsigned i = 0; j && i < nr; i++)
+		j->buckets[i] = cpu_to_le64(buckets[i]);
+	return ret;
+}
+
+int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entries,
+		     unsigned entries_u64s)
+{
+	int ret;
+	unsigned u64s = sizeof(struct tfs_sb_field_clean) / 8 + entries_u64s;
+	struct tfs_sb_field_clean *c =
+		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_clean, u64s, &ret);
+
+	if (!c)
+		return ret;
+	c->flags = 0;
+	c->pad0 = 0;
+	c->journal_seq = cpu_to_le64(journal_seq);
+	if (entries_u64s)
+		memcpy(c->entries, entries, (size_t)entries_u64s * 8);
+	h->sb->flags = cpu_to_le16(le16_to_cpu(h->sb->flags) | TFS_SB_FLAG_CLEAN);
+	return 0;
+}
+
+void tfs_sb_clear_clean(struct tfs_sb_handle *h)
+{
+	int ret;
+
+	tfs_sb_field_resize(h, TFS_SB_FIELD_clean, 0, &ret);
+	h->sb->flags = cpu_to_le16(le16_to_cpu(h->sb->flags) & ~TFS_SB_FLAG_CLEAN);
+}
+
+/* --- reading --- */
+
+void tfs_sb_exit(struct tfs_sb_handle *h)
+{
+	free(h->sb);
+	if (h->owns_bdev && h->bdev)
+		tfs_bdev_close(h->bdev);
+	memset(h, 0, sizeof(*h));
+}
+
+static unsigned bdev_lbs(const struct tfs_bdev *bdev)
+{
+	return bdev->logical_block_size ?: 512;
+}
+
+/* The layout mkfs writes, used when the layout sector is unreadable. */
+static void default_layout(struct tfs_sb_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
+	l->version = 1;
+	l->nr_superblocks = 1;
+	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
+	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
+	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
+}
+
+/* Reads [off, off + len) into a fresh aligned buffer. */
+static int read_range(struct tfs_bdev *bdev, u64 off, size_t len, void **ret)
+{
+	void *buf = tfs_bdev_alloc_buf(bdev, len);
+	int r;
+
+	*ret = NULL;
+	if (!buf)
+		return -ENOMEM;
+	r = tfs_bdev_read(bdev, buf, len, off, TFS_TAG_sb);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	*ret = buf;
+	return 0;
+}
+
+/*
+ * Reads the copy at off into *ret (max_size bytes, zero past the copy's
+ * end) and validates it.  The reason for a failure goes into err.
+ */
+static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb **ret,
+		     struct printbuf *err)
+{
+	unsigned lbs = bdev_lbs(bdev);
+	void *buf = NULL;
+	int r;
+
+	*ret = NULL;
+	if (off >= bdev->size || bdev->size - off < sizeof(struct tfs_sb)) {
+		prt_printf(err, "beyond the end of the device (");
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ")");
+		return -TFS_ERR_sb_read;
+	}
+	size_t len = round_down(min_t(u64, max_size, bdev->size - off), lbs);
+
+	if (len < sizeof(struct tfs_sb))
+		len = round_up(sizeof(struct tfs_sb), lbs);
+	r = read_range(bdev, off, len, &buf);
+	if (r) {
+		prt_printf(err, "read failed: %s", tfs_err_str(r));
+		return r == -ENOMEM ? r : -TFS_ERR_sb_read;
+	}
+
+	struct tfs_sb *sb = calloc(1, max_size);
+
+	if (!sb) {
+		free(buf);
+		return -ENOMEM;
+	}
+	memcpy(sb, buf, min_t(size_t, len, max_size));
+	free(buf);
+
+	r = tfs_sb_validate(sb, min_t(size_t, len, max_size), bdev->size, err);
+	if (r) {
+		free(sb);
+		return r;
+	}
+	/* Zero past the copy, as the handle's invariant says. */
+	memset((u8 *)sb + tfs_sb_bytes(sb), 0, max_size - tfs_sb_bytes(sb));
+	*ret = sb;
+	return 0;
+}
+
+int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err)
+{
+	struct printbuf why[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
+	struct printbuf layout_why = PRINTBUF;
+	struct tfs_sb_layout layout;
+	struct tfs_sb *copies[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
+	int codes[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
+	unsigned lbs = bdev_lbs(bdev);
+	void *blk0 = NULL;
+	int best = -1, ret = 0;
+	bool layout_bad = false;
+
+	memset(h, 0, sizeof(*h));
+	h->bdev = bdev;
+
+	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
+		prt_printf(err, "%s: device is ", bdev->path);
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ", too small to hold a superblock");
+		return -TFS_ERR_device_too_small;
+	}
+
+	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, lbs), &blk0);
+	if (ret) {
+		prt_printf(err, "%s: reading the layout sector failed: %s", bdev->path,
+			   tfs_err_str(ret));
+		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
+	}
+	memcpy(&layout, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(layout));
+	free(blk0);
+
+	if (tfs_sb_layout_validate(&layout, &layout_why)) {
+		/*
+		 * Fall back to the primary alone; its copy of the layout then
+		 * tells us where the backups are.
+		 */
+		layout_bad = true;
+		default_layout(&layout);
+	}
+
+	for (unsigned i = 0; i < layout.nr_superblocks; i++) {
+		why[i] = PRINTBUF;
+		codes[i] = read_copy(bdev, le64_to_cpu(layout.sb_offset[i]),
+				     le32_to_cpu(layout.sb_max_size), &copies[i], &why[i]);
+		if (codes[i] == -ENOMEM) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (!codes[i] && layout_bad && i == 0) {
+			/* Adopt the primary's layout (validated with it). */
+			unsigned nr = copies[0]->layout.nr_superblocks;
+
+			layout = copies[0]->layout;
+			if (le32_to_cpu(layout.sb_max_size) != TFS_SB_MAX_SIZE_DEFAULT) {
+				free(copies[0]);
+				copies[0] = NULL;
+				printbuf_exit(&why[0]);
+				i = -1U; /* reread the primary at its real size */
+				layout_bad = false;
+				continue;
+			}
+			layout.nr_superblocks = nr;
+		}
+		if (!codes[i] &&
+		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
+			best = (int)i;
+	}
+
+	if (layout_why.pos && best >= 0)
+		fprintf(stderr,
+			"warning: %s: layout at %u: %s; using the primary superblock's copy\n",
+			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));
+
+	if (best < 0) {
+		for (unsigned i = 0; i < layout.nr_superblocks; i++) {
+			if (i)
+				prt_newline(err);
+			prt_printf(err, "%s: superblock at %llu: %s", bdev->path,
+				   (unsigned long long)le64_to_cpu(layout.sb_offset[i]),
+				   printbuf_str(&why[i]));
+		}
+		ret = codes[0];
+		goto out;
+	}
+
+	for (unsigned i = 0; i < layout.nr_superblocks; i++) {
+		if ((int)i == best)
+			continue;
+		if (codes[i]) {
+			h->copies_bad++;
+			fprintf(stderr,
+				"warning: %s: superblock at %llu: %s; using the copy at %llu (seq %llu)\n",
+				bdev->path, (unsigned long long)le64_to_cpu(layout.sb_offset[i]),
+				printbuf_str(&why[i]),
+				(unsigned long long)le64_to_cpu(layout.sb_offset[best]),
+				(unsigned long long)le64_to_cpu(copies[best]->seq));
+		} else if (copies[i]->seq != copies[best]->seq) {
+			fprintf(stderr,
+				"warning: %s: superblock at %llu has seq %llu, older than seq %llu at %llu\n",
+				bdev->path, (unsigned long long)le64_to_cpu(layout.sb_offset[i]),
+				(unsigned long long)le64_to_cpu(copies[i]->seq),
+				(unsigned long long)le64_to_cpu(copies[best]->seq),
+				(unsigned long long)le64_to_cpu(layout.sb_offset[best]));
+		}
+	}
+
+	h->sb = copies[best];
+	copies[best] = NULL;
+	h->sb_bytes = le32_to_cpu(layout.sb_max_size);
+	h->read_offset = le64_to_cpu(layout.sb_offset[best]);
+	ret = 0;
+out:
+	for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++) {
+		free(copies[i]);
+		printbuf_exit(&why[i]);
+	}
+	printbuf_exit(&layout_why);
+	return ret;
+}
+
+int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
+		struct printbuf *err)
+{
+	struct tfs_bdev *bdev;
+	int ret = tfs_bdev_open(path, bdev_flags, &bdev);
+
+	memset(h, 0, sizeof(*h));
+	if (ret) {
+		prt_printf(err, "%s: cannot open: %s", path, tfs_err_str(ret));
+		return ret;
+	}
+	ret = tfs_sb_read(bdev, h, err);
+	if (ret) {
+		tfs_bdev_close(bdev);
+		memset(h, 0, sizeof(*h));
+		return ret;
+	}
+	h->owns_bdev = true;
+	return 0;
+}
+
+/* --- writing --- */
+
+static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *err)
+{
+	struct tfs_bdev *bdev = h->bdev;
+	u64 off = le64_to_cpu(h->sb->layout.sb_offset[copy]);
+	size_t len = round_up(tfs_sb_bytes(h->sb), bdev_lbs(bdev));
+	void *buf = tfs_bdev_alloc_buf(bdev, len);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, h->sb, min_t(size_t, len, h->sb_bytes));
+	ret = tfs_bdev_write(bdev, buf, len, off, 0, TFS_TAG_sb);
+	free(buf);
+	if (ret) {
+		if (err->pos)
+			prt_newline(err);
+		prt_printf(err, "%s: writing superblock copy %u at %llu (%zu bytes) failed: %s",
+			   bdev->path, copy, (unsigned long long)off, len, tfs_err_str(ret));
+	}
+	return ret;
+}
+
+static int flush_all(struct tfs_sb_handle *const *hs, unsigned nr, const char *what,
+		     struct printbuf *err)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		int r = tfs_bdev_flush(hs[i]->bdev);
+
+		if (r) {
+			if (err->pos)
+				prt_newline(err);
+			prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
+				   hs[i]->bdev->path, what, tfs_err_str(r));
+			ret = r;
+		}
+	}
+	return ret;
+}
+
+int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
+{
+	u64 seq = 0;
+	int ret = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		seq = max_t(u64, seq, le64_to_cpu(hs[i]->sb->seq));
+	seq++;
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_sb *sb = hs[i]->sb;
+
+		sb->seq = cpu_to_le64(seq);
+		sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout));
+		sb->csum = cpu_to_le32(tfs_sb_csum(sb));
+	}
+
+	/*
+	 * Primaries first, flushed, then backups: at any instant of a power
+	 * cut each device keeps at least one valid copy, old or new.
+	 */
+	for (unsigned i = 0; i < nr; i++)
+		if (write_copy(hs[i], 0, err))
+			ret = -TFS_ERR_sb_write;
+	if (flush_all(hs, nr, "primary", err))
+		ret = -TFS_ERR_sb_write;
+
+	bool any_backup = false;
+
+	for (unsigned i = 0; i < nr; i++)
+		for (unsigned c = 1; c < hs[i]->sb->layout.nr_superblocks; c++) {
+			any_backup = true;
+			if (write_copy(hs[i], c, err))
+				ret = -TFS_ERR_sb_write;
+		}
+	if (any_backup && flush_all(hs, nr, "backup", err))
+		ret = -TFS_ERR_sb_write;
+	return ret;
+}
+
+int tfs_sb_write(struct tfs_sb_handle *h, struct printbuf *err)
+{
+	return tfs_sb_write_all(&h, 1, err);
+}
+
+int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err)
+{
+	struct tfs_bdev *bdev = h->bdev;
+	size_t len = round_up(TFS_SB_OFFSET, bdev_lbs(bdev));
+	u8 *buf = tfs_bdev_alloc_buf(bdev, len);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	h->sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&h->sb->layout));
+	memcpy(buf + TFS_SB_LAYOUT_OFFSET, &h->sb->layout, sizeof(h->sb->layout));
+	ret = tfs_bdev_write(bdev, buf, len, 0, 0, TFS_TAG_sb);
+	free(buf);
+	if (ret) {
+		if (err->pos)
+			prt_newline(err);
+		prt_printf(err, "%s: writing the layout at %u failed: %s", bdev->path,
+			   TFS_SB_LAYOUT_OFFSET, tfs_err_str(ret));
+		return -TFS_ERR_sb_write;
+	}
+	return 0;
+}

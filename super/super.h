@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_SUPER_SUPER_H
+#define TFS_SUPER_SUPER_H
+
+/*
+ * The superblock: read, validate, change, write.  The format is in
+ * super/super_format.h and docs/on-disk-format.md.
+ *
+ * Invariants:
+ *  - A struct tfs_sb_handle that a function here returned 0 for holds a
+ *    superblock that passed tfs_sb_validate(); the accessors below rely on it
+ *    (a members field exists with nr_devices entries, dev_idx < nr_devices,
+ *    journal buckets lie in this device's bucket range).
+ *  - Every byte goes through the handle's struct tfs_bdev (lib/bdev.h), tagged
+ *    TFS_TAG_sb, so the fault device sees superblock I/O.
+ *  - Reading tries every copy the layout lists; the valid copy with the
+ *    highest seq wins.  A bad copy is never fatal while another is valid: a
+ *    warning naming the bad copy and the one used goes to stderr.
+ *  - Writing bumps seq and writes every copy on every member: all primaries,
+ *    a flush, then all backups, a flush (see tfs_sb_write_all()).
+ *  - Errors are codes from the "superblock" sections of lib/errcode.h; the
+ *    message ("member 2: first_bucket 9 >= nbuckets 8") goes into the
+ *    caller's `err` printbuf, prefixed with the device path where one is
+ *    known, and is never printed by these functions.
+ */
+
+#include <stdbool.h>
+
+#include "lib/types.h"
+#include "super/super_format.h"
+#include "super/super_types.h"
+
+struct printbuf;
+struct tfs_bdev;
+
+/* --- names (x-macro tables); NULL for an unknown value --- */
+const char *tfs_member_state_str(unsigned state);
+const char *tfs_error_action_str(unsigned action);
+const char *tfs_sb_field_type_str(unsigned type);
+const char *tfs_clean_entry_type_str(unsigned type);
+/* Value by name, or -1. */
+int tfs_member_state_parse(const char *name);
+int tfs_error_action_parse(const char *name);
+int tfs_sb_field_type_parse(const char *name);
+
+/* --- reading --- */
+
+/*
+ * Reads the superblock of bdev into h (which the caller zeroed or
+ * tfs_sb_exit()ed): the layout sector (or, if it is bad, the default layout
+ * and the primary's copy of it), then every copy it lists; keeps the valid
+ * one with the highest seq.  h->bdev is set but not owned.  When no copy is
+ * valid, returns the primary's code (or the first copy's that could be read)
+ * and err lists every copy with its reason.
+ */
+int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
+
+/* Opens path (tfs_bdev_open() flags) and reads it; h owns the bdev. */
+int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
+		struct printbuf *err);
+
+/* Frees h's memory and closes its bdev if owned; h is zeroed. Safe twice. */
+void tfs_sb_exit(struct tfs_sb_handle *h);
+
+/* --- validation --- */
+
+/*
+ * Checks the layout sector (magic, checksum, version, copies in order, not
+ * overlapping, within bounds).  Returns 0 or -TFS_ERR_invalid_sb_layout.
+ */
+int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
+
+/*
+ * Checks every field of a superblock copy of at most `bytes` bytes (the
+ * checksum first, then each field in the order of the struct; for each
+ * member and each field type its own checks).  dev_size (0: unknown) is the
+ * device's size in bytes: this device's member must fit in it.  Returns 0 or
+ * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
+ * in err.
+ */
+int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct printbuf *err);
+
+/* crc32c the superblock's csum field must hold. */
+u32 tfs_sb_csum(const struct tfs_sb *sb);
+/* crc32c the layout's csum field must hold. */
+u32 tfs_sb_layout_csum(const struct tfs_sb_layout *l);
+/* Bytes of the copy: the fixed part plus the fields. */
+static inline size_t tfs_sb_bytes(const struct tfs_sb *sb)
+{
+	return sizeof(*sb) + 8 * (size_t)le32_to_cpu(sb->u64s);
+}
+
+/* --- accessors (on a valid superblock) --- */
+
+/* The field of type `type`, or NULL. */
+struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field_type type);
+
+/* Member idx (< nr_devices), or NULL. */
+struct tfs_member *tfs_sb_member(const struct tfs_sb *sb, unsigned idx);
+
+/* This device's member entry. */
+static inline struct tfs_member *tfs_sb_this_member(const struct tfs_sb *sb)
+{
+	return tfs_sb_member(sb, sb->dev_idx);
+}
+
+/* This device's bucket size in bytes. */
+u32 tfs_sb_bucket_size(const struct tfs_sb *sb);
+
+/*
+ * This device's journal bucket indices, in ring order; *nr gets how many.
+ * NULL (and *nr = 0) when the device has no journal field.
+ */
+const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr);
+
+/* The clean field, or NULL. */
+struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb);
+
+/* Iterates the entries of a clean field (entries validated by the read). */
+#define for_each_clean_entry(_clean, _e)                                                        \
+	for (_e = (_clean)->entries;                                                            \
+	     (__le64 *)_e < (__le64 *)(_clean) + le32_to_cpu((_clean)->field.u64s) && _e->u64s; \
+	     _e = (struct tfs_clean_entry *)((__le64 *)_e + le16_to_cpu(_e->u64s)))
+
+/* --- changing --- */
+
+/*
+ * Makes the field of type `type` u64s long (header included), adding it at
+ * the end if missing; the payload keeps its old bytes, new ones are zero;
+ * later fields move.  u64s 0 removes the field.  Returns the field (NULL when
+ * removed), or NULL with *ret = -TFS_ERR_invalid_sb_size when the copy would
+ * outgrow sb_max_size, or -ENOMEM.
+ */
+struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_field_type type,
+					 unsigned u64s, int *ret);
+
+/* Replaces this device's journal bucket list.  0 or a code as above. */
+int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr);
+
+/*
+ * Records a clean unmount: the clean field gets journal_seq and a copy of
+ * entries_u64s u64s of entries (struct tfs_clean_entry, back to back), and
+ * TFS_SB_FLAG_CLEAN is set.  tfs_sb_clear_clean() removes both (at mount,
+ * before the first journal write).
+ */
+int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entries,
+		     unsigned entries_u64s);
+void tfs_sb_clear_clean(struct tfs_sb_handle *h);
+
+/* --- writing --- */
+
+/*
+ * Writes the superblocks of every member of a filesystem (one handle each,
+ * each with its bdev): seq becomes one more than the highest seq among them,
+ * csums are recomputed, then every primary copy is written, every device
+ * flushed, then every backup written and every device flushed.
+ *
+ * Power loss: while primaries are written the backups hold the previous
+ * superblock intact; once the flush returns the new primaries are durable,
+ * so whichever copy a torn write spoils, a reader finds a valid copy whose
+ * seq is the old or the new one.
+ *
+ * A failed write is reported in err with device and offset; the remaining
+ * copies are still written.  Returns 0, or -TFS_ERR_sb_write when any copy
+ * or flush failed.
+ */
+int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err);
+
+/* tfs_sb_write_all() of one device. */
+int tfs_sb_write(struct tfs_sb_handle *h, struct printbuf *err);
+
+/*
+ * Writes the first 4 KiB of the device: zeroes, and the layout sector from
+ * h->sb->layout.  Only mkfs does this: the layout never changes afterwards.
+ */
+int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err);
+
+/* --- text --- */
+
+/* Options for tfs_sb_to_text(): which fields; all by default. */
+struct tfs_sb_to_text_opts {
+	unsigned fields; /* bitmask of 1 << enum tfs_sb_field_type; 0: all */
+	bool layout;	 /* also print the layout */
+};
+
+/*
+ * The superblock as aligned "name<tab>value" lines with human units: the
+ * fixed part, the layout when asked, then each selected field through its
+ * own to_text.
+ */
+void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
+		    const struct tfs_sb_to_text_opts *opts);
+void tfs_sb_layout_to_text(struct printbuf *out, const struct tfs_sb_layout *l);
+void tfs_member_to_text(struct printbuf *out, const struct tfs_member *m, unsigned idx);
+/* Any field, by type (members, journal, clean; unknown ones as their size). */
+void tfs_sb_field_to_text(struct printbuf *out, const struct tfs_sb *sb,
+			  const struct tfs_sb_field *f);
+void tfs_sb_members_to_text(struct printbuf *out, const struct tfs_sb *sb,
+			    const struct tfs_sb_field_members *f);
+void tfs_sb_journal_to_text(struct printbuf *out, const struct tfs_sb *sb,
+			    const struct tfs_sb_field_journal *f);
+void tfs_sb_clean_to_text(struct printbuf *out, const struct tfs_sb *sb,
+			  const struct tfs_sb_field_clean *f);
+
+/* The same as one JSON object (valid RFC 8259), for scripts. */
+void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
+		    const struct tfs_sb_to_text_opts *opts);
+
+#endif /* TFS_SUPER_SUPER_H */

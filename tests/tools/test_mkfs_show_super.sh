@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# mkfs.tinyfs and tinyfs show-super, run as a user would.
+#   test_mkfs_show_super.sh BUILD_DIR
+set -u
+build=$(cd "$1" && pwd)
+mkfs=$build/tools/mkfs.tinyfs tinyfs=$build/tools/tinyfs
+tmp=$(mktemp -d /tmp/test_tools.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# run EXPECTED_STATUS CMD...: runs, keeps stdout/stderr in out/err.
+run() {
+	local want=$1 st=0
+	shift
+	"$@" >out 2>err || st=$?
+	if [ "$st" != "$want" ]; then
+		fail "'$*' exited $st, expected $want"
+		sed 's/^/  stdout: /' out; sed 's/^/  stderr: /' err
+		return 1
+	fi
+}
+has() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed "s/^/  $1: /" "$1"; }; }
+
+uuid=0f4e6c2a-1b3d-4e5f-8a9b-0c1d2e3f4a5b
+
+# 1. mkfs then show-super.
+run 0 "$mkfs" --size 64M -L demo a.img && has out "a.img: member 0 of 1, 64.0 MiB"
+run 0 "$tinyfs" show-super a.img && has out "Label:                  demo" && has out "Members (1):"
+run 0 "$tinyfs" show-super -f all -l a.img && has out "Journal:" && has out "Copy 1:"
+
+# 2. --json is valid JSON with the right values.
+run 0 "$tinyfs" show-super --json -f all -l a.img
+python3 -m json.tool out >/dev/null || fail "show-super --json is not valid JSON (python3)"
+if command -v jq >/dev/null; then
+	[ "$(jq -r .label out)" = demo ] || fail "jq: label"
+	[ "$(jq -r '.members[0].bucket_size' out)" = 131072 ] || fail "jq: bucket_size"
+	[ "$(jq -r '.journal_buckets | length' out)" = 8 ] || fail "jq: journal buckets"
+fi
+
+# 3. Reproducible with --uuid and SOURCE_DATE_EPOCH.
+SOURCE_DATE_EPOCH=1234567890 run 0 "$mkfs" -q --size 8M -U $uuid r1.img
+SOURCE_DATE_EPOCH=1234567890 run 0 "$mkfs" -q --size 8M -U $uuid r2.img
+cmp -s r1.img r2.img || fail "two mkfs with the same uuid and time differ"
+[ ! -s out ] || fail "-q printed something"
+
+# 4. An ext4 image: refused without --force (naming ext4), wiped with it.
+if command -v mkfs.ext4 >/dev/null; then
+	truncate -s 8M e.img
+	mkfs.ext4 -q -F -L extlabel e.img >/dev/null 2>&1
+	before=$(sha256sum <e.img)
+	run 1 "$mkfs" e.img && has err "contains an existing ext4 filesystem (label \"extlabel\", uuid " &&
+		has err "use --force"
+	[ "$(sha256sum <e.img)" = "$before" ] || fail "a refused mkfs changed the ext4 image"
+	run 0 "$mkfs" --force e.img && has out "wiped the ext4 signature"
+	blkid -p e.img 2>/dev/null | grep -q ext4 && fail "ext4 signature still there after --force"
+	run 0 "$tinyfs" show-super e.img
+else
+	echo "note: no mkfs.ext4, ext4 case skipped"
+fi
+
+# 5. A tinyfs is refused too, naming it.
+run 1 "$mkfs" a.img && has err "contains an existing tinyfs filesystem (label \"demo\""
+
+# 6. Several members with per-device options.
+run 0 "$mkfs" -L multi --metadata-replicas 2 --size 16M --durability 2 --dev-label fast m0.img \
+	--dev-label slow --durability 1 --discard m1.img m2.img
+for i in 0 1 2; do
+	run 0 "$tinyfs" show-super --json m$i.img
+	[ "$(jq -r .dev_idx out)" = $i ] || fail "m$i.img: dev_idx"
+	[ "$(jq -r .nr_devices out)" = 3 ] || fail "m$i.img: nr_devices"
+	[ "$(jq -r '[.members[].durability] | join(",")' out)" = 2,1,1 ] || fail "m$i: durability"
+	[ "$(jq -r '[.members[].label] | join(",")' out)" = fast,slow,slow ] || fail "m$i: labels"
+	[ "$(jq -r '.members[1].discard' out)" = true ] || fail "m$i: discard"
+	[ "$(jq -r .metadata_replicas out)" = 2 ] || fail "m$i: replicas"
+done
+
+# 7. Bad options: exit 2 with a message.
+run 2 "$mkfs" --bogus x.img && has err "unrecognized option"
+run 2 "$mkfs" && has err "no device or image given"
+run 2 "$mkfs" --size 12Q x.img && has err "--size \"12Q\": not a size"
+run 2 "$mkfs" --size 8M --block-size 3000 x.img && has err "block size 3000 must be a power of two"
+run 2 "$mkfs" --size 8M --durability 9 x.img && has err "--durability \"9\": must be 0 to 4"
+run 2 "$mkfs" --size 8M --metadata-replicas 2 x.img && has err "metadata replicas 2: must be 1 to 1"
+run 2 "$mkfs" x.img --durability 1 && has err "device options after the last device"
+run 2 "$mkfs" -U not-a-uuid --size 8M x.img && has err "not a uuid"
+run 2 "$mkfs" --size 8M --journal-size 7M x.img && has err "journal size 7.0 MiB is 448 buckets of 16.0 KiB; it must be 8 to 253"
+[ -e x.img ] && fail "a failed mkfs left x.img behind"
+run 1 "$mkfs" --size 256K x.img && has err "device 0: 256.0 KiB is too small"
+run 1 "$mkfs" nosuch.img && has err "no such file (give --size"
+run 2 "$tinyfs" && has err "usage: tinyfs COMMAND"
+run 2 "$tinyfs" frobnicate && has err "unknown command \"frobnicate\""
+run 0 "$tinyfs" --help && has out "show-super"
+run 2 "$tinyfs" show-super && has err "no device given"
+run 2 "$tinyfs" show-super -f nope a.img && has err "unknown field \"nope\""
+run 1 "$tinyfs" show-super nosuch.img && has err "nosuch.img"
+run 2 "$mkfs" --fault "point nosuch:point oneshot" --size 8M x.img && has err "--fault"
+
+# 8. A failed mkfs leaves an existing image's bytes untouched.
+head -c 4194304 /dev/urandom >rand.img
+before=$(sha256sum <rand.img)
+run 2 "$mkfs" --journal-size 3M rand.img
+run 1 "$mkfs" --bucket-size 1M rand.img
+run 2 "$mkfs" --size 8M --block-size 1K --bucket-size 512 rand.img
+[ "$(sha256sum <rand.img)" = "$before" ] || fail "a failed mkfs changed rand.img"
+[ "$(stat -c %s rand.img)" = 4194304 ] || fail "a failed mkfs resized rand.img"
+
+# 9. Faults reach the tools: the primary copy's write (the 2nd sb write there,
+#    after zeroing) fails, it is reported
+#    with its offset, and the backup is still written.
+truncate -s 8M f.img
+run 1 "$mkfs" --fault "dev * write tag=sb range=4096-8192 nth=2 fail=EIO" f.img &&
+	has err "writing superblock copy 0 at 4096" && has err "reproduce with TFS_FAULTS="
+run 0 "$tinyfs" show-super f.img && has err "superblock at 4096: bad magic" &&
+	has err "using the copy at 36864 (seq 1)"
+TFS_FAULTS="dev * read tag=sb range=4096-8192 fail=EIO" run 0 "$tinyfs" show-super a.img &&
+	has err "using the copy at 36864"
+
+[ $fails = 0 ] && echo "all tool tests passed"
+exit $((fails > 0))

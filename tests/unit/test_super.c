@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Tests for super/super.c: round trips through bdev, copies, fields. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/faultdev.h"
+#include "lib/printbuf.h"
+#include "super/format.h"
+#include "super/super.h"
+
+#define DEV_SIZE (4ULL << 20)
+#define MAXDEV 3
+
+struct fixture {
+	char dir[64];
+	char path[MAXDEV][96];
+	struct tfs_sb_handle hs[MAXDEV];
+	struct tfs_sb_handle *hps[MAXDEV];
+	unsigned nr;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_super.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	for (unsigned i = 0; i < MAXDEV; i++) {
+		if (f->hs[i].bdev)
+			tfs_bdev_close(f->hs[i].bdev);
+		f->hs[i].bdev = NULL;
+		tfs_sb_exit(&f->hs[i]);
+		if (f->path[i][0])
+			unlink(f->path[i]);
+	}
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+/* Makes nr image files and formats them as one filesystem. */
+static void format(struct fixture *f, unsigned nr)
+{
+	struct tfs_format_opts o = { .time = 1700000000, .label = "round trip" };
+	struct tfs_format_dev d[MAXDEV] = { 0 };
+	struct printbuf err = PRINTBUF;
+
+	for (unsigned i = 0; i < MAXDEV; i++) {
+		if (f->hs[i].bdev)
+			tfs_bdev_close(f->hs[i].bdev);
+		f->hs[i].bdev = NULL;
+		tfs_sb_exit(&f->hs[i]);
+	}
+	memset(o.uuid, 0x11, 16);
+	memset(o.user_uuid, 0x22, 16);
+	o.metadata_replicas = (u8)nr;
+	for (unsigned i = 0; i < nr; i++) {
+		int fd;
+
+		snprintf(f->path[i], sizeof(f->path[i]), "%s/dev%u.img", f->dir, i);
+		fd = open(f->path[i], O_CREAT | O_RDWR | O_TRUNC, 0644);
+		assert_true(fd >= 0);
+		assert_int_equal(ftruncate(fd, (off_t)(DEV_SIZE * (i + 1))), 0);
+		close(fd);
+		d[i].size = DEV_SIZE * (i + 1);
+		memset(d[i].uuid, 0x30 + i, 16);
+		d[i].label = i ? "second" : "first";
+		d[i].durability_set = true;
+		d[i].durability = (u8)(i + 1);
+	}
+	f->nr = nr;
+	assert_int_equal(tfs_format_plan(&o, d, nr, f->hs, &err), 0);
+	for (unsigned i = 0; i < nr; i++) {
+		assert_int_equal(tfs_bdev_open(f->path[i], 0, &f->hs[i].bdev), 0);
+		f->hps[i] = &f->hs[i];
+	}
+	assert_int_equal(tfs_format_write(f->hps, nr, &err), 0);
+	assert_string_equal(printbuf_str(&err), "");
+	printbuf_exit(&err);
+}
+
+static void read_dev(struct fixture *f, unsigned i, struct tfs_sb_handle *h)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_sb_open(f->path[i], TFS_BDEV_RDONLY, h, &err);
+
+	if (ret)
+		print_error("%s\n", printbuf_str(&err));
+	assert_int_equal(ret, 0);
+	printbuf_exit(&err);
+}
+
+static void test_round_trip_one(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	unsigned nr;
+
+	format(f, 1);
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 1);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	assert_int_equal(h.copies_bad, 0);
+	/* What was written is what is read, byte for byte. */
+	assert_int_equal(tfs_sb_bytes(h.sb), tfs_sb_bytes(f->hs[0].sb));
+	assert_memory_equal(h.sb, f->hs[0].sb, tfs_sb_bytes(h.sb));
+	assert_string_equal(h.sb->label, "round trip");
+
+	const __le64 *jb = tfs_sb_journal_buckets(h.sb, &nr);
+	const struct tfs_member *m = tfs_sb_this_member(h.sb);
+
+	assert_int_equal(nr, TFS_JOURNAL_MIN_BUCKETS);
+	for (unsigned i = 0; i < nr; i++)
+		assert_int_equal(le64_to_cpu(jb[i]), le64_to_cpu(m->first_bucket) + i);
+	assert_int_equal(tfs_sb_bucket_size(h.sb), 16384);
+	assert_int_equal(le64_to_cpu(m->nbuckets) * 16384, DEV_SIZE);
+
+	/* Change, write, read again: seq bumped, the change kept. */
+	u64 b[3] = { 20, 7, 30 };
+
+	assert_int_equal(tfs_sb_set_journal_buckets(&f->hs[0], b, 3), 0);
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), 0);
+	tfs_sb_exit(&h);
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	jb = tfs_sb_journal_buckets(h.sb, &nr);
+	assert_int_equal(nr, 3);
+	assert_int_equal(le64_to_cpu(jb[0]), 20);
+	assert_int_equal(le64_to_cpu(jb[1]), 7);
+	assert_int_equal(le64_to_cpu(jb[2]), 30);
+	printbuf_exit(&err);
+	tfs_sb_exit(&h);
+}
+
+static void test_round_trip_several(void **state)
+{
+	struct fixture *f = *state;
+
+	format(f, 3);
+	for (unsigned i = 0; i < 3; i++) {
+		struct tfs_sb_handle h;
+		unsigned nr;
+
+		read_dev(f, i, &h);
+		assert_int_equal(h.sb->dev_idx, i);
+		assert_int_equal(h.sb->nr_devices, 3);
+		assert_int_equal(h.sb->metadata_replicas, 3);
+		assert_memory_equal(h.sb, f->hs[i].sb, tfs_sb_bytes(h.sb));
+		for (unsigned j = 0; j < 3; j++) {
+			const struct tfs_member *m = tfs_sb_member(h.sb, j);
+
+			assert_non_null(m);
+			assert_int_equal(m->uuid[0], 0x30 + j);
+			assert_int_equal(m->durability, j + 1);
+			assert_int_equal(le64_to_cpu(m->nbuckets) * le32_to_cpu(m->bucket_size),
+					 DEV_SIZE * (j + 1));
+		}
+		assert_string_equal(tfs_sb_this_member(h.sb)->label, i ? "second" : "first");
+		assert_non_null(tfs_sb_journal_buckets(h.sb, &nr));
+		assert_true(nr >= TFS_JOURNAL_MIN_BUCKETS);
+		tfs_sb_exit(&h);
+	}
+	/* Writing all bumps every member to the same seq. */
+	struct printbuf err = PRINTBUF;
+
+	f->hs[1].sb->seq = cpu_to_le64(7);
+	assert_int_equal(tfs_sb_write_all(f->hps, 3, &err), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		struct tfs_sb_handle h;
+
+		read_dev(f, i, &h);
+		assert_int_equal(le64_to_cpu(h.sb->seq), 8);
+		tfs_sb_exit(&h);
+	}
+	printbuf_exit(&err);
+}
+
+static void poke(const char *path, u64 off, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pwrite(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void peek(const char *path, u64 off, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, len, (off_t)off), (ssize_t)len);
+	close(fd);
+}
+
+static void test_backup_fallback(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	u8 byte = 0xff;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	/* A byte of the primary's label: its checksum fails. */
+	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.copies_bad, 1);
+	assert_string_equal(h.sb->label, "round trip");
+	tfs_sb_exit(&h);
+
+	/* And the other way round: a bad backup, the primary is used. */
+	format(f, 1);
+	poke(f->path[0], backup + 70, &byte, 1);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	assert_int_equal(h.copies_bad, 1);
+	tfs_sb_exit(&h);
+}
+
+static void test_newest_seq_wins(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+	char *old = malloc(4096);
+
+	format(f, 1);
+	peek(f->path[0], TFS_SB_OFFSET, old, 4096);
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), 0);
+	/* The primary goes back to seq 1 (as if its write was lost): backup wins. */
+	poke(f->path[0], TFS_SB_OFFSET, old, 4096);
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.copies_bad, 0);
+	tfs_sb_exit(&h);
+	free(old);
+	printbuf_exit(&err);
+}
+
+static void test_bad_layout_sector(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	u8 zero[512] = { 0 }, byte = 0xff;
+
+	format(f, 1);
+	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, zero, sizeof(zero));
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	tfs_sb_exit(&h);
+	/* Layout gone and primary bad: the primary's layout is unknown, so no backup. */
+	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
+			 -TFS_ERR_invalid_sb_csum);
+	printbuf_exit(&err);
+}
+
+static void test_no_valid_copy(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF, want = PRINTBUF;
+	u64 zero = 0;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	poke(f->path[0], TFS_SB_OFFSET + 8, &zero, 8);
+	poke(f->path[0], backup + 8, &zero, 8);
+	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
+			 -TFS_ERR_invalid_sb_magic);
+	prt_printf(
+		&want,
+		"%s: superblock at 4096: bad magic 0x0000000000000000 (expected 0x3142535346594e54)\n"
+		"%s: superblock at 36864: bad magic 0x0000000000000000 (expected 0x3142535346594e54)",
+		f->path[0], f->path[0]);
+	assert_string_equal(printbuf_str(&err), printbuf_str(&want));
+	assert_null(h.sb);
+	printbuf_exit(&err);
+	printbuf_exit(&want);
+}
+
+static void test_too_small(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF, want = PRINTBUF;
+	int fd;
+
+	snprintf(f->path[0], sizeof(f->path[0]), "%s/empty.img", f->dir);
+	fd = open(f->path[0], O_CREAT | O_RDWR | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
+			 -TFS_ERR_device_too_small);
+	prt_printf(&want, "%s: device is 0 B, too small to hold a superblock", f->path[0]);
+	assert_string_equal(printbuf_str(&err), printbuf_str(&want));
+	printbuf_exit(&err);
+	printbuf_exit(&want);
+}
+
+static void test_field_resize(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle *h = &f->hs[0];
+	struct tfs_sb_field *fl;
+	struct printbuf err = PRINTBUF;
+	unsigned before, nr;
+	int ret;
+
+	format(f, 1);
+	before = le32_to_cpu(h->sb->u64s);
+	/* Grow members: journal moves and stays intact. */
+	const __le64 *jb = tfs_sb_journal_buckets(h->sb, &nr);
+	u64 first = le64_to_cpu(jb[0]);
+
+	fl = tfs_sb_field_resize(
+		h, TFS_SB_FIELD_members,
+		le32_to_cpu(tfs_sb_field_get(h->sb, TFS_SB_FIELD_members)->u64s) + 4, &ret);
+	assert_non_null(fl);
+	assert_int_equal(ret, 0);
+	assert_int_equal(le32_to_cpu(h->sb->u64s), before + 4);
+	jb = tfs_sb_journal_buckets(h->sb, &nr);
+	assert_int_equal(le64_to_cpu(jb[0]), first);
+	/* Too big for sb_max_size. */
+	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_clean, 5000, &ret));
+	assert_int_equal(ret, -TFS_ERR_invalid_sb_size);
+	/* Removing a field. */
+	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_journal, 0, &ret));
+	assert_int_equal(ret, 0);
+	assert_null(tfs_sb_journal_buckets(h->sb, &nr));
+	assert_int_equal(nr, 0);
+	h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
+	assert_int_equal(tfs_sb_validate(h->sb, h->sb_bytes, 0, &err), 0);
+	printbuf_exit(&err);
+}
+
+static void test_to_text(void **state)
+{
+	struct fixture *f = *state;
+	struct printbuf out = PRINTBUF;
+	struct tfs_sb_to_text_opts opts = { .layout = true };
+
+	format(f, 2);
+	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
+	assert_false(out.allocation_failure);
+	assert_non_null(strstr(printbuf_str(&out), "Device index:           1\n"));
+	assert_non_null(
+		strstr(printbuf_str(&out), "Copy 1:                 at 36864 (36.0 KiB)\n"));
+	assert_non_null(strstr(printbuf_str(&out), "    Label:                  second\n"));
+	assert_non_null(strstr(printbuf_str(&out), "  Size:                   8.0 MiB\n"));
+	printbuf_reset(&out);
+	opts.fields = 1U << TFS_SB_FIELD_journal;
+	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
+	assert_null(strstr(printbuf_str(&out), "Members"));
+	assert_non_null(strstr(printbuf_str(&out), "Journal:\n"));
+	printbuf_exit(&out);
+}
+
+/* A copy whose write fails is reported with its offset; the others are written. */
+static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad_off, u64 good_off)
+{
+	struct tfs_sb_handle h;
+	struct tfs_bdev *fd;
+	struct printbuf err = PRINTBUF, want = PRINTBUF;
+
+	format(f, 1);
+	assert_int_equal(tfs_faultdev_create(f->hs[0].bdev, true, &fd), 0);
+	f->hs[0].bdev = fd;
+	assert_int_equal(tfs_faultdev_add_rule_str(fd, rule, &err), 0);
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), -TFS_ERR_sb_write);
+	assert_int_equal(tfs_faultdev_rule_fired(fd, 0), 1);
+	prt_printf(&want, "%s: writing superblock copy %u at %llu (", fd->path,
+		   bad_off == TFS_SB_OFFSET ? 0 : 1, (unsigned long long)bad_off);
+	assert_true(!strncmp(printbuf_str(&err), printbuf_str(&want), want.pos));
+	/* The flushes completed: everything else is durable, seq 2 readable. */
+	tfs_bdev_close(f->hs[0].bdev);
+	f->hs[0].bdev = NULL;
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	assert_int_equal(h.read_offset, good_off);
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+	printbuf_exit(&want);
+}
+
+static void test_write_primary_fails(void **state)
+{
+	write_with_failing_copy(*state, "write tag=sb range=4096-8192 fail=EIO", TFS_SB_OFFSET,
+				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
+}
+
+static void test_write_backup_fails(void **state)
+{
+	write_with_failing_copy(*state, "write tag=sb range=36864-40960 fail=EIO",
+				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT, TFS_SB_OFFSET);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip_several, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backup_fallback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_newest_seq_wins, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_valid_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Tests for super/super_validate.c: every check, with its exact message. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+#include "super/format.h"
+#include "super/super.h"
+
+#define DEV_SIZE (4ULL << 20)
+
+/* A valid two-member superblock (device 0's), built in memory. */
+static void make_sb(struct tfs_sb_handle hs[2])
+{
+	struct tfs_format_opts o = { .time = 1700000000, .error_action = TFS_ON_ERROR_ro };
+	struct tfs_format_dev d[2] = { { .size = DEV_SIZE }, { .size = DEV_SIZE } };
+	struct printbuf err = PRINTBUF;
+
+	memset(o.uuid, 0x11, 16);
+	memset(o.user_uuid, 0x22, 16);
+	memset(d[0].uuid, 0x33, 16);
+	memset(d[1].uuid, 0x44, 16);
+	memset(hs, 0, 2 * sizeof(*hs));
+	assert_int_equal(tfs_format_plan(&o, d, 2, hs, &err), 0);
+	printbuf_exit(&err);
+}
+
+static void resum(struct tfs_sb *sb)
+{
+	sb->csum = cpu_to_le32(tfs_sb_csum(sb));
+}
+
+static void expect(struct tfs_sb_handle *h, int code, const char *msg)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_sb_validate(h->sb, h->sb_bytes, DEV_SIZE, &err);
+
+	if (ret != code || strcmp(printbuf_str(&err), msg))
+		print_error("got %s \"%s\", expected %s \"%s\"\n", tfs_err_str(ret),
+			    printbuf_str(&err), tfs_err_str(code), msg);
+	assert_int_equal(ret, code);
+	assert_string_equal(printbuf_str(&err), msg);
+	printbuf_exit(&err);
+}
+
+static void test_valid(void **state)
+{
+	struct tfs_sb_handle hs[2];
+
+	make_sb(hs);
+	for (unsigned i = 0; i < 2; i++)
+		expect(&hs[i], 0, "");
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
+struct vcase {
+	const char *name;
+	void (*mutate)(struct tfs_sb *sb);
+	bool no_resum;
+	int code;
+	const char *msg;
+};
+
+static struct tfs_member *m0(struct tfs_sb *sb, unsigned i)
+{
+	return tfs_sb_member(sb, i);
+}
+
+#define MUT(n, body)                           \
+	static void mut_##n(struct tfs_sb *sb) \
+	{                                      \
+		body;                          \
+	}
+
+MUT(magic, sb->magic = 0)
+MUT(csum_type, sb->csum_type = 7)
+MUT(csum, sb->csum ^= 1)
+MUT(size, sb->u64s = cpu_to_le32(100000))
+MUT(version, sb->version = 9)
+MUT(version_min, sb->version_min = 2)
+MUT(features, sb->features = 4)
+MUT(layout_nr, sb->layout.nr_superblocks = 0;
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_csum, sb->layout.nr_superblocks = 3)
+MUT(layout_overlap, sb->layout.sb_offset[1] = cpu_to_le64(8192);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_max, sb->layout.sb_max_size = cpu_to_le32(5000);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(uuid, memset(sb->uuid, 0, 16))
+MUT(user_uuid, memset(sb->user_uuid, 0, 16))
+MUT(label, sb->label[3] = '\n')
+MUT(block_size, sb->block_size = cpu_to_le32(3000))
+MUT(nr_devices_0, sb->nr_devices = 0)
+MUT(nr_devices, sb->nr_devices = 3)
+MUT(dev_idx, sb->dev_idx = 2)
+MUT(meta_repl, sb->metadata_replicas = 5)
+MUT(meta_req, sb->metadata_replicas_required = 2)
+MUT(data_req, sb->data_replicas = 3; sb->data_replicas_required = 3)
+MUT(csum_meta, sb->metadata_csum_type = 9)
+MUT(error_action, sb->error_action = 3)
+MUT(flags, sb->flags = cpu_to_le16(0x10))
+MUT(field_zero, ((struct tfs_sb_field *)sb->_data)->u64s = 0)
+MUT(field_past, ((struct tfs_sb_field *)sb->_data)->u64s = cpu_to_le32(1000))
+MUT(field_dup, ((struct tfs_sb_field *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))->type =
+		       cpu_to_le32(TFS_SB_FIELD_members))
+MUT(no_members, tfs_sb_field_get(sb, TFS_SB_FIELD_members)->type = cpu_to_le32(77))
+MUT(member_bytes, ((struct tfs_sb_field_members *)tfs_sb_field_get(sb, TFS_SB_FIELD_members))
+			  ->member_bytes = cpu_to_le16(12))
+MUT(member_uuid, memset(m0(sb, 1)->uuid, 0, 16))
+MUT(member_uuid_dup, memcpy(m0(sb, 1)->uuid, m0(sb, 0)->uuid, 16))
+MUT(bucket_pow2, m0(sb, 1)->bucket_size = cpu_to_le32(3 << 12))
+MUT(bucket_small, m0(sb, 1)->bucket_size = cpu_to_le32(2048))
+MUT(first_bucket, m0(sb, 1)->first_bucket = cpu_to_le64(9); m0(sb, 1)->nbuckets = cpu_to_le64(8))
+MUT(few_buckets, m0(sb, 1)->nbuckets = cpu_to_le64(30))
+MUT(state, m0(sb, 1)->state = 4)
+MUT(durability, m0(sb, 1)->durability = 5)
+MUT(discard, m0(sb, 1)->discard = 2)
+MUT(member_label, m0(sb, 1)->label[0] = 1)
+MUT(first_in_sb, m0(sb, 0)->first_bucket = cpu_to_le64(2))
+MUT(dev_size, m0(sb, 0)->nbuckets = cpu_to_le64(512))
+MUT(journal_low, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
+			 ->buckets[0] = cpu_to_le64(4))
+MUT(journal_high, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
+			  ->buckets[2] = cpu_to_le64(256))
+MUT(journal_dup, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
+			 ->buckets[3] = cpu_to_le64(5))
+MUT(clean_flag, sb->flags = cpu_to_le16(TFS_SB_FLAG_CLEAN))
+
+static const struct vcase cases[] = {
+	{ "magic", mut_magic, false, -TFS_ERR_invalid_sb_magic,
+	  "bad magic 0x0000000000000000 (expected 0x3142535346594e54)" },
+	{ "csum_type", mut_csum_type, false, -TFS_ERR_invalid_sb_csum_type,
+	  "csum_type 7: only crc32c (1) is used here" },
+	{ "size", mut_size, true, -TFS_ERR_invalid_sb_size,
+	  "u64s 100000: fields end at 800688, past the copy's 32768 bytes" },
+	{ "version", mut_version, false, -TFS_ERR_invalid_sb_version,
+	  "version 9: this build reads 1 to 1" },
+	{ "version_min", mut_version_min, false, -TFS_ERR_invalid_sb_version,
+	  "version_min 2 not in [1, version 1]" },
+	{ "features", mut_features, false, -TFS_ERR_invalid_sb_version,
+	  "unknown incompatible features 0x4" },
+	{ "layout_nr", mut_layout_nr, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: nr_superblocks 0 not in [1, 8]" },
+	{ "layout_csum", mut_layout_csum, false, -TFS_ERR_invalid_sb_layout, NULL },
+	{ "layout_overlap", mut_layout_overlap, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: copy 1 at 8192 overlaps copy 0 at 4096 (max size 32768)" },
+	{ "layout_max", mut_layout_max, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: sb_max_size 5000 is not a power of two in [4096, 1048576]" },
+	{ "uuid", mut_uuid, false, -TFS_ERR_invalid_sb_uuid, "uuid is zero" },
+	{ "user_uuid", mut_user_uuid, false, -TFS_ERR_invalid_sb_uuid, "user_uuid is zero" },
+	{ "label", mut_label, false, -TFS_ERR_invalid_sb_label, "label: bad byte 0x0a at 3" },
+	{ "block_size", mut_block_size, false, -TFS_ERR_invalid_sb_block_size,
+	  "block_size 3000 is not a power of two in [512, 65536]" },
+	{ "nr_devices_0", mut_nr_devices_0, false, -TFS_ERR_invalid_sb_nr_devices,
+	  "nr_devices 0 not in [1, 64]" },
+	{ "dev_idx", mut_dev_idx, false, -TFS_ERR_invalid_sb_dev_idx, "dev_idx 2 >= nr_devices 2" },
+	{ "meta_repl", mut_meta_repl, false, -TFS_ERR_invalid_sb_options,
+	  "metadata_replicas 5 not in [1, 4]" },
+	{ "meta_req", mut_meta_req, false, -TFS_ERR_invalid_sb_options,
+	  "metadata_replicas_required 2 not in [1, metadata_replicas 1]" },
+	{ "data_req", mut_data_req, false, -TFS_ERR_invalid_sb_options,
+	  "data_replicas_required 3 > nr_devices 2" },
+	{ "csum_meta", mut_csum_meta, false, -TFS_ERR_invalid_sb_options,
+	  "metadata_csum_type 9 unknown" },
+	{ "error_action", mut_error_action, false, -TFS_ERR_invalid_sb_options,
+	  "error_action 3 unknown" },
+	{ "flags", mut_flags, false, -TFS_ERR_invalid_sb_options, "unknown flags 0x10" },
+	{ "field_zero", mut_field_zero, false, -TFS_ERR_invalid_sb_field, "field 0: u64s 0" },
+	{ "field_past", mut_field_past, false, -TFS_ERR_invalid_sb_field,
+	  "field 0 (members): 1000 u64s run past the end" },
+	{ "field_dup", mut_field_dup, false, -TFS_ERR_invalid_sb_field,
+	  "field 1: a second members field" },
+	{ "no_members", mut_no_members, false, -TFS_ERR_invalid_sb_members, "no members field" },
+	{ "member_bytes", mut_member_bytes, false, -TFS_ERR_invalid_sb_members,
+	  "members: member_bytes 12 is not a multiple of 8 of at least 80" },
+	{ "nr_devices", mut_nr_devices, false, -TFS_ERR_invalid_sb_members,
+	  "members: 2 entries but nr_devices 3" },
+	{ "member_uuid", mut_member_uuid, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: uuid is zero" },
+	{ "member_uuid_dup", mut_member_uuid_dup, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: same uuid as member 0" },
+	{ "bucket_pow2", mut_bucket_pow2, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: bucket_size 12288 is not a power of two up to 1073741824" },
+	{ "bucket_small", mut_bucket_small, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: bucket_size 2048 < block_size 4096" },
+	{ "first_bucket", mut_first_bucket, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: first_bucket 9 >= nbuckets 8" },
+	{ "few_buckets", mut_few_buckets, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: 25 buckets after first_bucket, fewer than 32" },
+	{ "state", mut_state, false, -TFS_ERR_invalid_sb_members, "member 1: state 4 unknown" },
+	{ "durability", mut_durability, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: durability 5 > 4" },
+	{ "discard", mut_discard, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: discard 2 is not 0 or 1" },
+	{ "member_label", mut_member_label, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: label: bad byte 0x01 at 0" },
+	{ "first_in_sb", mut_first_in_sb, false, -TFS_ERR_invalid_sb_members,
+	  "member 0: first_bucket 2 starts at 32768, inside the superblock area (ends at 69632)" },
+	{ "dev_size", mut_dev_size, false, -TFS_ERR_invalid_sb_device_size,
+	  "member 0: 512 buckets of 16.0 KiB (8.0 MiB) do not fit in the device (4.0 MiB)" },
+	{ "journal_low", mut_journal_low, false, -TFS_ERR_invalid_sb_journal,
+	  "journal: bucket 4 (entry 0) < first_bucket 5" },
+	{ "journal_high", mut_journal_high, false, -TFS_ERR_invalid_sb_journal,
+	  "journal: bucket 256 (entry 2) >= nbuckets 256" },
+	{ "journal_dup", mut_journal_dup, false, -TFS_ERR_invalid_sb_journal,
+	  "journal: bucket 5 listed twice" },
+	{ "clean_flag", mut_clean_flag, false, -TFS_ERR_invalid_sb_clean,
+	  "flag clean set but no clean field" },
+	/* The checksum itself: no resum after the change. */
+	{ "csum", mut_csum, true, -TFS_ERR_invalid_sb_csum, NULL },
+};
+
+static void test_each_error(void **state)
+{
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct tfs_sb_handle hs[2];
+		struct printbuf err = PRINTBUF;
+		int ret;
+
+		make_sb(hs);
+		cases[i].mutate(hs[0].sb);
+		if (!cases[i].no_resum)
+			resum(hs[0].sb);
+		ret = tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err);
+		if (ret != cases[i].code ||
+		    (cases[i].msg && strcmp(printbuf_str(&err), cases[i].msg)))
+			print_error("case %s: got %s \"%s\"\n", cases[i].name, tfs_err_str(ret),
+				    printbuf_str(&err));
+		assert_int_equal(ret, cases[i].code);
+		if (cases[i].msg)
+			assert_string_equal(printbuf_str(&err), cases[i].msg);
+		else
+			assert_true(err.pos > 0);
+		/* Every validation code is in the invalid_sb class (EINVAL). */
+		assert_true(tfs_err_matches(ret, TFS_ERR_invalid_sb));
+		printbuf_exit(&err);
+		tfs_sb_exit(&hs[0]);
+		tfs_sb_exit(&hs[1]);
+	}
+}
+
+static void test_truncated_copy(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct printbuf err = PRINTBUF;
+
+	make_sb(hs);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, 100, DEV_SIZE, &err), -TFS_ERR_invalid_sb_size);
+	assert_string_equal(printbuf_str(&err), "100 bytes, smaller than the fixed part (688)");
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
+static void test_clean_entries(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct printbuf err = PRINTBUF;
+	__le64 entries[5] = { 0 };
+	struct tfs_clean_entry *e = (void *)entries;
+
+	make_sb(hs);
+	e->u64s = cpu_to_le16(3);
+	e->type = TFS_CLEAN_btree_root;
+	e = (void *)(entries + 3);
+	e->u64s = cpu_to_le16(2);
+	e->type = TFS_CLEAN_btree_root;
+	e->btree_id = 1;
+	assert_int_equal(tfs_sb_set_clean(&hs[0], 42, entries, 5), 0);
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err), 0);
+
+	unsigned n = 0;
+	struct tfs_sb_field_clean *c = tfs_sb_clean(hs[0].sb);
+
+	assert_non_null(c);
+	assert_int_equal(le64_to_cpu(c->journal_seq), 42);
+	for_each_clean_entry(c, e) n++;
+	assert_int_equal(n, 2);
+
+	/* An entry that runs past the field. */
+	((struct tfs_clean_entry *)(c->entries))->u64s = cpu_to_le16(9);
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err),
+			 -TFS_ERR_invalid_sb_clean);
+	assert_string_equal(printbuf_str(&err), "clean: entry 0 (9 u64s) runs past the field");
+	printbuf_reset(&err);
+	((struct tfs_clean_entry *)(c->entries))->u64s = 0;
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err),
+			 -TFS_ERR_invalid_sb_clean);
+	assert_string_equal(printbuf_str(&err), "clean: entry 0 has u64s 0");
+
+	tfs_sb_clear_clean(&hs[0]);
+	assert_null(tfs_sb_clean(hs[0].sb));
+	resum(hs[0].sb);
+	printbuf_reset(&err);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err), 0);
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_each_error),
+		cmocka_unit_test(test_truncated_copy),
+		cmocka_unit_test(test_clean_entries),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

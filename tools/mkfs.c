@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mkfs.tinyfs: make a tinyfs on one or several member devices or image files.
+ *
+ * Order matters for "a failed mkfs leaves an existing image untouched":
+ * parse everything, probe every target (refusing existing signatures
+ * without --force), plan every superblock in memory; only when all of that
+ * succeeded are signatures wiped, files created or extended, and the
+ * filesystem written.
+ */
+#include <blkid.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <uuid.h>
+
+#include "lib/bdev.h"
+#include "lib/checksum.h"
+#include "lib/errcode.h"
+#include "lib/fault_point.h"
+#include "lib/printbuf.h"
+#include "lib/string.h"
+#include "super/format.h"
+#include "super/super.h"
+#include "tools/util.h"
+
+#define PROG "mkfs.tinyfs"
+
+struct target {
+	const char *path;
+	struct tfs_format_dev d;
+	u64 want_size; /* --size; 0: the device's size */
+	bool exists, is_blk, created, extended;
+	u64 orig_size;
+	bool has_signature;
+	struct tfs_bdev *bdev;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " [OPTIONS] DEV|IMG [[DEVICE OPTIONS] DEV|IMG...]\n"
+		"Makes a tinyfs filesystem whose members are the given block devices or image files.\n"
+		"\n"
+		"Filesystem options:\n"
+		"  -L, --label LABEL             filesystem label (up to 32 bytes)\n"
+		"  -U, --uuid UUID               user-visible uuid (default: random); with\n"
+		"                                SOURCE_DATE_EPOCH the output is reproducible\n"
+		"      --block-size SIZE         block size (default 4 KiB)\n"
+		"      --metadata-replicas N     copies of metadata (default 1)\n"
+		"      --metadata-replicas-required N\n"
+		"      --data-replicas N         copies of data (default 1)\n"
+		"      --data-replicas-required N\n"
+		"      --error-action ACTION     continue, ro (default) or panic\n"
+		"  -f, --force                   overwrite existing filesystems and partition tables\n"
+		"  -q, --quiet                   print nothing but errors\n"
+		"      --fault SPEC              arm fault rules (see TFS_FAULTS in the README)\n"
+		"  -h, --help                    this text\n"
+		"\n"
+		"Device options (apply to every device named after them):\n"
+		"      --size SIZE               use SIZE bytes; creates or extends an image file\n"
+		"      --bucket-size SIZE        bucket size (default: from the device size)\n"
+		"      --journal-size SIZE       journal size (default 1/64 of the device,\n"
+		"                                8 buckets to 1 GiB)\n"
+		"      --durability N            0 (cache) to 4 (default 1)\n"
+		"      --dev-label LABEL         member label\n"
+		"      --discard                 discard the device and freed buckets\n"
+		"\n"
+		"SIZE takes a unit: 512, 4k, 64M, 1G, 1T (powers of 1024) or kB, MB, GB (1000).\n"
+		"Exit status: 0, 1 on failure, 2 on usage errors.\n");
+}
+
+/* Deterministic uuids from the user uuid, so --uuid output is reproducible. */
+static void derive_uuid(const u8 *user, u32 tag, u8 *out)
+{
+	for (u32 k = 0; k < 4; k++) {
+		u32 in[5], crc;
+
+		memcpy(in, user, 16);
+		in[4] = tag;
+		crc = tfs_crc32c(~k, in, sizeof(in));
+		memcpy(out + 4 * k, &crc, 4);
+	}
+	out[6] = (out[6] & 0x0f) | 0x40;
+	out[8] = (out[8] & 0x3f) | 0x80;
+}
+
+/* blkid's view of path: 1 (and a description in out) when it holds something. */
+static int blkid_describe(const char *path, struct printbuf *out)
+{
+	blkid_probe pr = blkid_new_probe_from_filename(path);
+	const char *type = NULL, *label = NULL, *uuid = NULL, *pttype = NULL;
+	int r, found = 0;
+
+	if (!pr) {
+		prt_printf(out, "cannot probe: %s", strerror(errno ?: EIO));
+		return -EIO;
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_LABEL |
+						      BLKID_SUBLKS_UUID);
+	blkid_probe_enable_partitions(pr, 1);
+	r = blkid_do_safeprobe(pr);
+	if (r == -2) {
+		prt_str(out, "several conflicting signatures");
+		found = 1;
+	} else if (r == 0) {
+		blkid_probe_lookup_value(pr, "TYPE", &type, NULL);
+		blkid_probe_lookup_value(pr, "LABEL", &label, NULL);
+		blkid_probe_lookup_value(pr, "UUID", &uuid, NULL);
+		blkid_probe_lookup_value(pr, "PTTYPE", &pttype, NULL);
+		if (type) {
+			prt_printf(out, "an existing %s filesystem", type);
+			if (label)
+				prt_printf(out, " (label \"%s\"", label);
+			prt_printf(out, "%s", label ? ", " : " (");
+			prt_printf(out, "uuid %s)", uuid ?: "none");
+			found = 1;
+		} else if (pttype) {
+			const char *ptuuid = NULL;
+
+			blkid_probe_lookup_value(pr, "PTUUID", &ptuuid, NULL);
+			prt_printf(out, "a %s partition table (uuid %s)", pttype, ptuuid ?: "none");
+			found = 1;
+		}
+	}
+	blkid_free_probe(pr);
+	return found;
+}
+
+/* Wipes every signature blkid finds (only with --force, after planning). */
+static int blkid_wipe(const char *path, bool quiet)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	blkid_probe pr;
+	int ret = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: cannot open to wipe signatures: %s\n", path,
+			strerror(errno));
+		return -errno;
+	}
+	pr = blkid_new_probe();
+	if (!pr || blkid_probe_set_device(pr, fd, 0, 0)) {
+		fprintf(stderr, PROG ": %s: cannot probe to wipe signatures\n", path);
+		ret = -EIO;
+		goto out;
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_MAGIC | BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	while (blkid_do_probe(pr) == 0) {
+		const char *type = NULL, *off = NULL;
+
+		if (blkid_probe_lookup_value(pr, "TYPE", &type, NULL))
+			blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL);
+		if (blkid_probe_lookup_value(pr, "SBMAGIC_OFFSET", &off, NULL))
+			blkid_probe_lookup_value(pr, "PTMAGIC_OFFSET", &off, NULL);
+		if (blkid_do_wipe(pr, 0)) {
+			fprintf(stderr, PROG ": %s: wiping the %s signature failed\n", path,
+				type ?: "unknown");
+			ret = -EIO;
+			goto out;
+		}
+		if (!quiet)
+			printf("%s: wiped the %s signature at offset %s\n", path, type ?: "unknown",
+			       off ?: "?");
+	}
+	if (fsync(fd)) {
+		fprintf(stderr, PROG ": %s: fsync after wiping failed: %s\n", path,
+			strerror(errno));
+		ret = -errno;
+	}
+out:
+	if (pr)
+		blkid_free_probe(pr);
+	close(fd);
+	return ret;
+}
+
+/* Sizes and signatures of one target; no writes.  Returns an exit status. */
+static int probe_target(struct target *t, bool force)
+{
+	struct stat st;
+	struct printbuf what = PRINTBUF;
+	int found;
+
+	if (stat(t->path, &st)) {
+		if (errno != ENOENT) {
+			fprintf(stderr, PROG ": %s: %s\n", t->path, strerror(errno));
+			return TFS_EXIT_FAILURE;
+		}
+		if (!t->want_size) {
+			fprintf(stderr,
+				PROG ": %s: no such file (give --size to create an image file)\n",
+				t->path);
+			return TFS_EXIT_FAILURE;
+		}
+		t->d.size = t->want_size;
+		t->d.logical_block_size = 512;
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+		fprintf(stderr, PROG ": %s: not a regular file or a block device\n", t->path);
+		return TFS_EXIT_FAILURE;
+	}
+	t->exists = true;
+	t->is_blk = S_ISBLK(st.st_mode);
+	t->orig_size = (u64)st.st_size;
+
+	found = blkid_describe(t->path, &what);
+	if (found < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", t->path, printbuf_str(&what));
+		printbuf_exit(&what);
+		return TFS_EXIT_FAILURE;
+	}
+
+	struct tfs_bdev *bdev;
+	int ret = tfs_bdev_open(t->path, TFS_BDEV_RDONLY, &bdev);
+
+	if (ret) {
+		printbuf_exit(&what);
+		return TFS_EXIT_FAILURE;
+	}
+	if (!found && bdev->size >= TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
+		struct tfs_sb_handle h;
+		struct printbuf err = PRINTBUF;
+
+		if (!tfs_sb_read(bdev, &h, &err)) {
+			prt_str(&what, "an existing tinyfs filesystem (label \"");
+			prt_bytes(&what, h.sb->label,
+				  tfs_strnlen_field(h.sb->label, TFS_LABEL_SIZE));
+			prt_str(&what, "\", uuid ");
+			prt_uuid(&what, h.sb->user_uuid);
+			prt_str(&what, ")");
+			found = 1;
+		}
+		tfs_sb_exit(&h);
+		printbuf_exit(&err);
+	}
+	t->d.logical_block_size = bdev->logical_block_size;
+	if (t->is_blk) {
+		if (t->want_size > bdev->size) {
+			fprintf(stderr,
+				PROG ": %s: --size %llu is larger than the device (%llu bytes)\n",
+				t->path, (unsigned long long)t->want_size,
+				(unsigned long long)bdev->size);
+			tfs_bdev_close(bdev);
+			printbuf_exit(&what);
+			return TFS_EXIT_FAILURE;
+		}
+		t->d.size = t->want_size ?: bdev->size;
+	} else {
+		t->d.size = t->want_size ?: t->orig_size;
+	}
+	tfs_bdev_close(bdev);
+
+	if (found) {
+		t->has_signature = true;
+		if (!force) {
+			fprintf(stderr, PROG ": %s: contains %s; use --force to overwrite it\n",
+				t->path, printbuf_str(&what));
+			printbuf_exit(&what);
+			return TFS_EXIT_FAILURE;
+		}
+	}
+	printbuf_exit(&what);
+	return 0;
+}
+
+/* Creates or extends an image file to its planned size. */
+static int prepare_file(struct target *t)
+{
+	int fd;
+
+	if (t->is_blk || (t->exists && t->orig_size >= t->d.size))
+		return 0;
+	fd = open(t->path, O_WRONLY | O_CLOEXEC | (t->exists ? 0 : O_CREAT | O_EXCL), 0644);
+	if (fd < 0) {
+		fprintf(stderr, PROG ": %s: cannot %s: %s\n", t->path,
+			t->exists ? "open" : "create", strerror(errno));
+		return -errno;
+	}
+	t->created = !t->exists;
+	t->extended = t->exists;
+	if (ftruncate(fd, (off_t)t->d.size)) {
+		int e = errno;
+
+		fprintf(stderr, PROG ": %s: cannot set the size to %llu: %s\n", t->path,
+			(unsigned long long)t->d.size, strerror(e));
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	return 0;
+}
+
+/* After a failure: remove what we created, shrink what we extended. */
+static void undo_file(struct target *t)
+{
+	if (t->created && unlink(t->path))
+		fprintf(stderr, PROG ": %s: cannot remove: %s\n", t->path, strerror(errno));
+	if (t->extended && truncate(t->path, (off_t)t->orig_size))
+		fprintf(stderr, PROG ": %s: cannot restore the size: %s\n", t->path,
+			strerror(errno));
+}
+
+enum {
+	OPT_SIZE = 256,
+	OPT_BLOCK_SIZE,
+	OPT_BUCKET_SIZE,
+	OPT_JOURNAL_SIZE,
+	OPT_META_REPL,
+	OPT_META_REPL_REQ,
+	OPT_DATA_REPL,
+	OPT_DATA_REPL_REQ,
+	OPT_DURABILITY,
+	OPT_DEV_LABEL,
+	OPT_DISCARD,
+	OPT_ERROR_ACTION,
+	OPT_FAULT,
+};
+
+static int bad_value(const char *opt, const char *val, const char *what)
+{
+	fprintf(stderr, PROG ": --%s \"%s\": %s\n", opt, val, what);
+	return TFS_EXIT_USAGE;
+}
+
+static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
+{
+	const struct tfs_member *m = tfs_sb_this_member(h->sb);
+	struct printbuf out = PRINTBUF;
+	unsigned jnr;
+	u32 bs = le32_to_cpu(m->bucket_size);
+
+	tfs_sb_journal_buckets(h->sb, &jnr);
+	prt_printf(&out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
+	prt_units_u64(&out, le64_to_cpu(m->nbuckets) * bs);
+	prt_printf(&out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
+	prt_units_u64(&out, bs);
+	prt_printf(&out, ", journal %u buckets (", jnr);
+	prt_units_u64(&out, (u64)jnr * bs);
+	prt_str(&out, ")\n");
+	fputs(printbuf_str(&out), stdout);
+	printbuf_exit(&out);
+}
+
+/* Leaves main() through its one cleanup path. */
+#define EXIT_WITH(st)          \
+	do {                   \
+		status = (st); \
+		goto out;      \
+	} while (0)
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "size", required_argument, NULL, OPT_SIZE },
+		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+		{ "bucket-size", required_argument, NULL, OPT_BUCKET_SIZE },
+		{ "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
+		{ "label", required_argument, NULL, 'L' },
+		{ "uuid", required_argument, NULL, 'U' },
+		{ "metadata-replicas", required_argument, NULL, OPT_META_REPL },
+		{ "metadata-replicas-required", required_argument, NULL, OPT_META_REPL_REQ },
+		{ "data-replicas", required_argument, NULL, OPT_DATA_REPL },
+		{ "data-replicas-required", required_argument, NULL, OPT_DATA_REPL_REQ },
+		{ "durability", required_argument, NULL, OPT_DURABILITY },
+		{ "dev-label", required_argument, NULL, OPT_DEV_LABEL },
+		{ "discard", no_argument, NULL, OPT_DISCARD },
+		{ "error-action", required_argument, NULL, OPT_ERROR_ACTION },
+		{ "force", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "fault", required_argument, NULL, OPT_FAULT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct tfs_format_opts opts = { .error_action = TFS_ON_ERROR_ro };
+	struct target *targets = NULL, cur = { 0 };
+	struct tfs_sb_handle *hs = NULL, **hps = NULL;
+	struct printbuf err = PRINTBUF;
+	unsigned nr = 0;
+	bool force = false, quiet = false, have_uuid = false, dev_opt_pending = false;
+	int c, status = TFS_EXIT_FAILURE, ret;
+	u64 v;
+
+	if (tfs_faults_from_env())
+		return TFS_EXIT_USAGE;
+
+	targets = calloc((size_t)argc, sizeof(*targets));
+	if (!targets)
+		return TFS_EXIT_FAILURE;
+
+	/* "-" first: devices come back in order, so device options apply to later ones. */
+	while ((c = getopt_long(argc, argv, "-L:U:fqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 1:
+			cur.path = optarg;
+			targets[nr++] = cur;
+			dev_opt_pending = false;
+			continue;
+		case OPT_SIZE:
+			if (tfs_parse_size(optarg, &cur.want_size) || !cur.want_size)
+				EXIT_WITH(bad_value("size", optarg, "not a size"));
+			break;
+		case OPT_BLOCK_SIZE:
+			if (tfs_parse_size(optarg, &v) || v > UINT32_MAX)
+				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
+			opts.block_size = (u32)v;
+			continue;
+		case OPT_BUCKET_SIZE:
+			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
+				EXIT_WITH(bad_value("bucket-size", optarg, "not a size"));
+			cur.d.bucket_size = (u32)v;
+			break;
+		case OPT_JOURNAL_SIZE:
+			if (tfs_parse_size(optarg, &cur.d.journal_size) || !cur.d.journal_size)
+				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
+			break;
+		case 'L':
+			opts.label = optarg;
+			continue;
+		case 'U':
+			if (uuid_parse(optarg, opts.user_uuid))
+				EXIT_WITH(bad_value("uuid", optarg, "not a uuid"));
+			if (uuid_is_null(opts.user_uuid))
+				EXIT_WITH(
+					bad_value("uuid", optarg, "the null uuid is not allowed"));
+			have_uuid = true;
+			continue;
+		case OPT_META_REPL:
+		case OPT_META_REPL_REQ:
+		case OPT_DATA_REPL:
+		case OPT_DATA_REPL_REQ: {
+			u8 *dst[] = { &opts.metadata_replicas, &opts.metadata_replicas_required,
+				      &opts.data_replicas, &opts.data_replicas_required };
+			const char *names[] = { "metadata-replicas", "metadata-replicas-required",
+						"data-replicas", "data-replicas-required" };
+
+			if (tfs_parse_uint(optarg, 1, TFS_MAX_REPLICAS, &v))
+				EXIT_WITH(bad_value(names[c - OPT_META_REPL], optarg,
+						    "must be 1 to 4"));
+			*dst[c - OPT_META_REPL] = (u8)v;
+			continue;
+		}
+		case OPT_DURABILITY:
+			if (tfs_parse_uint(optarg, 0, TFS_MAX_DURABILITY, &v))
+				EXIT_WITH(bad_value("durability", optarg, "must be 0 to 4"));
+			cur.d.durability_set = true;
+			cur.d.durability = (u8)v;
+			break;
+		case OPT_DEV_LABEL:
+			cur.d.label = optarg;
+			break;
+		case OPT_DISCARD:
+			cur.d.discard = true;
+			break;
+		case OPT_ERROR_ACTION:
+			ret = tfs_error_action_parse(optarg);
+			if (ret < 0)
+				EXIT_WITH(
+					bad_value("error-action", optarg, "continue, ro or panic"));
+			opts.error_action = (u8)ret;
+			continue;
+		case 'f':
+			force = true;
+			continue;
+		case 'q':
+			quiet = true;
+			continue;
+		case OPT_FAULT:
+			if (tfs_tool_fault_opt(PROG, optarg))
+				EXIT_WITH(TFS_EXIT_USAGE);
+			continue;
+		case 'h':
+			usage(stdout);
+			EXIT_WITH(TFS_EXIT_OK);
+		default:
+			fprintf(stderr, "Try `" PROG " --help'.\n");
+			EXIT_WITH(TFS_EXIT_USAGE);
+		}
+		/* A device option: it applies to the devices that follow. */
+		dev_opt_pending = true;
+	}
+	if (!nr) {
+		fprintf(stderr, PROG ": no device or image given\n");
+		usage(stderr);
+		EXIT_WITH(TFS_EXIT_USAGE);
+	}
+	if (dev_opt_pending) {
+		fprintf(stderr, PROG ": device options after the last device apply to nothing\n");
+		EXIT_WITH(TFS_EXIT_USAGE);
+	}
+
+	const char *sde = getenv("SOURCE_DATE_EPOCH");
+
+	if (sde) {
+		if (tfs_parse_uint(sde, 0, INT64_MAX, &opts.time)) {
+			fprintf(stderr,
+				PROG ": SOURCE_DATE_EPOCH \"%s\" is not a number of seconds\n",
+				sde);
+			EXIT_WITH(TFS_EXIT_USAGE);
+		}
+	} else {
+		opts.time = (u64)time(NULL);
+	}
+	if (!have_uuid)
+		uuid_generate(opts.user_uuid);
+	if (have_uuid)
+		derive_uuid(opts.user_uuid, 0xffffffff, opts.uuid);
+	else
+		uuid_generate(opts.uuid);
+
+	struct tfs_format_dev *devs = calloc(nr, sizeof(*devs));
+
+	hs = calloc(nr, sizeof(*hs));
+	hps = calloc(nr, sizeof(*hps));
+	if (!devs || !hs || !hps) {
+		free(devs);
+		goto out;
+	}
+
+	int probe_status = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		for (unsigned j = 0; j < i; j++)
+			if (!strcmp(targets[i].path, targets[j].path)) {
+				fprintf(stderr, PROG ": %s is named twice\n", targets[i].path);
+				free(devs);
+				status = TFS_EXIT_USAGE;
+				goto out;
+			}
+		if (have_uuid)
+			derive_uuid(opts.user_uuid, i, targets[i].d.uuid);
+		else
+			uuid_generate(targets[i].d.uuid);
+		probe_status = probe_status ?: probe_target(&targets[i], force);
+	}
+	if (probe_status) {
+		free(devs);
+		status = probe_status;
+		goto out;
+	}
+
+	for (unsigned i = 0; i < nr; i++)
+		devs[i] = targets[i].d;
+	ret = tfs_format_plan(&opts, devs, nr, hs, &err);
+	free(devs);
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		status = tfs_err_matches(ret, TFS_ERR_invalid_option) ? TFS_EXIT_USAGE
+								      : TFS_EXIT_FAILURE;
+		goto out;
+	}
+
+	/* Everything checked: from here on devices are written. */
+	for (unsigned i = 0; i < nr; i++) {
+		struct target *t = &targets[i];
+
+		ret = (t->has_signature ? blkid_wipe(t->path, quiet) : 0) ?: prepare_file(t);
+		if (ret)
+			goto undo;
+		ret = tfs_bdev_open(t->path, t->is_blk ? TFS_BDEV_EXCL : 0, &t->bdev);
+		if (ret)
+			goto undo;
+		hs[i].bdev = t->bdev;
+		hps[i] = &hs[i];
+	}
+	ret = tfs_format_write(hps, nr, &err);
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		goto undo;
+	}
+	if (!quiet) {
+		for (unsigned i = 0; i < nr; i++)
+			print_summary(&targets[i], &hs[i]);
+		struct printbuf out = PRINTBUF;
+
+		prt_str(&out, "tinyfs uuid ");
+		prt_uuid(&out, hs[0].sb->user_uuid);
+		prt_printf(&out, ", label \"%s\", block size ", opts.label ?: "");
+		prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
+		prt_newline(&out);
+		fputs(printbuf_str(&out), stdout);
+		printbuf_exit(&out);
+	}
+	status = TFS_EXIT_OK;
+	goto out;
+undo:
+	for (unsigned i = 0; i < nr; i++) {
+		if (targets[i].bdev)
+			tfs_bdev_close(targets[i].bdev);
+		targets[i].bdev = NULL;
+		undo_file(&targets[i]);
+	}
+out:
+	for (unsigned i = 0; hs && i < nr; i++) {
+		if (targets[i].bdev)
+			tfs_bdev_close(targets[i].bdev);
+		hs[i].bdev = NULL;
+		tfs_sb_exit(&hs[i]);
+	}
+	free(hs);
+	free(hps);
+	free(targets);
+	printbuf_exit(&err);
+	return status;
+}
