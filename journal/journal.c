@@ -600,6 +600,17 @@ static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
 	return 0;
 }
 
+bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq)
+{
+	for (u64 s = j->seq_done + 1; s < seq; s++) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->must_flush && !b->cancelled && b->state != TFS_JBUF_OPEN)
+			return true;
+	}
+	return false;
+}
+
 bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq)
 {
 	int code;
@@ -616,7 +627,14 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq)
 			/* Not submitted yet: promote it to a flush entry. */
 			if (b->state == TFS_JBUF_OPEN) {
 				b->must_flush = true;
-				tfs_journal_entry_close_locked(j);
+				/*
+				 * Group commit: while an older flush entry is in
+				 * flight this one could not be written anyway, so it
+				 * stays open for later commits to join; the write
+				 * thread closes it when the older one is done.
+				 */
+				if (!tfs_journal_flush_in_flight_locked(j, b->seq))
+					tfs_journal_entry_close_locked(j);
 			} else if (!b->must_flush) {
 				b->must_flush = true;
 				j->nr_flush_entries++;

@@ -26,6 +26,8 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bo
 						       int *code);
 void tfs_journal_entry_close_locked(struct tfs_journal *j);
 void tfs_journal_halt_locked(struct tfs_journal *j, int err);
+/* True when a flush entry older than seq is closed but not done. */
+bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq);
 /* Makes sure some flush entry >= seq is or will be written; false: retry later. */
 bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq);
 /* Unlocks, then runs the async flush waiters that are now resolved. */

@@ -307,8 +307,10 @@ void *tfs_journal_write_thread(void *arg)
 			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
 			u64 deadline = b->opened_ns + (u64)j->opts.write_delay_ms * 1000000;
 
-			/* Closes on age; an empty entry waits for something to carry. */
-			if (b->u64s_used && now >= deadline)
+			/* Closes on age (an empty entry waits for something to carry),
+			 * or as a flush entry once the older flush entry is done. */
+			if ((b->u64s_used && now >= deadline) ||
+			    (b->must_flush && !tfs_journal_flush_in_flight_locked(j, b->seq)))
 				tfs_journal_entry_close_locked(j);
 			else if (b->u64s_used)
 				timeout = min_t(u64, timeout, deadline - now);
