@@ -30,9 +30,6 @@ u64 tfs_journal_now_ns(void)
 	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* Space kept back in every entry for the blacklist sub-entry. */
-#define JOURNAL_ENTRY_RESERVED_U64S (1 + sizeof(struct jset_blacklist) / 8)
-
 void tfs_journal_opts_default(struct tfs_journal_opts *opts)
 {
 	*opts = (struct tfs_journal_opts){
@@ -885,6 +882,17 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 		   (unsigned long long)j->nr_entries, (unsigned long long)j->nr_flush_entries,
 		   (unsigned long long)j->nr_noflush_entries);
 	prt_printf(out, "in flight:\t%llu\n", (unsigned long long)(j->cur_seq - j->seq_done));
+	printbuf_indent_add(out, 2);
+	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
+		static const char *const states[] = { "free", "open", "closed", "writing", "done" };
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		prt_printf(out, "seq %llu: %s, %s, %u u64s, %u reservations, %u/%u bios done\n",
+			   (unsigned long long)s, states[b->state],
+			   b->must_flush ? "flush" : "no_flush", b->u64s_used, b->nr_res,
+			   b->nr_bios - b->bios_pending, b->nr_bios);
+	}
+	printbuf_indent_sub(out, 2);
 	prt_printf(out, "pin fifo:\t%llu/%u\n", (unsigned long long)(j->cur_seq + 1 - j->last_seq),
 		   j->opts.pin_fifo_size);
 	prt_printf(out, "reclaim:\t%llu runs, %llu pins flushed, %llu flush errors\n",

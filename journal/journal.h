@@ -198,7 +198,8 @@ u64 tfs_journal_cur_err_count(struct tfs_journal *j, enum tfs_journal_cur_err re
 void tfs_journal_pin_init(struct tfs_journal_entry_pin *pin);
 
 /*
- * Pins seq (which must be >= last_seq and <= cur_seq) until dropped: reclaim
+ * Pins seq (which must be >= last_seq and <= cur_seq: a held reservation's
+ * seq always is; anything else aborts, a caller bug) until dropped: reclaim
  * will not advance last_seq past it, and calls flush when it wants the seq
  * freed.  A pin already pinning an older seq stays there.
  */

@@ -19,6 +19,9 @@ static inline struct tfs_journal_entry_pin_list *journal_seq_pins(struct tfs_jou
 	return &j->pins[seq & (j->opts.pin_fifo_size - 1)];
 }
 
+/* Words kept back in every entry for the blacklist sub-entry. */
+#define JOURNAL_ENTRY_RESERVED_U64S (1 + sizeof(struct jset_blacklist) / 8)
+
 u64 tfs_journal_now_ns(void);
 
 /* journal.c */

@@ -21,9 +21,6 @@ static const char *const jset_entry_type_names[] = {
 #undef x
 };
 
-/* Words kept back in every entry for the blacklist (see journal.c). */
-#define JOURNAL_ENTRY_RESERVED_U64S (1 + sizeof(struct jset_blacklist) / 8)
-
 u64 tfs_jset_csum(const struct jset *j)
 {
 	size_t bytes = tfs_jset_bytes(le32_to_cpu(j->u64s));
