@@ -252,6 +252,120 @@ static void test_corrupt_entry(void **state)
 	}
 }
 
+static int count_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *k)
+{
+	(*(unsigned *)ctx) += tfs_jkey_u64s(k);
+	return 0;
+}
+
+static int count_entry(void *ctx, u64 seq, const struct jset_entry *e)
+{
+	(*(unsigned *)ctx)++;
+	return 0;
+}
+
+/*
+ * Bad input: random byte mutations of a valid entry, half of them with the
+ * checksum fixed up so they reach the sub-entry checks.  The validator must
+ * reject or accept without reading out of bounds (ASan), and whatever it
+ * accepts must print and replay within the entry.
+ */
+static void test_validate_mutations(void **state)
+{
+	const u64 magic = 0x1234567890abcdefULL;
+	const size_t len = 4096;
+	u8 *good = calloc(1, len), *buf = malloc(len);
+	struct jset *js = (struct jset *)good;
+	__le64 *d = js->_data;
+	u64 rng = 88172645463325252ULL;
+	unsigned accepted = 0, rejected[TFS_ERR_MAX - TFS_ERR_START] = { 0 };
+
+	/* btree_keys with two keys, a btree_root, a usage, a blacklist. */
+	struct jset_entry *e = (void *)d;
+
+	e->type = TFS_JSET_ENTRY_btree_keys;
+	e->u64s = cpu_to_le16(5);
+	e->_data[0] = cpu_to_le64(2);
+	e->_data[1] = cpu_to_le64(7);
+	e->_data[2] = cpu_to_le64(3);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_btree_root;
+	e->u64s = cpu_to_le16(2);
+	e->_data[0] = cpu_to_le64(2);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_usage;
+	e->u64s = cpu_to_le16(2);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_blacklist;
+	e->u64s = cpu_to_le16(2);
+	e->_data[0] = cpu_to_le64(2);
+	e->_data[1] = cpu_to_le64(3);
+	e = tfs_jset_entry_next(e);
+	js->u64s = cpu_to_le32((__le64 *)e - d);
+	js->magic = cpu_to_le64(magic);
+	js->seq = cpu_to_le64(9);
+	js->last_seq = cpu_to_le64(4);
+	js->version = cpu_to_le32(TFS_JSET_VERSION);
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_jset_validate(js, len, magic, &err), 0);
+	for (unsigned iter = 0; iter < 20000; iter++) {
+		memcpy(buf, good, len);
+		unsigned n = 1 + iter % 4;
+
+		for (unsigned k = 0; k < n; k++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			/* Mostly the header and sub-entries, sometimes anywhere. */
+			unsigned off = (rng >> 8) % (iter % 8 ? 48 + 8 * 12 : len);
+
+			buf[off] ^= (u8)(rng | 1);
+		}
+		struct jset *m = (struct jset *)buf;
+
+		if ((iter & 1) && tfs_jset_bytes(le32_to_cpu(m->u64s)) <= len)
+			m->csum = cpu_to_le64(tfs_jset_csum(m));
+		printbuf_reset(&err);
+		int ret = tfs_jset_validate(m, len, magic, &err);
+
+		if (ret) {
+			assert_true(tfs_err_matches(ret, TFS_ERR_journal_entry_invalid));
+			assert_true(err.pos > 0); /* says why */
+			rejected[-ret - TFS_ERR_START]++;
+			continue;
+		}
+		accepted++;
+		struct printbuf out = PRINTBUF;
+
+		tfs_jset_to_text(&out, m);
+		printbuf_exit(&out);
+		/* Replay walks it like a read entry. */
+		struct tfs_journal_read_entry re = { .j = m, .seq = le64_to_cpu(m->seq) };
+		struct tfs_journal_read r = {
+			.entries = &re, .nr = 1, .newest_seq = re.seq, .last_seq = 1
+		};
+		const struct tfs_journal_replay_ops ops = { .key = count_key,
+							    .entry = count_entry };
+		unsigned words = 0;
+
+		assert_int_equal(tfs_journal_replay(&r, &ops, &words), 0);
+		assert_true(words <= le32_to_cpu(m->u64s));
+	}
+	printf("validate: %u accepted, rejected: bad_magic %u, bad_csum %u, bad_size %u, "
+	       "bad_subentry %u, invalid %u\n",
+	       accepted, rejected[TFS_ERR_journal_entry_bad_magic - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_csum - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_size - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_subentry - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_invalid - TFS_ERR_START]);
+	/* The fixed-up half reaches the deep checks. */
+	assert_true(rejected[TFS_ERR_journal_entry_bad_subentry - TFS_ERR_START] > 0);
+	assert_true(rejected[TFS_ERR_journal_entry_bad_csum - TFS_ERR_START] > 0);
+	printbuf_exit(&err);
+	free(good);
+	free(buf);
+}
+
 /* --- power cut at every write index --- */
 
 #define PC_COMMITS 24
@@ -411,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_err_seq_flush_fails),
 		cmocka_unit_test(test_replicas),
 		cmocka_unit_test(test_corrupt_entry),
+		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
 	};
 
