@@ -53,6 +53,25 @@ void tfs_bio_submit(struct tfs_bio *bio)
 	bio->bdev->ops->submit(bio->bdev, bio);
 }
 
+void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr)
+{
+	unsigned i = 0;
+
+	while (i < nr) {
+		struct tfs_bdev *bdev = bios[i]->bdev;
+		unsigned j = i + 1;
+
+		while (j < nr && bios[j]->bdev == bdev)
+			j++;
+		if (bdev->ops->submit_batch)
+			bdev->ops->submit_batch(bdev, bios + i, j - i);
+		else
+			for (unsigned k = i; k < j; k++)
+				bdev->ops->submit(bdev, bios[k]);
+		i = j;
+	}
+}
+
 void tfs_bdev_drain(struct tfs_bdev *bdev)
 {
 	bdev->ops->drain(bdev);
@@ -262,7 +281,8 @@ struct uring_dev {
 	struct tfs_bio *pending, **pending_tail;
 	pthread_t thread;
 	bool thread_started;
-	u64 resubmits; /* short completions continued */
+	u64 resubmits;	  /* short completions continued */
+	u64 submit_calls; /* io_uring_submit() calls: batches */
 };
 
 #define TFS_BDEV_QUEUE_DEPTH 64
@@ -334,6 +354,15 @@ static void uring_issue(struct uring_dev *d, struct tfs_bio *bio)
 		uring_prep(d, bio, bio->op == TFS_OP_write && (bio->flags & TFS_BIO_PREFLUSH));
 }
 
+/* Locked.  Submits the SQEs prepared so far (one io_uring_enter for a batch). */
+static void uring_flush_sq(struct uring_dev *d)
+{
+	if (io_uring_sq_ready(&d->ring)) {
+		io_uring_submit(&d->ring);
+		d->submit_calls++;
+	}
+}
+
 /* Locked.  Issues queued bios while there is room. */
 static void uring_issue_pending(struct uring_dev *d)
 {
@@ -350,13 +379,12 @@ static void uring_issue_pending(struct uring_dev *d)
 		any = true;
 	}
 	if (any)
-		io_uring_submit(&d->ring);
+		uring_flush_sq(d);
 }
 
-static void uring_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
+/* Before the lock: take ownership, count, check. */
+static void uring_accept(struct tfs_bdev *bdev, struct tfs_bio *bio)
 {
-	struct uring_dev *d = to_uring(bdev);
-
 	bio->bdev = bdev;
 	bio->done_internal = 0;
 	bio->next_internal = NULL;
@@ -364,15 +392,22 @@ static void uring_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	bio->result = tfs_bio_check(bio);
 	if (bio->result)
 		tfs_bdev_count_error(bdev, bio);
+}
 
-	pthread_mutex_lock(&d->lock);
+/*
+ * Locked.  Prepares bio's SQEs once there is room; the completion thread
+ * never waits (its bios join d->pending).  Whatever is prepared is submitted
+ * before sleeping, or the bios it waits for would never start.
+ */
+static void uring_queue_locked(struct uring_dev *d, struct tfs_bio *bio)
+{
 	if (d->in_flight >= d->depth || d->pending) {
 		if (d->thread_started && pthread_equal(pthread_self(), d->thread)) {
 			*d->pending_tail = bio;
 			d->pending_tail = &bio->next_internal;
-			pthread_mutex_unlock(&d->lock);
 			return;
 		}
+		uring_flush_sq(d);
 		while (d->in_flight >= d->depth)
 			pthread_cond_wait(&d->room, &d->lock);
 		uring_issue_pending(d);
@@ -381,7 +416,29 @@ static void uring_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	}
 	d->in_flight++;
 	uring_issue(d, bio);
-	io_uring_submit(&d->ring);
+}
+
+static void uring_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
+{
+	struct uring_dev *d = to_uring(bdev);
+
+	uring_accept(bdev, bio);
+	pthread_mutex_lock(&d->lock);
+	uring_queue_locked(d, bio);
+	uring_flush_sq(d);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void uring_submit_batch(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr)
+{
+	struct uring_dev *d = to_uring(bdev);
+
+	for (unsigned i = 0; i < nr; i++)
+		uring_accept(bdev, bios[i]);
+	pthread_mutex_lock(&d->lock);
+	for (unsigned i = 0; i < nr; i++)
+		uring_queue_locked(d, bios[i]);
+	uring_flush_sq(d);
 	pthread_mutex_unlock(&d->lock);
 }
 
@@ -440,7 +497,7 @@ static void uring_handle_cqe(struct uring_dev *d, u64 ud, int res)
 		pthread_mutex_lock(&d->lock);
 		d->resubmits++;
 		uring_prep(d, bio, false);
-		io_uring_submit(&d->ring);
+		uring_flush_sq(d);
 		pthread_mutex_unlock(&d->lock);
 		return;
 	}
@@ -536,6 +593,7 @@ static void uring_to_text(struct printbuf *out, struct tfs_bdev *bdev)
 	pthread_mutex_lock(&d->lock);
 	prt_printf(out, "in flight\t%u\n", d->in_flight);
 	prt_printf(out, "short completions\t%llu\n", (unsigned long long)d->resubmits);
+	prt_printf(out, "submissions\t%llu\n", (unsigned long long)d->submit_calls);
 	pthread_mutex_unlock(&d->lock);
 	tfs_bdev_counters_to_text(out, &bdev->counters);
 }
@@ -543,6 +601,7 @@ static void uring_to_text(struct printbuf *out, struct tfs_bdev *bdev)
 static const struct tfs_bdev_ops uring_ops = {
 	.name = "uring",
 	.submit = uring_submit,
+	.submit_batch = uring_submit_batch,
 	.drain = uring_drain,
 	.close = uring_close,
 	.to_text = uring_to_text,

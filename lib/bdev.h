@@ -101,6 +101,8 @@ struct tfs_bdev_ops {
 	/* Drains, then frees the device (and, for a stacked one, not its lower). */
 	void (*close)(struct tfs_bdev *bdev);
 	void (*to_text)(struct printbuf *out, struct tfs_bdev *bdev);
+	/* Optional: submits nr bios to this device at once (NULL: one by one). */
+	void (*submit_batch)(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr);
 };
 
 struct tfs_bdev_counters {
@@ -132,8 +134,11 @@ enum tfs_bdev_open_flags {
  * Opens an image file or a block device on io_uring, with O_DIRECT where the
  * device allows it (falling back to buffered I/O, which to_text reports).
  * The size and logical block size are probed (ioctl for block devices, stat
- * for files).  When TFS_FAULTS holds "dev" rules that match path, the
- * returned bdev is a fault device stacked over the real one.  Prints why and
+ * for files).  When registered "dev" fault entries match path (from
+ * tfs_faults_parse(), a tool's --fault, or TFS_FAULTS, which the first open
+ * in a process applies if nothing did yet), the returned bdev is a fault
+ * device (lib/faultdev.h) stacked over the real one; a path whose fault
+ * device vanished fails with -TFS_ERR_bdev_vanished.  Prints why and
  * returns a code when the open fails.
  */
 int tfs_bdev_open(const char *path, unsigned flags, struct tfs_bdev **ret);
@@ -143,6 +148,12 @@ void tfs_bdev_close(struct tfs_bdev *bdev);
 
 /* Submits bio to bio->bdev; end_io reports the result. */
 void tfs_bio_submit(struct tfs_bio *bio);
+
+/*
+ * Submits nr bios at once (in order; each to its own bio->bdev): the io_uring
+ * device queues them all and enters the kernel once per batch.
+ */
+void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr);
 
 /* Waits for every bio submitted to bdev so far to complete. */
 void tfs_bdev_drain(struct tfs_bdev *bdev);
@@ -154,7 +165,7 @@ int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offse
 int tfs_bdev_flush(struct tfs_bdev *bdev);
 int tfs_bdev_discard(struct tfs_bdev *bdev, u64 offset, u64 len);
 
-/* A zeroed buffer aligned for I/O on bdev; free() it. NULL on ENOMEM. */
+/* A zeroed buffer aligned for I/O on bdev (NULL: on any device); free() it. NULL on ENOMEM. */
 void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len);
 
 /* Path, implementation, size, block size, direct or buffered, counters. */

@@ -220,6 +220,33 @@ void tfs_fault_points_to_text(struct printbuf *out)
 	pthread_mutex_unlock(&fault_lock);
 }
 
+unsigned tfs_fault_points_never(struct printbuf *out, bool by_hits)
+{
+	struct tfs_fault_point *p;
+	unsigned nr = 0;
+
+	pthread_mutex_lock(&fault_lock);
+	for_each_fault_point (p, i) {
+		struct tfs_fault_point *q;
+		bool seen = false, first = true;
+
+		/* A name counts as reached if any of its sites was. */
+		for_each_fault_point (q, j) {
+			if (strcmp(q->name, p->name))
+				continue;
+			if (j < i)
+				first = false;
+			seen |= by_hits ? q->hits != 0 : q->fired != 0;
+		}
+		if (!first || seen)
+			continue;
+		prt_printf(out, "%s\n", p->name);
+		nr++;
+	}
+	pthread_mutex_unlock(&fault_lock);
+	return nr;
+}
+
 /* ---- specs ---- */
 
 #define MAX_KINDS 8
@@ -426,5 +453,16 @@ int tfs_faults_from_env_once(void)
 	if (!__atomic_load_n(&env_applied, __ATOMIC_ACQUIRE))
 		ret = tfs_faults_from_env();
 	pthread_mutex_unlock(&once_lock);
+	return ret;
+}
+
+int tfs_faults_from_opt(const char *spec)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_faults_parse(spec, &err);
+
+	if (ret)
+		fprintf(stderr, "tinyfs: bad --fault '%s': %s\n", spec, printbuf_str(&err));
+	printbuf_exit(&err);
 	return ret;
 }

@@ -107,6 +107,13 @@ const struct tfs_fault_point *tfs_fault_point_nth(unsigned i);
 void tfs_fault_points_to_text(struct printbuf *out);
 
 /*
+ * The names (one per line, each once) of the points that never fired, or,
+ * with by_hits, were never hit (counting on); returns how many.  A harness
+ * that must reach every point requires 0.
+ */
+unsigned tfs_fault_points_never(struct printbuf *out, bool by_hits);
+
+/*
  * A parser for another kind of spec entry ("dev ..."): gets the words after
  * the kind.  It is called twice per entry: first with apply false, to check
  * the entry without acting on it, then (when every entry of the spec was
@@ -135,5 +142,12 @@ int tfs_faults_from_env(void);
  * tfs_faults_from_env() itself does not apply them twice.
  */
 int tfs_faults_from_env_once(void);
+
+/*
+ * For tools' --fault SPEC option: applies spec like tfs_faults_parse() and,
+ * when it is bad, prints "tinyfs: bad --fault 'SPEC': why" and returns the
+ * code (the tool then exits with tfs_err_exit_status()).
+ */
+int tfs_faults_from_opt(const char *spec);
 
 #endif /* TFS_LIB_FAULT_POINT_H */

@@ -419,6 +419,7 @@ struct held {
 	struct tfs_bio *bio;
 	u64 release_after; /* completions count */
 	u64 deadline;	   /* now_ns() */
+	bool delay;	   /* delay: the deadline always counts; reorder: only when idle */
 };
 
 /* Internal ops, queued like bios so they happen in submission order. */
@@ -451,6 +452,7 @@ struct fault_dev {
 	u64 seed, rng;
 	unsigned sector;
 	bool trace_on;
+	char *trace_file; /* saved there at close */
 
 	struct rule_state *rules;
 	unsigned nr_rules;
@@ -543,6 +545,22 @@ void tfs_faultdev_set_trace(struct tfs_bdev *bdev, bool on)
 	pthread_mutex_lock(&d->lock);
 	d->trace_on = on;
 	pthread_mutex_unlock(&d->lock);
+}
+
+int tfs_faultdev_set_trace_file(struct tfs_bdev *bdev, const char *path)
+{
+	struct fault_dev *d = to_fd(bdev);
+	char *p = path ? strdup(path) : NULL;
+
+	if (path && !p)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->lock);
+	free(d->trace_file);
+	d->trace_file = p;
+	if (p)
+		d->trace_on = true;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 int tfs_faultdev_add_rule(struct tfs_bdev *bdev, const struct tfs_fault_rule *rule)
@@ -1279,6 +1297,7 @@ done:
 					delay ? UINT64_MAX : d->completions + (x.act.arg ?: 1),
 				.deadline = now_ns() +
 					    (delay ? x.act.arg : REORDER_MAX_HOLD_MS) * 1000000ull,
+				.delay = delay,
 			};
 			pthread_mutex_unlock(&d->lock);
 			return;
@@ -1288,8 +1307,12 @@ done:
 	complete_bio(d, bio);
 }
 
-/* Locked.  Takes out the held bios that are due (all of them with all). */
-static struct tfs_bio *take_due(struct fault_dev *d, bool all, u64 *next_deadline)
+/*
+ * Locked.  Takes out a held bio that is due (any, with all).  A reordered
+ * bio's time limit counts only while no other work is queued, so what was
+ * queued behind it always overtakes it, however slow the machine.
+ */
+static struct tfs_bio *take_due(struct fault_dev *d, bool all, bool idle, u64 *next_deadline)
 {
 	u64 now = now_ns();
 
@@ -1297,14 +1320,15 @@ static struct tfs_bio *take_due(struct fault_dev *d, bool all, u64 *next_deadlin
 	for (unsigned i = 0; i < d->nr_held; i++) {
 		struct held *h = &d->held[i];
 
-		if (all || h->deadline <= now || d->completions >= h->release_after) {
+		if (all || d->completions >= h->release_after ||
+		    (h->deadline <= now && (h->delay || idle))) {
 			struct tfs_bio *bio = h->bio;
 
 			memmove(h, h + 1, (d->nr_held - i - 1) * sizeof(*h));
 			d->nr_held--;
 			return bio;
 		}
-		if (h->deadline < *next_deadline)
+		if (h->deadline < *next_deadline && (h->delay || idle))
 			*next_deadline = h->deadline;
 	}
 	return NULL;
@@ -1319,7 +1343,8 @@ static void *fault_worker(void *arg)
 		bool run = d->queue && (!d->paused || d->draining || d->stop);
 		bool idle = !run;
 		u64 deadline;
-		struct tfs_bio *bio = take_due(d, idle && (d->draining || d->stop), &deadline);
+		struct tfs_bio *bio =
+			take_due(d, idle && (d->draining || d->stop), idle, &deadline);
 
 		if (bio) {
 			pthread_mutex_unlock(&d->lock);
@@ -1463,6 +1488,9 @@ static void fault_close(struct tfs_bdev *bdev)
 		pthread_mutex_unlock(&d->lock);
 		pthread_join(d->thread, NULL);
 	}
+	if (d->trace_file)
+		tfs_faultdev_trace_save(bdev, d->trace_file);
+	free(d->trace_file);
 	if (d->own_lower)
 		tfs_bdev_close(d->lower);
 	log_clear(d);
@@ -1673,6 +1701,139 @@ int tfs_faultdev_replay(struct tfs_bdev *bdev, struct tfs_bdev *target, u64 upto
 	return ret ?: tfs_bdev_flush(target);
 }
 
+/*
+ * Trace files: "TFSTRC01", then per entry a struct trace_rec, the mark's
+ * bytes, and per piece a struct trace_piece_rec and its data.  Native byte
+ * order: a trace is replayed on the machine that recorded it.
+ */
+#define TRACE_MAGIC "TFSTRC01"
+
+struct trace_rec {
+	u64 index, write_index, offset, len;
+	u32 op, flags, tag, csum;
+	s32 result, rule;
+	u32 action, nr_pieces, mark_len, pad;
+};
+
+struct trace_piece_rec {
+	u64 offset, len;
+	u32 has_data, pad;
+};
+
+int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path)
+{
+	struct fault_dev *d = to_fd(bdev);
+	FILE *f = fopen(path, "w");
+	bool ok;
+
+	if (!f) {
+		fprintf(stderr, "tinyfs: fault: %s: cannot write the trace to %s: %s\n", bdev->path,
+			path, strerror(errno));
+		return -errno;
+	}
+	pthread_mutex_lock(&d->lock);
+	ok = fwrite(TRACE_MAGIC, 8, 1, f) == 1;
+	for (unsigned i = 0; i < d->nr_trace && ok; i++) {
+		const struct tfs_fault_trace_entry *e = d->trace[i];
+		struct trace_rec r = {
+			.index = e->index,
+			.write_index = e->write_index,
+			.offset = e->offset,
+			.len = e->len,
+			.op = e->op,
+			.flags = e->flags,
+			.tag = e->tag,
+			.csum = e->csum,
+			.result = e->result,
+			.rule = e->rule,
+			.action = e->action,
+			.nr_pieces = e->nr_pieces,
+			.mark_len = e->mark ? (u32)strlen(e->mark) : 0,
+		};
+
+		ok = fwrite(&r, sizeof(r), 1, f) == 1 &&
+		     (!r.mark_len || fwrite(e->mark, r.mark_len, 1, f) == 1);
+		for (unsigned p = 0; p < e->nr_pieces && ok; p++) {
+			const struct tfs_fault_trace_piece *pc = &e->pieces[p];
+			struct trace_piece_rec pr = {
+				.offset = pc->offset,
+				.len = pc->len,
+				.has_data = pc->data != NULL,
+			};
+
+			ok = fwrite(&pr, sizeof(pr), 1, f) == 1 &&
+			     (!pc->data || fwrite(pc->data, pc->len, 1, f) == 1);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (fclose(f))
+		ok = false;
+	if (!ok) {
+		fprintf(stderr, "tinyfs: fault: %s: writing the trace to %s failed\n", bdev->path,
+			path);
+		return -EIO;
+	}
+	return 0;
+}
+
+int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto)
+{
+	FILE *f = fopen(path, "r");
+	char magic[8];
+	struct trace_rec r;
+	int ret = 0;
+
+	if (!f) {
+		fprintf(stderr, "tinyfs: fault: cannot read the trace %s: %s\n", path,
+			strerror(errno));
+		return -errno;
+	}
+	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, TRACE_MAGIC, 8)) {
+		fprintf(stderr, "tinyfs: fault: %s is not a tinyfs trace\n", path);
+		fclose(f);
+		return -TFS_ERR_invalid_argument;
+	}
+	while (!ret) {
+		size_t got = fread(&r, 1, sizeof(r), f);
+		bool apply;
+
+		if (!got && feof(f))
+			break; /* between records: the end */
+		if (got != sizeof(r)) {
+			ret = -EIO;
+			break;
+		}
+		apply = (r.op == TFS_OP_write || r.op == TFS_OP_discard) && !r.mark_len &&
+			r.write_index <= upto;
+
+		if (r.mark_len && fseek(f, r.mark_len, SEEK_CUR))
+			ret = -EIO;
+		for (unsigned p = 0; p < r.nr_pieces && !ret; p++) {
+			struct trace_piece_rec pr;
+			void *buf;
+
+			if (fread(&pr, sizeof(pr), 1, f) != 1 || pr.len > target->size) {
+				ret = -EIO;
+				break;
+			}
+			buf = tfs_bdev_alloc_buf(target, pr.len);
+			if (!buf) {
+				ret = -ENOMEM;
+				break;
+			}
+			if (pr.has_data && fread(buf, pr.len, 1, f) != 1)
+				ret = -EIO;
+			if (!ret && apply)
+				ret = tfs_bdev_write(target, buf, pr.len, pr.offset, 0, r.tag);
+			free(buf);
+		}
+	}
+	if (ret == -EIO)
+		fprintf(stderr, "tinyfs: fault: the trace %s is truncated or damaged\n", path);
+	fclose(f);
+	return ret ?: tfs_bdev_flush(target);
+}
+
 /* ---- the registry of "dev" entries, and vanished paths ---- */
 
 struct reg_entry {
@@ -1683,6 +1844,7 @@ struct reg_entry {
 	u64 seed;
 	unsigned sector;
 	int trace; /* -1: unset */
+	char *trace_file;
 };
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1721,6 +1883,7 @@ int tfs_faultdev_parse_entry(char **w, unsigned nr, bool apply, struct printbuf 
 {
 	struct reg_entry e = { .trace = -1 };
 	struct printbuf words = PRINTBUF;
+	const char *tracefile = NULL;
 	int ret = 0;
 	u64 v;
 
@@ -1743,13 +1906,19 @@ int tfs_faultdev_parse_entry(char **w, unsigned nr, bool apply, struct printbuf 
 			e.sector = (unsigned)v;
 		} else if (!strcmp(w[i], "trace=on") || !strcmp(w[i], "trace=off")) {
 			e.trace = !strcmp(w[i], "trace=on");
+		} else if (!strncmp(w[i], "tracefile=", 10)) {
+			if (!w[i][10])
+				goto bad;
+			tracefile = w[i] + 10;
 		} else {
 			prt_printf(&words, "%s ", w[i]);
 		}
 		continue;
 	bad:
-		prt_printf(err, "dev %s: bad '%s' (want seed=N, sector=512|4096, trace=on|off)",
-			   w[0], w[i]);
+		prt_printf(
+			err,
+			"dev %s: bad '%s' (want seed=N, sector=512|4096, trace=on|off, tracefile=PATH)",
+			w[0], w[i]);
 		printbuf_exit(&words);
 		return -TFS_ERR_fault_spec_invalid;
 	}
@@ -1766,12 +1935,17 @@ int tfs_faultdev_parse_entry(char **w, unsigned nr, bool apply, struct printbuf 
 		return ret;
 
 	e.dev = strdup(w[0]);
-	if (!e.dev)
+	e.trace_file = tracefile ? strdup(tracefile) : NULL;
+	if (!e.dev || (tracefile && !e.trace_file)) {
+		free(e.dev);
+		free(e.trace_file);
 		return -ENOMEM;
+	}
 	pthread_mutex_lock(&reg_lock);
 	if (!grow((void **)&reg, &reg_size, nr_reg, sizeof(*reg))) {
 		pthread_mutex_unlock(&reg_lock);
 		free(e.dev);
+		free(e.trace_file);
 		return -ENOMEM;
 	}
 	reg[nr_reg++] = e;
@@ -1834,6 +2008,8 @@ int tfs_faultdev_stack_registered(struct tfs_bdev *lower, struct tfs_bdev **ret)
 			tfs_faultdev_set_sector_size(f, r->sector);
 		if (r->trace >= 0)
 			tfs_faultdev_set_trace(f, r->trace);
+		if (r->trace_file)
+			tfs_faultdev_set_trace_file(f, r->trace_file);
 		if (r->has_rule) {
 			int idx = tfs_faultdev_add_rule(f, &r->rule);
 
@@ -1855,8 +2031,10 @@ int tfs_faultdev_stack_registered(struct tfs_bdev *lower, struct tfs_bdev **ret)
 void tfs_faultdev_registry_reset(void)
 {
 	pthread_mutex_lock(&reg_lock);
-	for (unsigned i = 0; i < nr_reg; i++)
+	for (unsigned i = 0; i < nr_reg; i++) {
 		free(reg[i].dev);
+		free(reg[i].trace_file);
+	}
 	nr_reg = 0;
 	for (unsigned i = 0; i < nr_vanished; i++)
 		free(vanished[i]);
@@ -1878,6 +2056,8 @@ void tfs_faultdev_registry_to_text(struct printbuf *out)
 			prt_printf(out, " sector=%u", r->sector);
 		if (r->trace >= 0)
 			prt_printf(out, " trace=%s", r->trace ? "on" : "off");
+		if (r->trace_file)
+			prt_printf(out, " tracefile=%s", r->trace_file);
 		if (r->has_rule) {
 			prt_char(out, ' ');
 			tfs_fault_rule_to_text(out, &r->rule);

@@ -36,7 +36,7 @@
  * tfs_faultdev_add_rule_str()): an entry of kind "dev", then the device, then
  * words:
  *
- *	dev DEV [seed=S] [sector=512|4096] [trace=on|off] [RULE]
+ *	dev DEV [seed=S] [sector=512|4096] [trace=on|off] [tracefile=PATH] [RULE]
  *	RULE := [OPS] [tag=T[,T...]] [range=A-B] [nth=N] [every=K] [prob=P]
  *		[times=T] ACTION
  *	OPS := read|write|flush|fua|discard|any[,...]
@@ -148,6 +148,8 @@ void tfs_faultdev_set_seed(struct tfs_bdev *bdev, u64 seed);
 int tfs_faultdev_set_sector_size(struct tfs_bdev *bdev, unsigned size);
 /* Tracing keeps every op and the data that reached the lower device. */
 void tfs_faultdev_set_trace(struct tfs_bdev *bdev, bool on);
+/* Turns tracing on and saves the trace to path at close (NULL: do not). */
+int tfs_faultdev_set_trace_file(struct tfs_bdev *bdev, const char *path);
 
 /* Appends a rule (its counters start at 0); returns its index. */
 int tfs_faultdev_add_rule(struct tfs_bdev *bdev, const struct tfs_fault_rule *rule);
@@ -236,6 +238,14 @@ void tfs_faultdev_trace_to_text(struct printbuf *out, struct tfs_bdev *bdev);
  * the starting image this rebuilds the device as it was after that write.
  */
 int tfs_faultdev_replay(struct tfs_bdev *bdev, struct tfs_bdev *target, u64 upto);
+
+/*
+ * Saves the trace to a file (tracefile=PATH does it at close), so a workload
+ * run by another process (mkfs.tinyfs, a FUSE mount) can be replayed.
+ */
+int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path);
+/* tfs_faultdev_replay() from a saved trace. */
+int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto);
 
 /* --- registered rules (specs), used by tfs_bdev_open() --- */
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Tests for lib/bdev.c: the io_uring device over image files (and, run with
- * --loop, over a loop device; exits 77 when losetup cannot attach one).
+ * --loop, over a loop device, alone and under the fault device; exits 77
+ * when losetup cannot attach one).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/faultdev.h"
 #include "lib/printbuf.h"
 
 #define IMG_SIZE (4u << 20)
@@ -360,6 +362,69 @@ static void test_end_io_submits(void **state)
 	free(c.chain_buf);
 }
 
+static unsigned long to_text_number(struct tfs_bdev *b, const char *field)
+{
+	struct printbuf out = PRINTBUF;
+	const char *at;
+	unsigned long n = 0;
+
+	tfs_bdev_to_text(&out, b);
+	at = strstr(printbuf_str(&out), field);
+	assert_non_null(at);
+	assert_int_equal(sscanf(at + strlen(field), " %lu", &n), 1);
+	printbuf_exit(&out);
+	return n;
+}
+
+/* A batch enters the kernel once; one larger than the queue still completes. */
+static void test_batch(void **state)
+{
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+	struct tfs_bio *bios = calloc(NR_BIOS, sizeof(*bios)),
+		       **list = calloc(NR_BIOS, sizeof(*list));
+	u8 *buf, *r;
+	unsigned long before;
+
+	c.bdev = open_img(0);
+	buf = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 4096);
+	r = tfs_bdev_alloc_buf(c.bdev, (size_t)NR_BIOS * 4096);
+	fill(buf, (size_t)NR_BIOS * 4096, 17);
+	for (unsigned i = 0; i < NR_BIOS; i++) {
+		bios[i] = (struct tfs_bio){
+			.bdev = c.bdev,
+			.op = TFS_OP_write,
+			/* FUA and PREFLUSH mixed in, as the journal does */
+			.flags = i % 7 == 3   ? TFS_BIO_FUA | TFS_BIO_PREFLUSH
+				 : i % 5 == 1 ? TFS_BIO_FUA
+					      : 0,
+			.offset = (u64)i * 4096,
+			.buf = buf + (size_t)i * 4096,
+			.len = 4096,
+			.end_io = async_end_io,
+			.private = &c,
+		};
+		list[i] = &bios[i];
+	}
+	before = to_text_number(c.bdev, "submissions");
+	tfs_bio_submit_batch(list, 32);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(to_text_number(c.bdev, "submissions"), before + 1);
+	assert_int_equal(c.completed, 32);
+
+	tfs_bio_submit_batch(list + 32, NR_BIOS - 32);
+	tfs_bdev_drain(c.bdev);
+	assert_int_equal(c.completed, NR_BIOS);
+	assert_int_equal(c.errors, 0);
+	assert_int_equal(c.wrong_thread, 0);
+	assert_int_equal(tfs_bdev_read(c.bdev, r, (size_t)NR_BIOS * 4096, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, buf, (size_t)NR_BIOS * 4096);
+	tfs_bdev_close(c.bdev);
+	free(bios);
+	free(list);
+	free(buf);
+	free(r);
+}
+
 /* Closing with bios in flight drains them first. */
 static void test_close_drains(void **state)
 {
@@ -486,6 +551,37 @@ static void test_loop_device(void **state)
 	free(zero);
 }
 
+/* The fault device over the loop device: an unflushed write is lost by a power cut. */
+static void test_loop_faultdev(void **state)
+{
+	struct tfs_bdev *lower, *f;
+	size_t len = 8192;
+	u8 *a = tfs_bdev_alloc_buf(NULL, len), *c = tfs_bdev_alloc_buf(NULL, len);
+	u8 *r = tfs_bdev_alloc_buf(NULL, len);
+
+	fill(a, len, 31);
+	fill(c, len, 32);
+	assert_int_equal(tfs_bdev_open_uring(loopdev, 0, &lower), 0);
+	assert_int_equal(tfs_faultdev_create(lower, true, &f), 0);
+	assert_true(f->is_blockdev);
+	assert_int_equal(tfs_bdev_write(f, a, len, 65536, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_flush(f), 0);
+	assert_int_equal(tfs_bdev_write(f, c, len, 65536, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_read(f, r, len, 65536, TFS_TAG_data), 0);
+	assert_memory_equal(r, c, len); /* readable before durable */
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	assert_int_equal(tfs_bdev_read(f, r, len, 65536, TFS_TAG_data), -TFS_ERR_bdev_powercut);
+	tfs_bdev_close(f);
+
+	assert_int_equal(tfs_bdev_open_uring(loopdev, 0, &lower), 0);
+	assert_int_equal(tfs_bdev_read(lower, r, len, 65536, TFS_TAG_data), 0);
+	assert_memory_equal(r, a, len);
+	tfs_bdev_close(lower);
+	free(a);
+	free(c);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -497,11 +593,13 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_discard),
 		cmocka_unit_test(test_async_many_threads),
 		cmocka_unit_test(test_end_io_submits),
+		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_close_drains),
 		cmocka_unit_test(test_short_read),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
+		cmocka_unit_test(test_loop_faultdev),
 	};
 	char cmd[256];
 	int ret;

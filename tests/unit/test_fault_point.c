@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "lib/errcode.h"
 #include "lib/fault_point.h"
@@ -240,9 +242,84 @@ static void test_env(void **state)
 	assert_int_equal(tfs_faults_from_env(), 0);
 }
 
+static void test_never_fired(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	unsigned total, left;
+
+	tfs_fault_points_count(true);
+	total = tfs_fault_points_never(&out, true);
+	assert_non_null(strstr(printbuf_str(&out), "test:a\n"));
+	assert_non_null(strstr(printbuf_str(&out), "test:twin\n"));
+	/* A name with two sites is listed once. */
+	{
+		const char *first = strstr(printbuf_str(&out), "test:twin\n");
+
+		assert_null(strstr(first + 1, "test:twin\n"));
+	}
+	printbuf_reset(&out);
+	probe_a();
+	probe_twin(1); /* one of its two sites */
+	left = tfs_fault_points_never(&out, true);
+	assert_int_equal(left, total - 2);
+	assert_null(strstr(printbuf_str(&out), "test:a\n"));
+	assert_null(strstr(printbuf_str(&out), "test:twin\n"));
+	assert_non_null(strstr(printbuf_str(&out), "test:b\n"));
+
+	/* Fired, not just hit. */
+	printbuf_reset(&out);
+	assert_int_equal(
+		tfs_fault_point_arm("test:b", &(struct tfs_fault_arm){ .mode = TFS_FAULT_ALWAYS }),
+		0);
+	assert_true(tfs_fault_points_never(&out, false) >= 3);
+	assert_non_null(strstr(printbuf_str(&out), "test:b\n"));
+	printbuf_reset(&out);
+	assert_true(probe_b());
+	tfs_fault_points_never(&out, false);
+	assert_null(strstr(printbuf_str(&out), "test:b\n"));
+	assert_non_null(strstr(printbuf_str(&out), "test:a\n"));
+	printbuf_exit(&out);
+}
+
+static void test_from_opt(void **state)
+{
+	assert_int_equal(tfs_faults_from_opt("point test:a nth=2"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("point test:a bogus"), -TFS_ERR_fault_spec_invalid);
+	assert_int_equal(tfs_faults_from_opt("point no:such"), -TFS_ERR_fault_point_unknown);
+	assert_false(probe_a());
+}
+
+/*
+ * tfs_faults_from_env_once applies $TFS_FAULTS only if nothing did yet.  Runs
+ * first (nothing has read the environment yet); the child sees that state.
+ */
+static void test_env_once(void **state)
+{
+	pid_t pid = fork();
+	int st;
+
+	assert_true(pid >= 0);
+	if (!pid) {
+		setenv("TFS_FAULTS", "point test:a always", 1);
+		if (tfs_faults_from_env_once() || !probe_a())
+			_exit(1);
+		tfs_fault_points_reset();
+		/* Applied once already: the second call does nothing. */
+		if (tfs_faults_from_env_once() || probe_a())
+			_exit(2);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_env_once, reset),
 		cmocka_unit_test_setup(test_registered_statically, reset),
 		cmocka_unit_test_setup(test_off_by_default, reset),
 		cmocka_unit_test_setup(test_oneshot_nth, reset),
@@ -255,6 +332,8 @@ int main(void)
 		cmocka_unit_test_setup(test_parse_errors_arm_nothing, reset),
 		cmocka_unit_test_setup(test_registered_kind, reset),
 		cmocka_unit_test_setup(test_env, reset),
+		cmocka_unit_test_setup(test_never_fired, reset),
+		cmocka_unit_test_setup(test_from_opt, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
