@@ -8,6 +8,7 @@
 
 #include "journal/journal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 #include "tools/cmd.h"
 #include "tools/journal_devs.h"
@@ -81,8 +82,12 @@ static int cmd_list_journal(int argc, char **argv)
 			}
 			break;
 		case 'F':
-			if (tfs_tool_fault_opt("tinyfs list-journal", optarg))
+			if (tfs_faults_parse(optarg, &err)) {
+				fprintf(stderr, "tinyfs list-journal: --fault: %s\n",
+					printbuf_str(&err));
+				printbuf_exit(&err);
 				return TFS_EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			list_journal_usage(stdout);

@@ -83,5 +83,10 @@ else
 	fail "could not find seq 2 in c.img"
 fi
 
+# 7. --fault: a failing journal read is reported; a bad spec is a usage error.
+run 1 "$tinyfs" list-journal --fault "dev * read tag=journal every=1 fail=EIO" a.img
+has err "no device could be read"
+run 2 "$tinyfs" list-journal --fault "dev * bogus" a.img && has err "--fault"
+
 [ "$fails" = 0 ] && echo "all list-journal checks passed"
 exit $((fails > 0))
