@@ -1,0 +1,916 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The journal's core: options and lifetime, the current entry's state
+ * machine, reservations, flush_seq, halt, and journal_to_text.
+ */
+#include "journal/journal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "journal/journal_internal.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+const char *const tfs_journal_cur_err_names[] = {
+#define x(n) #n,
+	TFS_JOURNAL_CUR_ERRS(x)
+#undef x
+		NULL
+};
+
+u64 tfs_journal_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void tfs_journal_opts_default(struct tfs_journal_opts *opts)
+{
+	*opts = (struct tfs_journal_opts){
+		.metadata_replicas = 1,
+		.metadata_replicas_required = 1,
+		.block_size = 4096,
+		.max_entry_size = 64 << 10,
+		.pin_fifo_size = 1024,
+		.write_delay_ms = 10,
+		.flush_delay_ms = 1000,
+		.reserved_pins = 4,
+		.reserved_buckets = 1,
+	};
+}
+
+static int journal_check_opts(const struct tfs_journal_dev *devs, unsigned nr,
+			      const struct tfs_journal_opts *o, struct printbuf *err)
+{
+	if (!nr || nr > TFS_JOURNAL_MAX_DEVS) {
+		prt_printf(err, "journal: %u devices (1..%u)", nr, TFS_JOURNAL_MAX_DEVS);
+		return -TFS_ERR_invalid_argument;
+	}
+	if (!o->metadata_replicas || !o->metadata_replicas_required ||
+	    o->metadata_replicas_required > o->metadata_replicas) {
+		prt_printf(err, "journal: metadata_replicas %u, required %u", o->metadata_replicas,
+			   o->metadata_replicas_required);
+		return -TFS_ERR_invalid_option;
+	}
+	if (!o->block_size || !IS_POWER_OF_2(o->block_size) || !o->max_entry_size ||
+	    o->max_entry_size % o->block_size || o->max_entry_size < 2 * o->block_size) {
+		prt_printf(err, "journal: block size %u, max entry size %u", o->block_size,
+			   o->max_entry_size);
+		return -TFS_ERR_invalid_option;
+	}
+	if (!IS_POWER_OF_2(o->pin_fifo_size) ||
+	    o->pin_fifo_size < 2 * TFS_JOURNAL_BUF_NR + o->reserved_pins) {
+		prt_printf(err, "journal: pin fifo size %u (a power of 2 >= %u)", o->pin_fifo_size,
+			   2 * TFS_JOURNAL_BUF_NR + o->reserved_pins);
+		return -TFS_ERR_invalid_option;
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		const struct tfs_journal_dev *d = &devs[i];
+
+		if (!d->bdev) {
+			prt_printf(err, "journal: device %u has no bdev", d->dev_idx);
+			return -TFS_ERR_invalid_argument;
+		}
+		if (o->block_size % d->bdev->logical_block_size || d->bucket_size % o->block_size ||
+		    d->bucket_size < o->max_entry_size) {
+			prt_printf(err,
+				   "journal: device %u (%s): bucket size %u, block size %u "
+				   "(device %u), max entry %u",
+				   d->dev_idx, d->bdev->path, d->bucket_size, o->block_size,
+				   d->bdev->logical_block_size, o->max_entry_size);
+			return -TFS_ERR_invalid_option;
+		}
+		if (d->nr_buckets < o->reserved_buckets + 2) {
+			prt_printf(err, "journal: device %u (%s): %u journal buckets (need %u)",
+				   d->dev_idx, d->bdev->path, d->nr_buckets,
+				   o->reserved_buckets + 2);
+			return -TFS_ERR_invalid_option;
+		}
+		for (unsigned b = 0; b < d->nr_buckets; b++)
+			if ((d->buckets[b] + 1) * d->bucket_size > d->bdev->size) {
+				prt_printf(err,
+					   "journal: device %u (%s): bucket %llu past the end "
+					   "(%llu bytes)",
+					   d->dev_idx, d->bdev->path,
+					   (unsigned long long)d->buckets[b],
+					   (unsigned long long)d->bdev->size);
+				return -TFS_ERR_invalid_option;
+			}
+	}
+	return 0;
+}
+
+static int journal_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+	int ret;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	ret = -pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+	return ret;
+}
+
+int tfs_journal_init(struct tfs_journal **ret, const struct tfs_journal_dev *devs, unsigned nr,
+		     const struct tfs_journal_opts *opts, struct printbuf *err)
+{
+	struct tfs_journal *j;
+	size_t align = 4096;
+	int r;
+
+	*ret = NULL;
+	r = journal_check_opts(devs, nr, opts, err);
+	if (r)
+		return r;
+
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->opts = *opts;
+	j->magic = tfs_jset_magic(opts->uuid);
+	j->nr_devs = nr;
+	pthread_mutex_init(&j->lock, NULL);
+	r = journal_cond_init(&j->wait) ?: journal_cond_init(&j->write_wait)
+						  ?: journal_cond_init(&j->reclaim_wait);
+	if (r)
+		goto err;
+
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_journal_device *d = &j->devs[i];
+
+		d->bdev = devs[i].bdev;
+		d->dev_idx = devs[i].dev_idx;
+		d->bucket_size = devs[i].bucket_size;
+		d->nr_buckets = devs[i].nr_buckets;
+		d->writable = devs[i].writable;
+		d->nr_dirty = 1;
+		d->buckets = calloc(d->nr_buckets, sizeof(u64));
+		d->bucket_seq = calloc(d->nr_buckets, sizeof(u64));
+		if (!d->buckets || !d->bucket_seq) {
+			r = -ENOMEM;
+			goto err;
+		}
+		memcpy(d->buckets, devs[i].buckets, d->nr_buckets * sizeof(u64));
+		if (d->bdev->logical_block_size > align)
+			align = d->bdev->logical_block_size;
+	}
+
+	for (unsigned i = 0; i < TFS_JOURNAL_BUF_NR; i++) {
+		j->buf[i].j = j;
+		j->buf[i].data = aligned_alloc(align, opts->max_entry_size);
+		if (!j->buf[i].data) {
+			r = -ENOMEM;
+			goto err;
+		}
+	}
+	r = tfs_journal_pins_init(j);
+	if (r)
+		goto err;
+	j->last_seq = 1;
+	*ret = j;
+	return 0;
+err:
+	prt_printf(err, "journal: init: %s", tfs_err_str(r));
+	tfs_journal_exit(j);
+	return r;
+}
+
+int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
+{
+	int ret;
+
+	if (r && r->max_seq) {
+		/*
+		 * New seqs follow everything seen, so an untrusted entry left on
+		 * disk can never be mistaken for a new one; the blacklist in our
+		 * entries keeps it from being replayed until reclaim frees it.
+		 */
+		j->cur_seq = r->max_seq;
+		j->seq_done = j->seq_ondisk = j->flushed_seq_ondisk = r->max_seq;
+		j->last_seq = r->max_seq + 1;
+		j->last_seq_ondisk = r->last_seq;
+		/*
+		 * What replay handed out stays pinned (one reference per seq)
+		 * until tfs_journal_replay_done(): a crash before the replayed
+		 * updates are written back replays them again.
+		 */
+		if (r->newest_seq && r->last_seq && r->last_seq <= r->newest_seq) {
+			if (r->max_seq - r->last_seq + 1 + j->opts.reserved_pins >
+			    j->opts.pin_fifo_size) {
+				fprintf(stderr,
+					"journal: seqs %llu..%llu to keep do not fit a pin fifo of %u\n",
+					(unsigned long long)r->last_seq,
+					(unsigned long long)r->max_seq, j->opts.pin_fifo_size);
+				return -TFS_ERR_journal_pin_full;
+			}
+			j->last_seq = r->last_seq;
+			for (u64 s = r->last_seq; s <= r->max_seq; s++) {
+				struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, s);
+
+				pl->count = s <= r->newest_seq;
+			}
+			j->replay_pinned_end = r->newest_seq;
+			tfs_journal_reclaim_fast_locked(j);
+		}
+		if (r->blacklist_start && r->blacklist_start <= r->max_seq) {
+			j->blacklist_start = r->blacklist_start;
+			j->blacklist_end = r->max_seq;
+		}
+		for (unsigned i = 0; i < j->nr_devs; i++) {
+			struct tfs_journal_device *d = &j->devs[i];
+
+			for (unsigned k = 0; k < r->nr_devs; k++) {
+				const struct tfs_journal_read_dev *rd = &r->devs[k];
+
+				if (rd->dev_idx != d->dev_idx || rd->nr_buckets != d->nr_buckets)
+					continue;
+				memcpy(d->bucket_seq, rd->bucket_seq, d->nr_buckets * sizeof(u64));
+				d->cur_idx = rd->cur_idx;
+				d->cur_offset = rd->cur_offset;
+				/*
+				 * Buckets replay still needs are the ones before cur_idx
+				 * (ring order) holding seqs >= last_seq.
+				 */
+				d->nr_dirty = 1;
+				for (unsigned n = 1; n < d->nr_buckets; n++) {
+					unsigned b =
+						(d->cur_idx + d->nr_buckets - n) % d->nr_buckets;
+
+					if (!d->bucket_seq[b] || d->bucket_seq[b] < r->last_seq)
+						break;
+					d->nr_dirty++;
+				}
+				d->dirty_idx = (d->cur_idx + d->nr_buckets - (d->nr_dirty - 1)) %
+					       d->nr_buckets;
+			}
+		}
+	}
+	j->last_flush_ns = tfs_journal_now_ns();
+
+	ret = -pthread_create(&j->write_thread, NULL, tfs_journal_write_thread, j);
+	if (ret)
+		return ret;
+	ret = -pthread_create(&j->reclaim_thread, NULL, tfs_journal_reclaim_thread, j);
+	if (ret) {
+		pthread_mutex_lock(&j->lock);
+		j->stopping = true;
+		pthread_cond_broadcast(&j->write_wait);
+		pthread_mutex_unlock(&j->lock);
+		pthread_join(j->write_thread, NULL);
+		return ret;
+	}
+	j->threads_started = true;
+	return 0;
+}
+
+void tfs_journal_replay_done(struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	for (u64 s = j->last_seq; s <= j->replay_pinned_end; s++)
+		journal_seq_pins(j, s)->count--;
+	j->replay_pinned_end = 0;
+	tfs_journal_reclaim_fast_locked(j);
+	pthread_cond_signal(&j->reclaim_wait);
+	pthread_mutex_unlock(&j->lock);
+}
+
+int tfs_journal_stop(struct tfs_journal *j)
+{
+	int ret = 0;
+
+	if (!j->threads_started)
+		return 0;
+
+	pthread_mutex_lock(&j->lock);
+	bool need_flush = j->cur_seq && !j->halted && j->flushed_seq_ondisk < j->cur_seq;
+	pthread_mutex_unlock(&j->lock);
+	if (need_flush)
+		ret = tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
+
+	pthread_mutex_lock(&j->lock);
+	/* Whatever is in flight finishes (or is cancelled) before we go. */
+	while (j->seq_done < j->cur_seq) {
+		if (j->cur_open && !j->buf[j->cur_seq % TFS_JOURNAL_BUF_NR].nr_res)
+			tfs_journal_entry_close_locked(j);
+		pthread_cond_signal(&j->write_wait);
+		pthread_cond_wait(&j->wait, &j->lock);
+	}
+	j->stopping = true;
+	pthread_cond_broadcast(&j->write_wait);
+	pthread_cond_broadcast(&j->reclaim_wait);
+	pthread_mutex_unlock(&j->lock);
+	pthread_join(j->write_thread, NULL);
+	pthread_join(j->reclaim_thread, NULL);
+	j->threads_started = false;
+	return ret ?: tfs_journal_error(j);
+}
+
+void tfs_journal_exit(struct tfs_journal *j)
+{
+	if (!j)
+		return;
+	tfs_journal_stop(j);
+	for (unsigned i = 0; i < TFS_JOURNAL_BUF_NR; i++)
+		free(j->buf[i].data);
+	for (unsigned i = 0; i < j->nr_devs; i++) {
+		free(j->devs[i].buckets);
+		free(j->devs[i].bucket_seq);
+	}
+	free(j->pins);
+	pthread_cond_destroy(&j->wait);
+	pthread_cond_destroy(&j->write_wait);
+	pthread_cond_destroy(&j->reclaim_wait);
+	pthread_mutex_destroy(&j->lock);
+	free(j);
+}
+
+/* --- the current entry --- */
+
+static unsigned journal_nr_writable(struct tfs_journal *j)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < j->nr_devs; i++)
+		n += j->devs[i].writable;
+	return n;
+}
+
+/*
+ * Picks the members the next entry goes to: the writable ones with the most
+ * free journal space.  Returns the reason when there are not enough.
+ */
+static enum tfs_journal_cur_err journal_pick_devs(struct tfs_journal *j, struct tfs_journal_buf *b,
+						  bool reserved, int *code)
+{
+	unsigned writable = journal_nr_writable(j);
+	unsigned want = min_t(unsigned, j->opts.metadata_replicas, writable);
+	unsigned cand[TFS_JOURNAL_MAX_DEVS], nr = 0;
+
+	if (writable < j->opts.metadata_replicas_required) {
+		*code = -TFS_ERR_insufficient_devices;
+		return TFS_JOURNAL_CUR_insufficient_devices;
+	}
+	for (unsigned i = 0; i < j->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[i];
+
+		if (d->writable &&
+		    tfs_journal_dev_has_space(j, d, j->opts.max_entry_size, reserved))
+			cand[nr++] = i;
+	}
+	/* Never degrade replication for lack of space: wait for reclaim. */
+	if (nr < want) {
+		*code = -TFS_ERR_journal_full;
+		return TFS_JOURNAL_CUR_journal_full;
+	}
+	/* Most free buckets first, then device order (insertion sort: nr is tiny). */
+	for (unsigned i = 1; i < nr; i++)
+		for (unsigned k = i; k > 0; k--) {
+			unsigned a = tfs_journal_dev_free_buckets(&j->devs[cand[k - 1]]);
+			unsigned c = tfs_journal_dev_free_buckets(&j->devs[cand[k]]);
+
+			if (c <= a)
+				break;
+			unsigned t = cand[k];
+			cand[k] = cand[k - 1];
+			cand[k - 1] = t;
+		}
+	b->nr_devs = want;
+	memcpy(b->devs, cand, want * sizeof(cand[0]));
+	return TFS_JOURNAL_CUR_ok;
+}
+
+enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bool reserved,
+						       int *code)
+{
+	u64 seq = j->cur_seq + 1;
+	struct tfs_journal_buf *b = journal_seq_buf(j, seq);
+	enum tfs_journal_cur_err e;
+	unsigned pin_limit = j->opts.pin_fifo_size - (reserved ? 0 : j->opts.reserved_pins);
+
+	if (j->cur_open)
+		return TFS_JOURNAL_CUR_ok;
+	if (j->blocked) {
+		*code = -TFS_ERR_journal_blocked;
+		return TFS_JOURNAL_CUR_blocked;
+	}
+	/* The buffer for seq still holds an entry in flight. */
+	if (b->state != TFS_JBUF_FREE) {
+		*code = -TFS_ERR_journal_max_in_flight;
+		return TFS_JOURNAL_CUR_blocked;
+	}
+	/* The fifo holds last_seq .. seq after this open. */
+	if (seq - j->last_seq + 1 > pin_limit) {
+		*code = -TFS_ERR_journal_pin_full;
+		return TFS_JOURNAL_CUR_journal_pin_full;
+	}
+	e = journal_pick_devs(j, b, reserved, code);
+	if (e != TFS_JOURNAL_CUR_ok)
+		return e;
+
+	memset(b->data, 0, j->opts.max_entry_size);
+	b->state = TFS_JBUF_OPEN;
+	b->seq = seq;
+	b->last_seq = 0;
+	b->u64s_used = 0;
+	b->u64s_max =
+		(j->opts.max_entry_size - sizeof(struct jset)) / 8 - JOURNAL_ENTRY_RESERVED_U64S;
+	b->nr_res = 0;
+	b->must_flush = false;
+	b->cancelled = false;
+	b->opened_ns = tfs_journal_now_ns();
+	b->bytes = 0;
+	b->nr_bios = b->bios_pending = b->nr_replicas_ok = 0;
+	b->flush_failed = false;
+	b->err = 0;
+
+	struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
+
+	pl->list.next = pl->list.prev = &pl->list;
+	pl->flushed.next = pl->flushed.prev = &pl->flushed;
+	pl->count = 1; /* the entry itself, until written */
+
+	j->cur_seq = seq;
+	j->cur_open = true;
+	j->cur_entry_error = TFS_JOURNAL_CUR_ok;
+	j->cur_entry_code = 0;
+	j->nr_entries++;
+	pthread_cond_signal(&j->write_wait);
+	return TFS_JOURNAL_CUR_ok;
+}
+
+void tfs_journal_entry_close_locked(struct tfs_journal *j)
+{
+	struct tfs_journal_buf *b;
+	u64 now = tfs_journal_now_ns();
+
+	if (!j->cur_open)
+		return;
+	b = journal_seq_buf(j, j->cur_seq);
+	j->cur_open = false;
+	/* Durability is bounded: some entry is a flush entry every flush_delay_ms. */
+	if (now - j->last_flush_ns >= (u64)j->opts.flush_delay_ms * 1000000)
+		b->must_flush = true;
+	if (b->must_flush) {
+		j->last_flush_ns = now;
+		j->nr_flush_entries++;
+	} else {
+		j->nr_noflush_entries++;
+	}
+	b->state = TFS_JBUF_CLOSED;
+	if (!j->halted)
+		tfs_journal_buf_alloc_space_locked(j, b);
+	pthread_cond_signal(&j->write_wait);
+}
+
+/* --- reservations --- */
+
+int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsigned u64s,
+			unsigned flags)
+{
+	bool reserved = flags & TFS_JOURNAL_RES_RESERVED;
+	enum tfs_journal_cur_err last = TFS_JOURNAL_CUR_ok;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	pthread_mutex_lock(&j->lock);
+	j->nr_res_get++;
+	j->nr_res_reserved += reserved;
+	if (!u64s || u64s > (j->opts.max_entry_size - sizeof(struct jset)) / 8 -
+				     JOURNAL_ENTRY_RESERVED_U64S) {
+		ret = u64s ? -TFS_ERR_journal_entry_too_big : -TFS_ERR_invalid_argument;
+		goto out;
+	}
+	while (1) {
+		enum tfs_journal_cur_err e;
+		int code = 0;
+
+		if (j->halted) {
+			ret = -TFS_ERR_journal_halted;
+			break;
+		}
+		if (j->cur_open) {
+			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+
+			if (b->u64s_used + u64s <= b->u64s_max) {
+				res->ref = true;
+				res->idx = j->cur_seq % TFS_JOURNAL_BUF_NR;
+				res->seq = j->cur_seq;
+				res->offset = b->u64s_used;
+				res->u64s = u64s;
+				b->u64s_used += u64s;
+				b->nr_res++;
+				ret = 0;
+				break;
+			}
+			/* Closes on size. */
+			tfs_journal_entry_close_locked(j);
+		}
+		e = tfs_journal_entry_open_locked(j, reserved, &code);
+		if (e == TFS_JOURNAL_CUR_ok)
+			continue;
+		j->cur_entry_error = e;
+		j->cur_entry_code = code;
+		if (e != last)
+			j->cur_err_counts[e]++;
+		last = e;
+		if (e == TFS_JOURNAL_CUR_insufficient_devices ||
+		    (flags & TFS_JOURNAL_RES_NONBLOCK)) {
+			ret = code;
+			break;
+		}
+		/* A wait, never an error: reclaim or a write completion wakes us. */
+		j->nr_res_waits++;
+		j->reclaim_kicked = true;
+		pthread_cond_signal(&j->reclaim_wait);
+		pthread_cond_wait(&j->wait, &j->lock);
+	}
+out:
+	pthread_mutex_unlock(&j->lock);
+	return ret;
+}
+
+__le64 *tfs_journal_res_ptr(struct tfs_journal *j, struct tfs_journal_res *res)
+{
+	return j->buf[res->idx].data->_data + res->offset;
+}
+
+__le64 *tfs_journal_res_add_entry(struct tfs_journal *j, struct tfs_journal_res *res,
+				  enum tfs_jset_entry_type type, unsigned btree_id, unsigned level,
+				  unsigned payload_u64s)
+{
+	unsigned n = tfs_jset_entry_u64s(payload_u64s);
+	struct jset_entry *e;
+
+	if (!res->ref || n > res->u64s || payload_u64s > 0xffff)
+		return NULL;
+	e = (struct jset_entry *)tfs_journal_res_ptr(j, res);
+	e->u64s = cpu_to_le16(payload_u64s);
+	e->btree_id = btree_id;
+	e->level = level;
+	e->type = type;
+	res->offset += n;
+	res->u64s -= n;
+	return e->_data;
+}
+
+void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res)
+{
+	struct tfs_journal_buf *b;
+
+	if (!res->ref)
+		return;
+	pthread_mutex_lock(&j->lock);
+	b = &j->buf[res->idx];
+	if (!--b->nr_res && b->state == TFS_JBUF_CLOSED)
+		pthread_cond_signal(&j->write_wait);
+	pthread_mutex_unlock(&j->lock);
+	res->ref = false;
+}
+
+/* --- flush_seq --- */
+
+/* 1: durable, < 0: will never be, 0: not yet. */
+static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
+{
+	if (seq <= j->flushed_seq_ondisk)
+		return 1;
+	if (j->err_seq && seq >= j->err_seq)
+		return j->err ?: -TFS_ERR_journal_halted;
+	if (j->halted) {
+		/* Only a flush entry >= seq already being written can still help. */
+		for (u64 s = max_t(u64, seq, j->seq_done + 1); s <= j->cur_seq; s++) {
+			struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+			if (b->must_flush && !b->cancelled &&
+			    (b->state == TFS_JBUF_WRITING || b->state == TFS_JBUF_DONE))
+				return 0;
+		}
+		return j->err ?: -TFS_ERR_journal_halted;
+	}
+	return 0;
+}
+
+bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq)
+{
+	for (u64 s = j->seq_done + 1; s < seq; s++) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->must_flush && !b->cancelled && b->state != TFS_JBUF_OPEN)
+			return true;
+	}
+	return false;
+}
+
+bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq)
+{
+	int code;
+
+	if (j->halted)
+		return true;
+	/* A flush entry >= seq not yet done makes seq durable. */
+	for (u64 s = max_t(u64, seq, j->seq_done + 1); s <= j->cur_seq; s++) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->must_flush && b->state != TFS_JBUF_OPEN)
+			return true;
+		if (b->state == TFS_JBUF_OPEN || b->state == TFS_JBUF_CLOSED) {
+			/* Not submitted yet: promote it to a flush entry. */
+			if (b->state == TFS_JBUF_OPEN) {
+				b->must_flush = true;
+				/*
+				 * Group commit: while an older flush entry is in
+				 * flight this one could not be written anyway, so it
+				 * stays open for later commits to join; the write
+				 * thread closes it when the older one is done.
+				 */
+				if (!tfs_journal_flush_in_flight_locked(j, b->seq))
+					tfs_journal_entry_close_locked(j);
+			} else if (!b->must_flush) {
+				b->must_flush = true;
+				j->nr_flush_entries++;
+				j->nr_noflush_entries--;
+			}
+			j->last_flush_ns = tfs_journal_now_ns();
+			pthread_cond_signal(&j->write_wait);
+			return true;
+		}
+	}
+	/* Everything >= seq went out NO_FLUSH: write an (empty) flush entry. */
+	if (tfs_journal_entry_open_locked(j, true, &code) != TFS_JOURNAL_CUR_ok)
+		return false;
+	journal_seq_buf(j, j->cur_seq)->must_flush = true;
+	tfs_journal_entry_close_locked(j);
+	return true;
+}
+
+static struct tfs_journal_flush_waiter *journal_pop_resolved(struct tfs_journal *j)
+{
+	struct tfs_journal_flush_waiter *done = NULL, **p = &j->flush_waiters;
+
+	while (*p) {
+		struct tfs_journal_flush_waiter *w = *p;
+		int r = journal_flush_seq_check(j, w->seq);
+
+		if (!r && !j->halted)
+			tfs_journal_want_flush_locked(j, w->seq);
+		if (r) {
+			w->ret = r < 0 ? r : 0;
+			*p = w->next;
+			w->next = done;
+			done = w;
+		} else {
+			p = &w->next;
+		}
+	}
+	return done;
+}
+
+void tfs_journal_unlock(struct tfs_journal *j)
+{
+	struct tfs_journal_flush_waiter *done = j->flush_waiters ? journal_pop_resolved(j) : NULL;
+
+	pthread_mutex_unlock(&j->lock);
+	while (done) {
+		struct tfs_journal_flush_waiter *w = done;
+
+		done = w->next;
+		w->next = NULL;
+		w->fn(w);
+	}
+}
+
+bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq, struct tfs_journal_flush_waiter *w)
+{
+	int r;
+
+	w->seq = seq;
+	w->next = NULL;
+	pthread_mutex_lock(&j->lock);
+	if (seq > j->cur_seq) {
+		w->ret = -TFS_ERR_invalid_argument;
+		pthread_mutex_unlock(&j->lock);
+		return true;
+	}
+	r = seq ? journal_flush_seq_check(j, seq) : 1;
+	if (r) {
+		w->ret = r < 0 ? r : 0;
+		pthread_mutex_unlock(&j->lock);
+		return true;
+	}
+	tfs_journal_want_flush_locked(j, seq);
+	w->next = j->flush_waiters;
+	j->flush_waiters = w;
+	j->reclaim_kicked = true;
+	pthread_cond_signal(&j->reclaim_wait);
+	pthread_mutex_unlock(&j->lock);
+	return false;
+}
+
+int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
+{
+	int r;
+
+	if (!seq)
+		return 0;
+	pthread_mutex_lock(&j->lock);
+	if (seq > j->cur_seq) {
+		pthread_mutex_unlock(&j->lock);
+		return -TFS_ERR_invalid_argument;
+	}
+	while (!(r = journal_flush_seq_check(j, seq))) {
+		if (!tfs_journal_want_flush_locked(j, seq)) {
+			/* No room even for an empty flush entry: reclaim first. */
+			j->reclaim_kicked = true;
+			pthread_cond_signal(&j->reclaim_wait);
+		}
+		pthread_cond_wait(&j->wait, &j->lock);
+	}
+	pthread_mutex_unlock(&j->lock);
+	return r < 0 ? r : 0;
+}
+
+int tfs_journal_flush(struct tfs_journal *j)
+{
+	return tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
+}
+
+/* --- halt, block --- */
+
+void tfs_journal_halt_locked(struct tfs_journal *j, int err)
+{
+	/* A halt never overwrites err_seq: the lowest failed seq stays. */
+	if (!j->err_seq)
+		j->err_seq = max_t(u64, j->cur_seq, 1);
+	if (!j->err)
+		j->err = err ?: -TFS_ERR_journal_halted;
+	if (j->halted)
+		return;
+	j->halted = true;
+	tfs_journal_entry_close_locked(j);
+	pthread_cond_broadcast(&j->write_wait);
+	pthread_cond_broadcast(&j->wait);
+}
+
+void tfs_journal_halt(struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	tfs_journal_halt_locked(j, 0);
+	tfs_journal_unlock(j);
+}
+
+void tfs_journal_block(struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	j->blocked++;
+	tfs_journal_entry_close_locked(j);
+	pthread_mutex_unlock(&j->lock);
+}
+
+void tfs_journal_unblock(struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	if (j->blocked)
+		j->blocked--;
+	pthread_cond_broadcast(&j->wait);
+	pthread_mutex_unlock(&j->lock);
+}
+
+int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < j->nr_devs; i++)
+		if (j->devs[i].dev_idx == dev_idx) {
+			j->devs[i].writable = writable;
+			ret = 0;
+		}
+	pthread_cond_broadcast(&j->wait);
+	pthread_mutex_unlock(&j->lock);
+	return ret;
+}
+
+#define JOURNAL_GETTER(name, expr)                    \
+	u64 tfs_journal_##name(struct tfs_journal *j) \
+	{                                             \
+		u64 v;                                \
+		pthread_mutex_lock(&j->lock);         \
+		v = (expr);                           \
+		pthread_mutex_unlock(&j->lock);       \
+		return v;                             \
+	}
+
+JOURNAL_GETTER(cur_seq, j->cur_seq)
+JOURNAL_GETTER(seq_ondisk, j->seq_ondisk)
+JOURNAL_GETTER(flushed_seq_ondisk, j->flushed_seq_ondisk)
+JOURNAL_GETTER(last_seq_ondisk, j->last_seq_ondisk)
+JOURNAL_GETTER(err_seq, j->err_seq)
+JOURNAL_GETTER(last_seq, j->last_seq)
+
+int tfs_journal_error(struct tfs_journal *j)
+{
+	int v;
+
+	pthread_mutex_lock(&j->lock);
+	v = j->err_seq ? j->err : 0;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+enum tfs_journal_cur_err tfs_journal_cur_entry_error(struct tfs_journal *j)
+{
+	enum tfs_journal_cur_err e;
+
+	pthread_mutex_lock(&j->lock);
+	e = j->cur_entry_error;
+	pthread_mutex_unlock(&j->lock);
+	return e;
+}
+
+u64 tfs_journal_cur_err_count(struct tfs_journal *j, enum tfs_journal_cur_err reason)
+{
+	u64 v;
+
+	pthread_mutex_lock(&j->lock);
+	v = reason < TFS_JOURNAL_CUR_NR ? j->cur_err_counts[reason] : 0;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+/* --- text --- */
+
+void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
+{
+	pthread_mutex_lock(&j->lock);
+	printbuf_tabstop_push(out, 24);
+	prt_printf(out, "cur seq:\t%llu%s\n", (unsigned long long)j->cur_seq,
+		   j->cur_open ? " (open)" : "");
+	prt_printf(out, "last_seq:\t%llu\n", (unsigned long long)j->last_seq);
+	prt_printf(out, "seq_ondisk:\t%llu\n", (unsigned long long)j->seq_ondisk);
+	prt_printf(out, "flushed_seq_ondisk:\t%llu\n", (unsigned long long)j->flushed_seq_ondisk);
+	prt_printf(out, "last_seq_ondisk:\t%llu\n", (unsigned long long)j->last_seq_ondisk);
+	prt_printf(out, "err_seq:\t%llu", (unsigned long long)j->err_seq);
+	if (j->err_seq)
+		prt_printf(out, " (%s)", tfs_err_str(j->err));
+	prt_newline(out);
+	prt_printf(out, "halted:\t%s\n", j->halted ? "yes (read-only)" : "no");
+	prt_printf(out, "blocked:\t%u\n", j->blocked);
+	prt_printf(out, "current entry error:\t%s", tfs_journal_cur_err_names[j->cur_entry_error]);
+	if (j->cur_entry_code)
+		prt_printf(out, " (%s)", tfs_err_str(j->cur_entry_code));
+	prt_newline(out);
+	for (unsigned i = 1; i < TFS_JOURNAL_CUR_NR; i++)
+		prt_printf(out, "  %s:\t%llu\n", tfs_journal_cur_err_names[i],
+			   (unsigned long long)j->cur_err_counts[i]);
+	prt_printf(out, "reservations:\t%llu (%llu reserved, %llu waited)\n",
+		   (unsigned long long)j->nr_res_get, (unsigned long long)j->nr_res_reserved,
+		   (unsigned long long)j->nr_res_waits);
+	if (j->cur_open) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+
+		prt_printf(out, "current entry:\t%u/%u u64s, %u reservations held\n", b->u64s_used,
+			   b->u64s_max, b->nr_res);
+	}
+	prt_printf(out, "entries:\t%llu (%llu flush, %llu no_flush)\n",
+		   (unsigned long long)j->nr_entries, (unsigned long long)j->nr_flush_entries,
+		   (unsigned long long)j->nr_noflush_entries);
+	prt_printf(out, "in flight:\t%llu\n", (unsigned long long)(j->cur_seq - j->seq_done));
+	printbuf_indent_add(out, 2);
+	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
+		static const char *const states[] = { "free", "open", "closed", "writing", "done" };
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		prt_printf(out, "seq %llu: %s, %s, %u u64s, %u reservations, %u/%u bios done\n",
+			   (unsigned long long)s, states[b->state],
+			   b->must_flush ? "flush" : "no_flush", b->u64s_used, b->nr_res,
+			   b->nr_bios - b->bios_pending, b->nr_bios);
+	}
+	printbuf_indent_sub(out, 2);
+	prt_printf(out, "pin fifo:\t%llu/%u\n", (unsigned long long)(j->cur_seq + 1 - j->last_seq),
+		   j->opts.pin_fifo_size);
+	prt_printf(out, "reclaim:\t%llu runs, %llu pins flushed, %llu flush errors\n",
+		   (unsigned long long)j->reclaim_runs, (unsigned long long)j->pins_flushed,
+		   (unsigned long long)j->pin_flush_errors);
+	prt_printf(out, "replicas:\t%u wanted, %u required\n", j->opts.metadata_replicas,
+		   j->opts.metadata_replicas_required);
+	for (unsigned i = 0; i < j->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[i];
+		unsigned free_b = tfs_journal_dev_free_buckets(d);
+
+		prt_printf(out, "dev %u (%s):\t%s, %u/%u buckets free (", d->dev_idx, d->bdev->path,
+			   d->writable ? "rw" : "ro", free_b, d->nr_buckets);
+		prt_units_u64(out, (u64)free_b * d->bucket_size + (d->bucket_size - d->cur_offset));
+		prt_printf(out, "), bucket %u offset %u, %llu writes, %llu errors\n", d->cur_idx,
+			   d->cur_offset, (unsigned long long)d->nr_writes,
+			   (unsigned long long)d->nr_write_errors);
+	}
+	printbuf_tabstop_pop(out);
+	pthread_mutex_unlock(&j->lock);
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_JOURNAL_JOURNAL_H
+#define TFS_JOURNAL_JOURNAL_H
+
+/*
+ * The journal: a totally ordered log of metadata updates, written as
+ * checksummed entries (jsets, journal_format.h) to a ring of buckets on each
+ * member device and replicated to metadata_replicas members.
+ *
+ * Invariants:
+ *  - Every update belongs to exactly one entry, identified by its seq.  Seqs
+ *    are handed out in order, one entry open at a time.
+ *  - seq_ondisk, flushed_seq_ondisk and last_seq_ondisk advance only for
+ *    writes that succeeded, and never past an unfinished or failed seq:
+ *    writes may complete out of order (S+1 before S), seq_ondisk moves in
+ *    seq order.  flushed_seq_ondisk <= seq_ondisk.
+ *  - err_seq is the lowest seq whose write failed, or, when the journal was
+ *    halted without a failure, the seq current at the halt.  A later failure
+ *    of a higher seq and a halt never raise it.  Once set, flush_seq(s)
+ *    fails for every s >= err_seq, forever; seqs that were durable before
+ *    keep succeeding.
+ *  - A write that reaches metadata_replicas_required members is a success
+ *    even if some member failed (the failed member stops taking journal
+ *    writes).  Fewer halts the journal: it is read-only from then on, and
+ *    says so once, naming the seq and the devices.
+ *  - A reservation that cannot proceed says exactly why (enum
+ *    tfs_journal_cur_err): blocked, journal_full and journal_pin_full are
+ *    waits (a blocking caller sleeps until reclaim or a write makes
+ *    progress; it never sees them); insufficient_devices and a halted
+ *    journal are errors (EROFS class).  Every reason has a counter.
+ *  - Entries close when full, when older than write_delay_ms, or on demand
+ *    (flush_seq).  An entry nobody waits on is written NO_FLUSH; one a flush
+ *    waits on (or the first after flush_delay_ms) is written PREFLUSH|FUA
+ *    after every older entry completed, so it makes all of them durable.
+ *  - Replay (tfs_journal_read()) trusts entries up to the newest flush
+ *    entry; NO_FLUSH entries after it were never durable in order and are
+ *    blacklisted by the next run (struct jset_blacklist).
+ *
+ * The journal knows devices only as struct tfs_journal_dev descriptors; it
+ * never reads the superblock (tools and fs/ build the descriptors).
+ *
+ * Locking: every function may be called from any thread.  Pin flush
+ * callbacks and async flush callbacks run without the journal lock, from
+ * the reclaim thread and the device completion thread respectively.
+ */
+
+#include <stdbool.h>
+
+#include "journal/journal_types.h"
+
+struct printbuf;
+
+/* One member as the journal sees it. */
+struct tfs_journal_dev {
+	struct tfs_bdev *bdev;
+	unsigned dev_idx;
+	u32 bucket_size; /* bytes */
+	const u64 *buckets;
+	unsigned nr_buckets;
+	bool writable;
+};
+
+enum tfs_journal_res_flags {
+	/* Return the reason (an EAGAIN-class code) instead of waiting. */
+	TFS_JOURNAL_RES_NONBLOCK = 1 << 0,
+	/* May use the reserve (reclaim's own updates: must not wait on reclaim). */
+	TFS_JOURNAL_RES_RESERVED = 1 << 1,
+};
+
+/* --- lifetime --- */
+
+/* Defaults for every option (replicas 1/1, 4 KiB blocks, 64 KiB entries, ...). */
+void tfs_journal_opts_default(struct tfs_journal_opts *opts);
+
+/*
+ * Allocates a journal over nr member descriptors (copied; the bdevs stay the
+ * caller's).  Checks the options against the devices and says what is wrong
+ * in err.  The journal is not running until tfs_journal_start().
+ */
+int tfs_journal_init(struct tfs_journal **ret, const struct tfs_journal_dev *devs, unsigned nr,
+		     const struct tfs_journal_opts *opts, struct printbuf *err);
+
+struct tfs_journal_read;
+
+/*
+ * Starts the write and reclaim threads.  With r (from tfs_journal_read() on
+ * the same devices) the journal continues after what was read: new seqs
+ * follow the highest seq seen, writes continue after the newest entry on each
+ * member, buckets replay still needs stay dirty, and seqs that were not
+ * trusted are blacklisted.  Without r the journal is fresh (first seq 1).
+ */
+int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r);
+
+/*
+ * Drops the references tfs_journal_start() took on every replayed seq (from
+ * the read's last_seq to its newest flush entry).  Call it once the replayed
+ * updates are pinned by their own objects (or written back); until then
+ * reclaim cannot advance last_seq past them, so a crash replays them again.
+ */
+void tfs_journal_replay_done(struct tfs_journal *j);
+
+/*
+ * Writes out the open entry (as a flush entry), waits for every write, and
+ * stops the threads.  Returns the journal error if there is one.
+ */
+int tfs_journal_stop(struct tfs_journal *j);
+
+/* Stops the journal if running and frees it; NULL is fine. */
+void tfs_journal_exit(struct tfs_journal *j);
+
+/* --- reservations --- */
+
+/*
+ * Reserves u64s words in the current entry (opening one if needed).  On
+ * success res->seq is the entry's seq.  Blocked, full and pin-full wait
+ * (or, with TFS_JOURNAL_RES_NONBLOCK, return -TFS_ERR_journal_blocked /
+ * journal_max_in_flight / journal_full / journal_pin_full); fewer writable
+ * devices than required returns -TFS_ERR_insufficient_devices, a halted
+ * journal -TFS_ERR_journal_halted (both EROFS class); more than an entry
+ * holds returns -TFS_ERR_journal_entry_too_big.
+ */
+int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsigned u64s,
+			unsigned flags);
+
+/* Where the reservation's words live (zeroed; fill them before res_put). */
+__le64 *tfs_journal_res_ptr(struct tfs_journal *j, struct tfs_journal_res *res);
+
+/*
+ * Appends a sub-entry of payload_u64s words to the reservation (consuming
+ * tfs_jset_entry_u64s(payload_u64s) of it) and returns its payload to fill.
+ * Returns NULL when the reservation is too small.
+ */
+__le64 *tfs_journal_res_add_entry(struct tfs_journal *j, struct tfs_journal_res *res,
+				  enum tfs_jset_entry_type type, unsigned btree_id, unsigned level,
+				  unsigned payload_u64s);
+
+/* Releases the reservation; the last one out of a closed entry lets it be written. */
+void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res);
+
+/* --- flushing --- */
+
+/*
+ * Waits until seq is durable (closing its entry, or writing a newer flush
+ * entry, when needed).  Returns 0, or the journal error when err_seq is set
+ * and err_seq <= seq, or when the journal halted before seq became durable.
+ * seq 0 and seqs durable before an error always return 0.
+ */
+int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq);
+
+struct tfs_journal_flush_waiter {
+	u64 seq;
+	int ret;
+	void (*fn)(struct tfs_journal_flush_waiter *w); /* called once, with ret set */
+	struct tfs_journal_flush_waiter *next;
+};
+
+/*
+ * Starts making w->seq durable without waiting.  Returns true when the
+ * answer is known now (w->ret set, fn never called), false when fn will be
+ * called once with w->ret set (from another thread).
+ */
+bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq,
+				 struct tfs_journal_flush_waiter *w);
+
+/* Flushes everything reserved so far (flush_seq of the newest seq). */
+int tfs_journal_flush(struct tfs_journal *j);
+
+/*
+ * Halts the journal: nothing more is written, reservations fail with
+ * -TFS_ERR_journal_halted.  Sets err_seq to the current seq only if unset.
+ */
+void tfs_journal_halt(struct tfs_journal *j);
+
+/* Blocks new entries (reservations report "blocked") until unblocked. */
+void tfs_journal_block(struct tfs_journal *j);
+void tfs_journal_unblock(struct tfs_journal *j);
+
+/* Marks a member (by dev_idx) writable or not; -ENOENT if unknown. */
+int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable);
+
+/* Snapshot accessors (under the lock). */
+u64 tfs_journal_cur_seq(struct tfs_journal *j);
+u64 tfs_journal_seq_ondisk(struct tfs_journal *j);
+u64 tfs_journal_flushed_seq_ondisk(struct tfs_journal *j);
+u64 tfs_journal_last_seq_ondisk(struct tfs_journal *j);
+u64 tfs_journal_err_seq(struct tfs_journal *j);
+u64 tfs_journal_last_seq(struct tfs_journal *j);
+/* The error flush_seq returns at or past err_seq; 0 if none. */
+int tfs_journal_error(struct tfs_journal *j);
+/* Why the current entry could not be opened last time (ok when open). */
+enum tfs_journal_cur_err tfs_journal_cur_entry_error(struct tfs_journal *j);
+/* How often reservations met reason. */
+u64 tfs_journal_cur_err_count(struct tfs_journal *j, enum tfs_journal_cur_err reason);
+
+/* --- pins (journal_reclaim.c) --- */
+
+/* A pin starts zeroed or tfs_journal_pin_init()ed. */
+void tfs_journal_pin_init(struct tfs_journal_entry_pin *pin);
+
+/*
+ * Pins seq (which must be >= last_seq and <= cur_seq: a held reservation's
+ * seq always is; anything else aborts, a caller bug) until dropped: reclaim
+ * will not advance last_seq past it, and calls flush when it wants the seq
+ * freed.  A pin already pinning an older seq stays there.
+ */
+void tfs_journal_pin_add(struct tfs_journal *j, u64 seq, struct tfs_journal_entry_pin *pin,
+			 tfs_journal_pin_flush_fn flush);
+
+/* Moves pin to seq (newer than its current seq; an unused pin is added). */
+void tfs_journal_pin_update(struct tfs_journal *j, u64 seq, struct tfs_journal_entry_pin *pin,
+			    tfs_journal_pin_flush_fn flush);
+
+/* Drops pin (no-op if unused). */
+void tfs_journal_pin_drop(struct tfs_journal *j, struct tfs_journal_entry_pin *pin);
+
+static inline bool tfs_journal_pin_active(const struct tfs_journal_entry_pin *pin)
+{
+	return pin->seq != 0;
+}
+
+/*
+ * Flushes every pin of seqs <= seq and waits until last_seq passes it and
+ * that is durable.  Returns 0 or the first flush callback error / journal
+ * error.
+ */
+int tfs_journal_flush_pins(struct tfs_journal *j, u64 seq);
+
+/* Wakes the reclaim thread. */
+void tfs_journal_reclaim_kick(struct tfs_journal *j);
+
+/* --- text --- */
+
+/*
+ * Seqs (cur, last_seq, seq_ondisk, flushed_seq_ondisk, last_seq_ondisk,
+ * err_seq), the current entry error by name, each reason's counter,
+ * reservations, entries in flight and each member's space.
+ */
+void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j);
+
+/* --- reading and replay (journal_io.c) --- */
+
+struct tfs_journal_read_entry {
+	struct jset *j; /* a malloc'ed copy, u64s valid */
+	u64 seq;
+	unsigned nr_devs; /* members holding a good copy */
+	unsigned devs[TFS_JOURNAL_MAX_DEVS];
+	bool blacklisted; /* listed by a newer entry's blacklist */
+	bool after_flush; /* NO_FLUSH entry after the newest flush entry */
+};
+
+struct tfs_journal_read_dev {
+	unsigned dev_idx;
+	/* Where the next entry goes: after the highest-seq good entry. */
+	unsigned cur_idx;
+	u32 cur_offset;
+	u64 *bucket_seq; /* newest good seq per bucket */
+	unsigned nr_buckets;
+	u64 nr_entries, nr_corrupt;
+};
+
+struct tfs_journal_read {
+	struct tfs_journal_read_entry *entries; /* sorted by seq, one per seq */
+	unsigned nr, size;
+	u64 newest_seq;	     /* newest flush entry: where replay ends */
+	u64 last_seq;	     /* its last_seq: where replay starts */
+	u64 max_seq;	     /* highest seq of any good entry */
+	u64 blacklist_start; /* not trusted: newest_seq+1 .. max_seq */
+	u64 nr_corrupt;	     /* entries with good magic that did not validate */
+	u64 nr_gaps;	     /* missing seqs in last_seq .. newest_seq */
+	struct tfs_journal_read_dev devs[TFS_JOURNAL_MAX_DEVS];
+	unsigned nr_devs;
+};
+
+/*
+ * Reads every member's journal buckets and validates each entry (magic,
+ * checksum, sizes, sub-entries), printing every corrupt entry once with
+ * device, bucket, offset and seq.  Finds the newest flush entry and checks
+ * that every seq from its last_seq is present: a missing one is reported with
+ * its range and -TFS_ERR_journal_gap returned (*ret is still filled so the
+ * caller can print it).  -TFS_ERR_journal_empty when nothing valid was
+ * found (*ret filled too: a fresh journal).  opts gives uuid and block size.
+ */
+int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
+		     const struct tfs_journal_opts *opts, struct tfs_journal_read **ret,
+		     struct printbuf *err);
+
+void tfs_journal_read_free(struct tfs_journal_read *r);
+
+struct tfs_journal_replay_ops {
+	/* Every key of every btree_keys sub-entry, in seq then entry order. */
+	int (*key)(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *key);
+	/* Every other sub-entry (btree_root, usage). */
+	int (*entry)(void *ctx, u64 seq, const struct jset_entry *entry);
+};
+
+/*
+ * Hands the keys of last_seq .. newest_seq to ops in order; stops at and
+ * returns the first callback error.  Reads nothing and changes nothing, so
+ * replaying twice gives the callbacks the same sequence.
+ */
+int tfs_journal_replay(const struct tfs_journal_read *r, const struct tfs_journal_replay_ops *ops,
+		       void *ctx);
+
+/* One entry: seq, last_seq, flags, sizes, then each sub-entry. */
+void tfs_jset_to_text(struct printbuf *out, const struct jset *j);
+
+/* Summary, then every entry with seq in from..to (to 0: no limit). */
+void tfs_journal_read_to_text(struct printbuf *out, const struct tfs_journal_read *r, u64 from,
+			      u64 to);
+
+/*
+ * Validates one entry of at most len bytes found at (dev, offset); 0 or a
+ * journal_entry_* code with the reason in err.
+ */
+int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err);
+
+/* Computes the checksum the entry should carry. */
+u64 tfs_jset_csum(const struct jset *j);
+
+#endif /* TFS_JOURNAL_JOURNAL_H */

@@ -1,0 +1,831 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Journal I/O: writing entries (space, bios, completion in seq order) and
+ * reading them back (scan, validate, find the newest, check continuity,
+ * replay).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "journal/journal_internal.h"
+#include "lib/checksum.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+static const char *const jset_entry_type_names[] = {
+#define x(n, v) [v] = #n,
+	TFS_JSET_ENTRY_TYPES(x)
+#undef x
+};
+
+u64 tfs_jset_csum(const struct jset *j)
+{
+	size_t bytes = tfs_jset_bytes(le32_to_cpu(j->u64s));
+
+	return tfs_crc32c(0, (const u8 *)j + offsetof(struct jset, magic),
+			  bytes - offsetof(struct jset, magic));
+}
+
+/* --- writing --- */
+
+void tfs_journal_buf_alloc_space_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	unsigned n = 0;
+
+	b->bytes = round_up(tfs_jset_bytes(b->u64s_used + JOURNAL_ENTRY_RESERVED_U64S),
+			    j->opts.block_size);
+	for (unsigned i = 0; i < b->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[b->devs[i]];
+
+		if (d->bucket_size - d->cur_offset < b->bytes) {
+			/* Checked when the entry opened; only reclaim ran since. */
+			if (!tfs_journal_dev_free_buckets(d))
+				continue;
+			d->cur_idx = (d->cur_idx + 1) % d->nr_buckets;
+			d->nr_dirty++;
+			d->cur_offset = 0;
+		}
+		b->offsets[n] = d->buckets[d->cur_idx] * d->bucket_size + d->cur_offset;
+		b->devs[n++] = b->devs[i];
+		d->cur_offset += b->bytes;
+		d->bucket_seq[d->cur_idx] = b->seq;
+	}
+	b->nr_devs = n;
+}
+
+static void journal_advance_locked(struct tfs_journal *j)
+{
+	while (j->seq_done < j->cur_seq) {
+		u64 s = j->seq_done + 1;
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->state != TFS_JBUF_DONE)
+			break;
+		/*
+		 * In seq order only: a success after a failure (or after
+		 * err_seq) proves nothing about the failed seq, so the
+		 * *_ondisk seqs stop at the first seq that did not make it.
+		 */
+		if (b->write_ok && j->seq_ondisk == s - 1 && (!j->err_seq || s < j->err_seq)) {
+			j->seq_ondisk = s;
+			if (b->must_flush) {
+				j->flushed_seq_ondisk = s;
+				j->last_seq_ondisk = max_t(u64, j->last_seq_ondisk, b->last_seq);
+			}
+		}
+		journal_seq_pins(j, s)->count--; /* the entry's own reference */
+		b->state = TFS_JBUF_FREE;
+		j->seq_done = s;
+	}
+	tfs_journal_reclaim_fast_locked(j);
+	tfs_journal_space_update_locked(j);
+	pthread_cond_broadcast(&j->wait);
+	pthread_cond_signal(&j->write_wait);
+	pthread_cond_signal(&j->reclaim_wait);
+}
+
+static void journal_write_done_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	b->state = TFS_JBUF_DONE;
+	b->write_ok = !b->cancelled && !b->flush_failed &&
+		      b->nr_replicas_ok >= j->opts.metadata_replicas_required;
+
+	if (!b->cancelled && !b->write_ok) {
+		/* The lowest failed seq wins, whatever order failures arrive in. */
+		if (!j->err_seq || b->seq < j->err_seq)
+			j->err_seq = b->seq;
+		if (!j->err)
+			j->err = -TFS_ERR_journal_write;
+		if (!j->halted) {
+			struct printbuf msg = PRINTBUF;
+
+			prt_printf(
+				&msg,
+				"journal: write of seq %llu reached %u of %u required replicas%s (",
+				(unsigned long long)b->seq, b->nr_replicas_ok,
+				j->opts.metadata_replicas_required,
+				b->flush_failed ? ", a device flush failed" : "");
+			for (unsigned i = 0; i < b->nr_bios; i++) {
+				struct tfs_journal_device *d = &j->devs[b->bio_dev[i]];
+
+				prt_printf(&msg, "%sdev %u %s %s: %s", i ? ", " : "", d->dev_idx,
+					   d->bdev->path, tfs_bio_op_names[b->bios[i].op],
+					   tfs_err_str(b->bios[i].result));
+			}
+			if (!b->nr_bios)
+				prt_str(&msg, "no writable device");
+			prt_str(&msg, "): journal halted, read-only");
+			fprintf(stderr, "%s\n", printbuf_str(&msg));
+			printbuf_exit(&msg);
+			tfs_journal_halt_locked(j, -TFS_ERR_journal_write);
+		}
+	}
+	journal_advance_locked(j);
+}
+
+static void journal_write_endio(struct tfs_bio *bio)
+{
+	struct tfs_journal_buf *b = bio->private;
+	struct tfs_journal *j = b->j;
+	unsigned i = bio - b->bios;
+	struct tfs_journal_device *d = &j->devs[b->bio_dev[i]];
+
+	pthread_mutex_lock(&j->lock);
+	if (bio->op == TFS_OP_write) {
+		d->nr_writes++;
+		if (!bio->result) {
+			b->nr_replicas_ok++;
+			d->bytes_written += bio->len;
+			if (!(bio->flags & TFS_BIO_FUA))
+				d->unflushed = true;
+		}
+	} else if (bio->result) {
+		b->flush_failed = true;
+	}
+	if (bio->result) {
+		d->nr_write_errors++;
+		if (!b->err)
+			b->err = bio->result;
+		if (d->writable)
+			fprintf(stderr,
+				"journal: %s error on dev %u (%s) at offset %llu, seq %llu: %s; "
+				"no more journal writes go to it\n",
+				tfs_bio_op_names[bio->op], d->dev_idx, d->bdev->path,
+				(unsigned long long)bio->offset, (unsigned long long)b->seq,
+				tfs_err_str(bio->result));
+		d->writable = false;
+	}
+	if (!--b->bios_pending)
+		journal_write_done_locked(j, b);
+	tfs_journal_unlock(j);
+}
+
+static void journal_bio_init(struct tfs_journal_buf *b, struct tfs_journal_device *d, unsigned dev,
+			     enum tfs_bio_op op, unsigned flags, u64 offset)
+{
+	struct tfs_bio *bio = &b->bios[b->nr_bios];
+
+	memset(bio, 0, sizeof(*bio));
+	bio->bdev = d->bdev;
+	bio->op = op;
+	bio->flags = flags;
+	bio->tag = TFS_TAG_journal;
+	bio->offset = offset;
+	if (op == TFS_OP_write) {
+		bio->buf = b->data;
+		bio->len = b->bytes;
+	}
+	bio->end_io = journal_write_endio;
+	bio->private = b;
+	b->bio_dev[b->nr_bios++] = dev;
+}
+
+/* Fills in the header and the bios; the caller submits them unlocked. */
+static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	struct jset *js = b->data;
+	u32 u64s = b->u64s_used;
+
+	/* Still-untrusted seqs of the last run stay void until reclaimed. */
+	if (j->blacklist_end && j->last_seq_ondisk <= j->blacklist_end) {
+		struct jset_entry *e = (struct jset_entry *)(js->_data + u64s);
+		struct jset_blacklist *bl = (struct jset_blacklist *)e->_data;
+
+		e->type = TFS_JSET_ENTRY_blacklist;
+		e->u64s = cpu_to_le16(sizeof(*bl) / 8);
+		bl->start = cpu_to_le64(j->blacklist_start);
+		bl->end = cpu_to_le64(j->blacklist_end);
+		u64s += tfs_jset_entry_u64s(sizeof(*bl) / 8);
+	}
+	/* The entry's own pin keeps last_seq <= seq. */
+	b->last_seq = j->last_seq;
+	js->magic = cpu_to_le64(j->magic);
+	js->seq = cpu_to_le64(b->seq);
+	js->last_seq = cpu_to_le64(b->last_seq);
+	js->version = cpu_to_le32(TFS_JSET_VERSION);
+	js->flags = cpu_to_le32(b->must_flush ? 0 : TFS_JSET_no_flush);
+	js->u64s = cpu_to_le32(u64s);
+	js->pad = 0;
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+
+	b->nr_bios = 0;
+	for (unsigned i = 0; i < b->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[b->devs[i]];
+
+		if (!d->writable)
+			continue;
+		/*
+		 * A flush entry goes out only after every older entry completed
+		 * (see the write thread), so PREFLUSH makes them all durable on
+		 * this member and FUA makes this one durable.
+		 */
+		journal_bio_init(b, d, b->devs[i], TFS_OP_write,
+				 b->must_flush ? TFS_BIO_PREFLUSH | TFS_BIO_FUA : 0, b->offsets[i]);
+		if (b->must_flush)
+			d->unflushed = false;
+	}
+	if (b->must_flush)
+		/*
+		 * Members holding NO_FLUSH entries that this entry does not go
+		 * to need their own flush, or an older entry on them could be
+		 * lost while this one says it is durable.
+		 */
+		for (unsigned i = 0; i < j->nr_devs; i++) {
+			struct tfs_journal_device *d = &j->devs[i];
+			bool ours = false;
+
+			for (unsigned k = 0; k < b->nr_devs; k++)
+				ours |= b->devs[k] == i;
+			if (ours || !d->unflushed || !d->writable)
+				continue;
+			journal_bio_init(b, d, i, TFS_OP_flush, 0, 0);
+			d->unflushed = false;
+		}
+	b->bios_pending = b->nr_bios;
+	b->state = TFS_JBUF_WRITING;
+}
+
+/*
+ * Submits closed entries whose reservations are all put, in seq order; a
+ * flush entry waits until every older entry completed.  With the journal
+ * halted, unsubmitted entries are cancelled instead.
+ */
+static void journal_write_ready_locked(struct tfs_journal *j)
+{
+again:
+	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->state == TFS_JBUF_WRITING || b->state == TFS_JBUF_DONE)
+			continue;
+		if (b->state == TFS_JBUF_OPEN)
+			break;
+		if (b->nr_res) {
+			if (j->halted)
+				continue;
+			break;
+		}
+		if (j->halted) {
+			b->cancelled = true;
+			journal_write_done_locked(j, b);
+			goto again;
+		}
+		if (b->must_flush && j->seq_done != s - 1)
+			break;
+		journal_write_prep_locked(j, b);
+		if (!b->nr_bios) {
+			journal_write_done_locked(j, b);
+			goto again;
+		}
+		unsigned nr = b->nr_bios;
+
+		/* Submission may block on a full queue: never under the lock. */
+		pthread_mutex_unlock(&j->lock);
+		for (unsigned i = 0; i < nr; i++)
+			tfs_bio_submit(&b->bios[i]);
+		pthread_mutex_lock(&j->lock);
+		goto again;
+	}
+}
+
+void *tfs_journal_write_thread(void *arg)
+{
+	struct tfs_journal *j = arg;
+
+	pthread_mutex_lock(&j->lock);
+	while (!j->stopping) {
+		u64 now = tfs_journal_now_ns();
+		u64 timeout = 50 * 1000000ULL;
+
+		if (j->cur_open) {
+			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+			u64 deadline = b->opened_ns + (u64)j->opts.write_delay_ms * 1000000;
+
+			/* Closes on age (an empty entry waits for something to carry),
+			 * or as a flush entry once the older flush entry is done. */
+			if ((b->u64s_used && now >= deadline) ||
+			    (b->must_flush && !tfs_journal_flush_in_flight_locked(j, b->seq)))
+				tfs_journal_entry_close_locked(j);
+			else if (b->u64s_used)
+				timeout = min_t(u64, timeout, deadline - now);
+			else
+				timeout =
+					min_t(u64, timeout, (u64)j->opts.write_delay_ms * 1000000);
+		}
+		journal_write_ready_locked(j);
+
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		timeout += ts.tv_nsec;
+		ts.tv_sec += timeout / 1000000000;
+		ts.tv_nsec = timeout % 1000000000;
+		pthread_cond_timedwait(&j->write_wait, &j->lock, &ts);
+	}
+	tfs_journal_unlock(j);
+	return NULL;
+}
+
+/* --- validation --- */
+
+int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err)
+{
+	u32 u64s = le32_to_cpu(j->u64s);
+	u64 seq = le64_to_cpu(j->seq);
+
+	if (len < sizeof(*j)) {
+		prt_printf(err, "%zu bytes: too small for an entry", len);
+		return -TFS_ERR_journal_entry_bad_size;
+	}
+	if (le64_to_cpu(j->magic) != magic) {
+		prt_printf(err, "bad magic %016llx", (unsigned long long)le64_to_cpu(j->magic));
+		return -TFS_ERR_journal_entry_bad_magic;
+	}
+	if (tfs_jset_bytes(u64s) > len) {
+		prt_printf(err,
+			   "seq %llu: %u u64s (%zu bytes) but only %zu bytes left in the bucket",
+			   (unsigned long long)seq, u64s, tfs_jset_bytes(u64s), len);
+		return -TFS_ERR_journal_entry_bad_size;
+	}
+	u64 want = tfs_jset_csum(j), got = le64_to_cpu(j->csum);
+
+	if (want != got) {
+		prt_printf(err, "seq %llu: bad checksum %08llx, computed %08llx",
+			   (unsigned long long)seq, (unsigned long long)got,
+			   (unsigned long long)want);
+		return -TFS_ERR_journal_entry_bad_csum;
+	}
+	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || le64_to_cpu(j->last_seq) > seq ||
+	    (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
+		prt_printf(err, "seq %llu: version %u, last_seq %llu, flags %x",
+			   (unsigned long long)seq, le32_to_cpu(j->version),
+			   (unsigned long long)le64_to_cpu(j->last_seq), le32_to_cpu(j->flags));
+		return -TFS_ERR_journal_entry_invalid;
+	}
+
+	const __le64 *end = j->_data + u64s;
+
+	for (const struct jset_entry *e = (const void *)j->_data; (const __le64 *)e < end;
+	     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+		unsigned word = (const __le64 *)e - j->_data;
+		unsigned n = le16_to_cpu(e->u64s);
+		const __le64 *d = e->_data, *e_end = e->_data + n;
+
+		if (e_end > end) {
+			prt_printf(err, "seq %llu: sub-entry at word %u: %u u64s past the end (%u)",
+				   (unsigned long long)seq, word, n, u64s);
+			return -TFS_ERR_journal_entry_bad_subentry;
+		}
+		switch (e->type) {
+		case TFS_JSET_ENTRY_btree_keys:
+		case TFS_JSET_ENTRY_btree_root:
+			for (const __le64 *k = d; k < e_end; k += tfs_jkey_u64s(k)) {
+				unsigned ku = tfs_jkey_u64s(k);
+
+				if (!ku || k + ku > e_end) {
+					prt_printf(err,
+						   "seq %llu: %s at word %u: key at word %u of "
+						   "%u u64s does not fit",
+						   (unsigned long long)seq,
+						   jset_entry_type_names[e->type], word,
+						   (unsigned)(k - j->_data), ku);
+					return -TFS_ERR_journal_entry_bad_subentry;
+				}
+			}
+			if (e->type == TFS_JSET_ENTRY_btree_root && (!n || tfs_jkey_u64s(d) != n)) {
+				prt_printf(err, "seq %llu: btree_root at word %u: not one key",
+					   (unsigned long long)seq, word);
+				return -TFS_ERR_journal_entry_bad_subentry;
+			}
+			break;
+		case TFS_JSET_ENTRY_usage:
+			if (n != sizeof(struct jset_usage) / 8) {
+				prt_printf(err, "seq %llu: usage at word %u: %u u64s",
+					   (unsigned long long)seq, word, n);
+				return -TFS_ERR_journal_entry_bad_subentry;
+			}
+			break;
+		case TFS_JSET_ENTRY_blacklist: {
+			const struct jset_blacklist *bl = (const void *)d;
+
+			if (n != sizeof(*bl) / 8 || le64_to_cpu(bl->start) > le64_to_cpu(bl->end) ||
+			    le64_to_cpu(bl->end) >= seq) {
+				prt_printf(err, "seq %llu: bad blacklist at word %u",
+					   (unsigned long long)seq, word);
+				return -TFS_ERR_journal_entry_bad_subentry;
+			}
+			break;
+		}
+		default:
+			prt_printf(err, "seq %llu: sub-entry at word %u: unknown type %u",
+				   (unsigned long long)seq, word, e->type);
+			return -TFS_ERR_journal_entry_bad_subentry;
+		}
+	}
+	return 0;
+}
+
+/* --- reading --- */
+
+static int read_entry_cmp(const void *a, const void *b)
+{
+	const struct tfs_journal_read_entry *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static struct tfs_journal_read_entry *read_find(struct tfs_journal_read *r, u64 seq)
+{
+	/* Entries are appended unsorted while reading; nr is small. */
+	for (unsigned i = 0; i < r->nr; i++)
+		if (r->entries[i].seq == seq)
+			return &r->entries[i];
+	return NULL;
+}
+
+static int read_add(struct tfs_journal_read *r, const struct jset *js, unsigned dev_idx,
+		    const struct tfs_journal_dev *d, unsigned bucket, u32 offset)
+{
+	u64 seq = le64_to_cpu(js->seq);
+	struct tfs_journal_read_entry *e = read_find(r, seq);
+	size_t bytes = tfs_jset_bytes(le32_to_cpu(js->u64s));
+
+	if (e) {
+		if (e->j->csum != js->csum) {
+			fprintf(stderr,
+				"journal: dev %u (%s) bucket %u offset %u: seq %llu differs from "
+				"the copy on dev %u; keeping the first\n",
+				dev_idx, d->bdev->path, bucket, offset, (unsigned long long)seq,
+				e->devs[0]);
+			return 0;
+		}
+		if (e->nr_devs < TFS_JOURNAL_MAX_DEVS)
+			e->devs[e->nr_devs++] = dev_idx;
+		return 0;
+	}
+	if (r->nr == r->size) {
+		unsigned size = r->size ? 2 * r->size : 64;
+		void *p = realloc(r->entries, size * sizeof(*r->entries));
+
+		if (!p)
+			return -ENOMEM;
+		r->entries = p;
+		r->size = size;
+	}
+	e = &r->entries[r->nr];
+	memset(e, 0, sizeof(*e));
+	e->j = malloc(bytes);
+	if (!e->j)
+		return -ENOMEM;
+	memcpy(e->j, js, bytes);
+	e->seq = seq;
+	e->devs[e->nr_devs++] = dev_idx;
+	r->nr++;
+	return 0;
+}
+
+static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_dev *rd,
+			    const struct tfs_journal_dev *d, const struct tfs_journal_opts *opts,
+			    u64 magic)
+{
+	void *buf = tfs_bdev_alloc_buf(d->bdev, d->bucket_size);
+	u64 best = 0;
+	int ret = 0, read_errs = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (unsigned b = 0; b < d->nr_buckets; b++) {
+		u64 base = d->buckets[b] * d->bucket_size;
+
+		ret = tfs_bdev_read(d->bdev, buf, d->bucket_size, base, TFS_TAG_journal);
+		if (ret) {
+			fprintf(stderr,
+				"journal: dev %u (%s): reading bucket %u (%llu) failed: %s\n",
+				d->dev_idx, d->bdev->path, b, (unsigned long long)d->buckets[b],
+				tfs_err_str(ret));
+			read_errs++;
+			ret = 0;
+			continue;
+		}
+		for (u32 off = 0; off + sizeof(struct jset) <= d->bucket_size;) {
+			const struct jset *js = (const void *)((u8 *)buf + off);
+			struct printbuf msg = PRINTBUF;
+
+			/* Free space or someone else's data: look at the next block. */
+			if (le64_to_cpu(js->magic) != magic) {
+				off += opts->block_size;
+				continue;
+			}
+			int v = tfs_jset_validate(js, d->bucket_size - off, magic, &msg);
+
+			if (v) {
+				fprintf(stderr,
+					"journal: dev %u (%s) bucket %u (%llu) offset %u: corrupt "
+					"entry: %s (%s)\n",
+					d->dev_idx, d->bdev->path, b,
+					(unsigned long long)d->buckets[b], off, printbuf_str(&msg),
+					tfs_err_str(v));
+				printbuf_exit(&msg);
+				r->nr_corrupt++;
+				rd->nr_corrupt++;
+				off += opts->block_size;
+				continue;
+			}
+			printbuf_exit(&msg);
+
+			u64 seq = le64_to_cpu(js->seq);
+			u32 bytes =
+				round_up(tfs_jset_bytes(le32_to_cpu(js->u64s)), opts->block_size);
+
+			ret = read_add(r, js, d->dev_idx, d, b, off);
+			if (ret)
+				goto out;
+			rd->nr_entries++;
+			rd->bucket_seq[b] = max_t(u64, rd->bucket_seq[b], seq);
+			if (seq > best) {
+				best = seq;
+				rd->cur_idx = b;
+				rd->cur_offset = min_t(u32, off + bytes, d->bucket_size);
+			}
+			off += bytes;
+		}
+	}
+	if (read_errs == (int)d->nr_buckets)
+		ret = -TFS_ERR_journal_read;
+out:
+	free(buf);
+	return ret;
+}
+
+static bool read_blacklisted(const struct tfs_journal_read *r, u64 seq)
+{
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct jset *js = r->entries[i].j;
+		const __le64 *end = js->_data + le32_to_cpu(js->u64s);
+
+		for (const struct jset_entry *e = (const void *)js->_data; (const __le64 *)e < end;
+		     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+			const struct jset_blacklist *bl = (const void *)e->_data;
+
+			if (e->type == TFS_JSET_ENTRY_blacklist && seq >= le64_to_cpu(bl->start) &&
+			    seq <= le64_to_cpu(bl->end))
+				return true;
+		}
+	}
+	return false;
+}
+
+int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
+		     const struct tfs_journal_opts *opts, struct tfs_journal_read **ret,
+		     struct printbuf *err)
+{
+	struct tfs_journal_read *r;
+	u64 magic = tfs_jset_magic(opts->uuid);
+	unsigned devs_ok = 0;
+	int ret2 = 0;
+
+	*ret = NULL;
+	if (!nr || nr > TFS_JOURNAL_MAX_DEVS)
+		return -TFS_ERR_invalid_argument;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->nr_devs = nr;
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_journal_read_dev *rd = &r->devs[i];
+
+		rd->dev_idx = devs[i].dev_idx;
+		rd->nr_buckets = devs[i].nr_buckets;
+		rd->bucket_seq = calloc(devs[i].nr_buckets, sizeof(u64));
+		if (!rd->bucket_seq) {
+			ret2 = -ENOMEM;
+			goto err;
+		}
+		int v = journal_read_dev(r, rd, &devs[i], opts, magic);
+
+		if (v == -ENOMEM) {
+			ret2 = v;
+			goto err;
+		}
+		devs_ok += !v;
+	}
+	if (!devs_ok) {
+		prt_printf(err, "journal: no device could be read");
+		ret2 = -TFS_ERR_journal_read;
+		goto err;
+	}
+	if (r->nr)
+		qsort(r->entries, r->nr, sizeof(*r->entries), read_entry_cmp);
+
+	const struct tfs_journal_read_entry *newest = NULL;
+
+	for (unsigned i = 0; i < r->nr; i++) {
+		struct tfs_journal_read_entry *e = &r->entries[i];
+
+		r->max_seq = max_t(u64, r->max_seq, e->seq);
+		e->blacklisted = read_blacklisted(r, e->seq);
+		if (!e->blacklisted && !(le32_to_cpu(e->j->flags) & TFS_JSET_no_flush))
+			newest = e;
+	}
+	if (!newest) {
+		/* Nothing durable in order: start after everything, trusting nothing. */
+		r->blacklist_start = r->nr ? r->entries[0].seq : 0;
+		for (unsigned i = 0; i < r->nr; i++)
+			r->entries[i].after_flush = !r->entries[i].blacklisted;
+		*ret = r;
+		prt_printf(err, "journal: no flush entry found (%u entries, %llu corrupt)", r->nr,
+			   (unsigned long long)r->nr_corrupt);
+		return -TFS_ERR_journal_empty;
+	}
+	r->newest_seq = newest->seq;
+	r->last_seq = le64_to_cpu(newest->j->last_seq);
+	if (r->max_seq > r->newest_seq)
+		r->blacklist_start = r->newest_seq + 1;
+	for (unsigned i = 0; i < r->nr; i++)
+		if (r->entries[i].seq > r->newest_seq && !r->entries[i].blacklisted)
+			r->entries[i].after_flush = true;
+
+	/* Continuity: every seq replay needs must be here (void ones excepted). */
+	u64 gap_lo = 0;
+	unsigned i = 0;
+
+	for (u64 s = max_t(u64, r->last_seq, 1); s <= r->newest_seq + 1; s++) {
+		while (i < r->nr && r->entries[i].seq < s)
+			i++;
+		bool have = s > r->newest_seq || (i < r->nr && r->entries[i].seq == s) ||
+			    read_blacklisted(r, s);
+
+		if (!have) {
+			if (!gap_lo)
+				gap_lo = s;
+			r->nr_gaps++;
+		} else if (gap_lo) {
+			prt_printf(err,
+				   "%sjournal: seqs %llu..%llu missing (replay needs %llu..%llu)",
+				   err->pos ? "; " : "", (unsigned long long)gap_lo,
+				   (unsigned long long)(s - 1), (unsigned long long)r->last_seq,
+				   (unsigned long long)r->newest_seq);
+			gap_lo = 0;
+		}
+	}
+	*ret = r;
+	return r->nr_gaps ? -TFS_ERR_journal_gap : 0;
+err:
+	tfs_journal_read_free(r);
+	return ret2;
+}
+
+void tfs_journal_read_free(struct tfs_journal_read *r)
+{
+	if (!r)
+		return;
+	for (unsigned i = 0; i < r->nr; i++)
+		free(r->entries[i].j);
+	free(r->entries);
+	for (unsigned i = 0; i < r->nr_devs; i++)
+		free(r->devs[i].bucket_seq);
+	free(r);
+}
+
+int tfs_journal_replay(const struct tfs_journal_read *r, const struct tfs_journal_replay_ops *ops,
+		       void *ctx)
+{
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct tfs_journal_read_entry *re = &r->entries[i];
+		const struct jset *js = re->j;
+		const __le64 *end = js->_data + le32_to_cpu(js->u64s);
+
+		if (re->seq < r->last_seq || re->seq > r->newest_seq || re->blacklisted)
+			continue;
+		for (const struct jset_entry *e = (const void *)js->_data; (const __le64 *)e < end;
+		     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+			const __le64 *e_end = e->_data + le16_to_cpu(e->u64s);
+			int ret = 0;
+
+			if (e->type == TFS_JSET_ENTRY_blacklist)
+				continue;
+			if (e->type == TFS_JSET_ENTRY_btree_keys) {
+				if (!ops->key)
+					continue;
+				for (const __le64 *k = e->_data; k < e_end && !ret;
+				     k += tfs_jkey_u64s(k))
+					ret = ops->key(ctx, re->seq, e->btree_id, e->level, k);
+			} else if (ops->entry) {
+				ret = ops->entry(ctx, re->seq, e);
+			}
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* --- text --- */
+
+void tfs_jset_to_text(struct printbuf *out, const struct jset *js)
+{
+	u32 u64s = le32_to_cpu(js->u64s);
+	u32 flags = le32_to_cpu(js->flags);
+	const __le64 *end = js->_data + u64s;
+
+	prt_printf(out, "seq %llu last_seq %llu flags %s u64s %u (",
+		   (unsigned long long)le64_to_cpu(js->seq),
+		   (unsigned long long)le64_to_cpu(js->last_seq),
+		   flags & TFS_JSET_no_flush ? "no_flush" : "flush", u64s);
+	prt_units_u64(out, tfs_jset_bytes(u64s));
+	prt_printf(out, ") csum %08llx\n", (unsigned long long)le64_to_cpu(js->csum));
+	printbuf_indent_add(out, 2);
+	for (const struct jset_entry *e = (const void *)js->_data; (const __le64 *)e < end;
+	     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+		unsigned n = le16_to_cpu(e->u64s);
+		const __le64 *e_end = e->_data + n;
+
+		/* Zero-filled holes of unused reservations. */
+		if (e->type == TFS_JSET_ENTRY_btree_keys && !n)
+			continue;
+		prt_printf(out, "%s",
+			   e->type < TFS_JSET_ENTRY_NR ? jset_entry_type_names[e->type]
+						       : "unknown");
+		switch (e->type) {
+		case TFS_JSET_ENTRY_btree_keys:
+		case TFS_JSET_ENTRY_btree_root: {
+			unsigned nr = 0;
+
+			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k))
+				nr++;
+			prt_printf(out, " btree %u level %u: %u keys, %u u64s\n", e->btree_id,
+				   e->level, nr, n);
+			printbuf_indent_add(out, 2);
+			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k)) {
+				unsigned ku = tfs_jkey_u64s(k);
+
+				prt_printf(out, "key %u u64s: ", ku);
+				prt_hex_bytes(out, k, min_t(unsigned, ku, 4) * 8, 8, ' ');
+				prt_str(out, ku > 4 ? " ...\n" : "\n");
+			}
+			printbuf_indent_sub(out, 2);
+			break;
+		}
+		case TFS_JSET_ENTRY_usage: {
+			const struct jset_usage *u = (const void *)e->_data;
+
+			prt_printf(out, " kind %u dev %u: %llu\n", le32_to_cpu(u->kind),
+				   le32_to_cpu(u->dev), (unsigned long long)le64_to_cpu(u->value));
+			break;
+		}
+		case TFS_JSET_ENTRY_blacklist: {
+			const struct jset_blacklist *bl = (const void *)e->_data;
+
+			prt_printf(out, " %llu..%llu\n", (unsigned long long)le64_to_cpu(bl->start),
+				   (unsigned long long)le64_to_cpu(bl->end));
+			break;
+		}
+		default:
+			prt_printf(out, " type %u, %u u64s\n", e->type, n);
+		}
+	}
+	printbuf_indent_sub(out, 2);
+}
+
+void tfs_journal_read_to_text(struct printbuf *out, const struct tfs_journal_read *r, u64 from,
+			      u64 to)
+{
+	printbuf_tabstop_push(out, 20);
+	prt_printf(out, "entries:\t%u (%llu corrupt)\n", r->nr, (unsigned long long)r->nr_corrupt);
+	prt_printf(out, "replay:\t%llu..%llu\n", (unsigned long long)r->last_seq,
+		   (unsigned long long)r->newest_seq);
+	prt_printf(out, "highest seq:\t%llu\n", (unsigned long long)r->max_seq);
+	if (r->blacklist_start)
+		prt_printf(out, "not trusted:\t%llu..%llu (after the newest flush entry)\n",
+			   (unsigned long long)r->blacklist_start, (unsigned long long)r->max_seq);
+	prt_printf(out, "missing:\t%llu\n", (unsigned long long)r->nr_gaps);
+	for (unsigned i = 0; i < r->nr_devs; i++) {
+		const struct tfs_journal_read_dev *rd = &r->devs[i];
+
+		prt_printf(out,
+			   "dev %u:\t%llu entries, %llu corrupt, next write bucket %u offset %u\n",
+			   rd->dev_idx, (unsigned long long)rd->nr_entries,
+			   (unsigned long long)rd->nr_corrupt, rd->cur_idx, rd->cur_offset);
+	}
+	printbuf_tabstop_pop(out);
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct tfs_journal_read_entry *e = &r->entries[i];
+
+		if (e->seq < from || (to && e->seq > to))
+			continue;
+		prt_printf(out, "\non dev");
+		for (unsigned k = 0; k < e->nr_devs; k++)
+			prt_printf(out, "%s%u", k ? "," : " ", e->devs[k]);
+		if (e->blacklisted)
+			prt_str(out, " [blacklisted]");
+		else if (e->after_flush)
+			prt_str(out, " [after the newest flush entry: not replayed]");
+		else if (e->seq < r->last_seq)
+			prt_str(out, " [before last_seq: not replayed]");
+		prt_str(out, ": ");
+		tfs_jset_to_text(out, e->j);
+	}
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_JOURNAL_JOURNAL_TYPES_H
+#define TFS_JOURNAL_JOURNAL_TYPES_H
+
+/*
+ * In-memory structures of the journal.  Everything here is protected by
+ * tfs_journal.lock unless said otherwise; see journal.h for the API and the
+ * invariants.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "journal/journal_format.h"
+#include "lib/bdev.h"
+#include "lib/types.h"
+
+#define TFS_JOURNAL_BUF_NR 4	/* entries open or in flight at once */
+#define TFS_JOURNAL_MAX_DEVS 16 /* members the journal writes to */
+
+/*
+ * Why the current entry cannot be opened (or "ok" when it can).  The first
+ * three are waits: a blocking caller sleeps until reclaim or a write
+ * completion changes things; insufficient_devices is an error (EROFS).
+ */
+/* clang-format off */
+#define TFS_JOURNAL_CUR_ERRS(x)	\
+	x(ok)			\
+	x(blocked)		\
+	x(journal_full)		\
+	x(journal_pin_full)	\
+	x(insufficient_devices)
+/* clang-format on */
+
+enum tfs_journal_cur_err {
+#define x(n) TFS_JOURNAL_CUR_##n,
+	TFS_JOURNAL_CUR_ERRS(x)
+#undef x
+	TFS_JOURNAL_CUR_NR
+};
+
+extern const char *const tfs_journal_cur_err_names[];
+
+/* A minimal intrusive list (circular, with a head). */
+struct tfs_journal_list {
+	struct tfs_journal_list *next, *prev;
+};
+
+struct tfs_journal;
+struct tfs_journal_entry_pin;
+struct tfs_journal_flush_waiter;
+
+/*
+ * Called by reclaim, without the journal lock, to write back whatever pin
+ * protects (it pins seq).  Returns 0 once the pin was dropped or moved to a
+ * newer seq, or a negative code (reclaim then backs off).
+ */
+typedef int (*tfs_journal_pin_flush_fn)(struct tfs_journal *j, struct tfs_journal_entry_pin *pin,
+					u64 seq);
+
+struct tfs_journal_entry_pin {
+	struct tfs_journal_list list;
+	u64 seq; /* 0 when not pinning anything */
+	tfs_journal_pin_flush_fn flush;
+};
+
+struct tfs_journal_entry_pin_list {
+	struct tfs_journal_list list;	 /* pins waiting for reclaim */
+	struct tfs_journal_list flushed; /* pins whose flush is running */
+	unsigned count;			 /* pins, plus one while the entry is unwritten */
+};
+
+/* One member the journal writes to. */
+struct tfs_journal_device {
+	struct tfs_bdev *bdev;
+	unsigned dev_idx;
+	u32 bucket_size; /* bytes */
+	u64 *buckets;	 /* bucket numbers; byte offset = nr * bucket_size */
+	u64 *bucket_seq; /* newest seq written to each bucket */
+	unsigned nr_buckets;
+	bool writable;
+	/*
+	 * The ring: buckets dirty_idx .. cur_idx (nr_dirty of them, wrapping)
+	 * hold entries replay may still need; the rest are free.  cur_offset
+	 * is where the next entry goes in cur_idx.
+	 */
+	unsigned cur_idx, dirty_idx, nr_dirty;
+	u32 cur_offset;
+	bool unflushed; /* journal writes completed since its last flush */
+	u64 nr_writes, nr_write_errors, bytes_written;
+};
+
+enum tfs_journal_buf_state {
+	TFS_JBUF_FREE,
+	TFS_JBUF_OPEN,	  /* taking reservations */
+	TFS_JBUF_CLOSED,  /* no new reservations; waiting for res_put / order */
+	TFS_JBUF_WRITING, /* bios submitted */
+	TFS_JBUF_DONE,	  /* every bio completed; waiting for older seqs */
+};
+
+struct tfs_journal_buf {
+	struct tfs_journal *j;
+	struct jset *data; /* max_entry_size bytes, aligned for I/O */
+	enum tfs_journal_buf_state state;
+	u64 seq;
+	u64 last_seq;
+	u32 u64s_used; /* handed out to reservations */
+	u32 u64s_max;
+	unsigned nr_res; /* reservations not yet put */
+	bool must_flush; /* someone waits: PREFLUSH|FUA, not NO_FLUSH */
+	bool cancelled;	 /* never written: the journal halted first */
+	u64 opened_ns;
+	u32 bytes; /* padded size on disk */
+	unsigned nr_devs;
+	unsigned devs[TFS_JOURNAL_MAX_DEVS]; /* indexes into tfs_journal.devs */
+	u64 offsets[TFS_JOURNAL_MAX_DEVS];
+	/* Writes to devs, then separate flushes (see journal_io.c). */
+	struct tfs_bio bios[2 * TFS_JOURNAL_MAX_DEVS];
+	unsigned bio_dev[2 * TFS_JOURNAL_MAX_DEVS];
+	unsigned nr_bios, bios_pending;
+	unsigned nr_replicas_ok;
+	bool flush_failed;
+	bool write_ok; /* enough replicas, every flush done */
+	int err;       /* first bio error */
+};
+
+struct tfs_journal_opts {
+	u8 uuid[16];			     /* of the filesystem; mixed into the magic */
+	unsigned metadata_replicas;	     /* wanted; default 1 */
+	unsigned metadata_replicas_required; /* fewer devices: EROFS; default 1 */
+	u32 block_size;			     /* entries are padded to it; default 4096 */
+	u32 max_entry_size;		     /* bytes, <= every bucket; default 64 KiB */
+	unsigned pin_fifo_size;		     /* power of 2; default 1024 */
+	unsigned write_delay_ms;	     /* close a non-empty entry this old; default 10 */
+	unsigned flush_delay_ms;	     /* a flush entry at least this often; 1000 */
+	unsigned reserved_pins;		     /* fifo slots only RESERVED opens use; 4 */
+	unsigned reserved_buckets;	     /* per device, for RESERVED opens; 1 */
+};
+
+struct tfs_journal {
+	pthread_mutex_t lock;
+	pthread_cond_t wait;	     /* any progress: waiters re-check */
+	pthread_cond_t write_wait;   /* the write thread */
+	pthread_cond_t reclaim_wait; /* the reclaim thread */
+	pthread_t write_thread, reclaim_thread;
+	bool threads_started, stopping;
+
+	struct tfs_journal_opts opts;
+	u64 magic;
+
+	struct tfs_journal_device devs[TFS_JOURNAL_MAX_DEVS];
+	unsigned nr_devs;
+
+	struct tfs_journal_buf buf[TFS_JOURNAL_BUF_NR];
+	/* cur_seq is the newest seq handed out; it is open when cur_open. */
+	u64 cur_seq;
+	bool cur_open;
+	enum tfs_journal_cur_err cur_entry_error;
+	int cur_entry_code;	/* the code behind cur_entry_error */
+	unsigned blocked;	/* tfs_journal_block() nesting */
+	u64 seq_done;		/* every seq <= this has completed or been cancelled */
+	u64 seq_ondisk;		/* every seq <= this was written successfully */
+	u64 flushed_seq_ondisk; /* ... and is durable */
+	u64 last_seq_ondisk;	/* last_seq of the newest durable entry */
+	u64 err_seq;		/* lowest seq whose write failed, or the halt seq */
+	int err;		/* the code flush_seq returns for seq >= err_seq */
+	bool halted;
+	u64 last_flush_ns;				/* when the newest flush entry was closed */
+	struct tfs_journal_flush_waiter *flush_waiters; /* async flush_seq */
+
+	/* The pin fifo: seqs last_seq .. cur_seq. */
+	struct tfs_journal_entry_pin_list *pins;
+	u64 last_seq;	       /* front: oldest seq still pinned */
+	u64 replay_pinned_end; /* seqs last_seq..this hold a replay reference */
+	u64 pin_flush_target;  /* reclaim flushes pins of seqs <= this */
+	int pin_flush_err;     /* last flush callback error */
+	bool reclaim_kicked;
+	u64 reclaim_runs, pins_flushed, pin_flush_errors;
+
+	/* Seqs a previous run left after its newest flush entry. */
+	u64 blacklist_start, blacklist_end;
+
+	/* Counters: each reason, counted where a reservation met it. */
+	u64 cur_err_counts[TFS_JOURNAL_CUR_NR];
+	u64 nr_res_get, nr_res_waits, nr_entries, nr_flush_entries, nr_noflush_entries;
+	u64 nr_res_reserved;
+};
+
+/* A reservation: u64s words at offset in entry seq. */
+struct tfs_journal_res {
+	bool ref;
+	unsigned idx; /* buf */
+	u64 seq;
+	u32 offset; /* u64s into jset._data */
+	u32 u64s;
+};
+
+#endif /* TFS_JOURNAL_JOURNAL_TYPES_H */

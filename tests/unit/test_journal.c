@@ -1,0 +1,507 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for journal/journal.c: reservations and the reason each one cannot
+ * proceed, waits that are not errors, halt and err_seq, flush_seq (sync and
+ * async), journal_to_text.  Faults come from journal_io and faultdev tests
+ * (test_journal_io.c); these run on plain image files.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+
+#include "journal_test.h"
+
+#define MAX_U64S(t) (((t)->opts.max_entry_size - sizeof(struct jset)) / 8 - 3)
+
+struct waiter {
+	struct tfs_journal *j;
+	unsigned u64s, flags;
+	int ret;
+	struct tfs_journal_res res;
+	pthread_t thread;
+};
+
+static void *waiter_fn(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = tfs_journal_res_get(w->j, &w->res, w->u64s, w->flags);
+	if (!w->ret)
+		tfs_journal_res_put(w->j, &w->res);
+	return NULL;
+}
+
+static void waiter_start(struct waiter *w, struct tfs_journal *j, unsigned u64s)
+{
+	*w = (struct waiter){ .j = j, .u64s = u64s, .ret = 1 };
+	assert_int_equal(pthread_create(&w->thread, NULL, waiter_fn, w), 0);
+}
+
+/* Until reason was met at least `nr` times (the waiter is asleep on it). */
+static void wait_count(struct tfs_journal *j, enum tfs_journal_cur_err reason, u64 nr)
+{
+	while (tfs_journal_cur_err_count(j, reason) < nr)
+		usleep(1000);
+}
+
+static void test_commit_flush_replay(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct jt_model m = { 0 };
+	struct printbuf err = PRINTBUF;
+	s64 seq = 0;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	for (unsigned i = 0; i < 40; i++) {
+		seq = jt_commit(t.j, i % 10, 1000 + i, 0);
+		assert_true(seq > 0);
+		jt_pin_log(&t, seq);
+		if (i % 7 == 0)
+			usleep(3000); /* let some entries close on age */
+	}
+	assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)seq);
+	assert_true(tfs_journal_seq_ondisk(t.j) >= (u64)seq);
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	/* A seq never handed out is a caller bug. */
+	assert_int_equal(tfs_journal_flush_seq(t.j, tfs_journal_cur_seq(t.j) + 5),
+			 -TFS_ERR_invalid_argument);
+	jt_stop(&t);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(tfs_journal_read(t.devs, 1, &t.opts, &r, &err), 0);
+	assert_true(r->newest_seq >= (u64)seq);
+	assert_int_equal(r->last_seq, 1);
+	assert_int_equal(r->nr_gaps, 0);
+	assert_int_equal(r->nr_corrupt, 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	assert_false(m.out_of_order);
+	assert_int_equal(m.nr_keys, 40);
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(m.val[i], 1000 + 30 + i);
+
+	/* Another filesystem's uuid: nothing validates. */
+	struct tfs_journal_opts other = t.opts;
+	struct tfs_journal_read *r2;
+
+	other.uuid[3] ^= 1;
+	assert_int_equal(tfs_journal_read(t.devs, 1, &other, &r2, &err), -TFS_ERR_journal_empty);
+	assert_int_equal(r2->nr, 0);
+	tfs_journal_read_free(r2);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+/* Four entries held open by reservations: the fifth waits for one of them. */
+static void test_reason_blocked_in_flight(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res[TFS_JOURNAL_BUF_NR], r5;
+	struct waiter w;
+
+	jt_images(&t, 1, 16, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	for (unsigned i = 0; i < TFS_JOURNAL_BUF_NR; i++) {
+		assert_int_equal(tfs_journal_res_get(t.j, &res[i], MAX_U64S(&t), 0), 0);
+		assert_int_equal(res[i].seq, i + 1);
+	}
+	assert_int_equal(tfs_journal_res_get(t.j, &r5, MAX_U64S(&t), TFS_JOURNAL_RES_NONBLOCK),
+			 -TFS_ERR_journal_max_in_flight);
+	assert_true(
+		tfs_err_matches(-TFS_ERR_journal_max_in_flight, TFS_ERR_journal_res_get_blocked));
+	assert_int_equal(tfs_journal_cur_entry_error(t.j), TFS_JOURNAL_CUR_blocked);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_blocked), 1);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_full), 0);
+
+	/* A blocking caller waits and never sees it. */
+	waiter_start(&w, t.j, MAX_U64S(&t));
+	wait_count(t.j, TFS_JOURNAL_CUR_blocked, 2);
+	assert_int_equal(w.ret, 1);
+	for (unsigned i = 0; i < TFS_JOURNAL_BUF_NR; i++)
+		tfs_journal_res_put(t.j, &res[i]);
+	pthread_join(w.thread, NULL);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(w.res.seq, TFS_JOURNAL_BUF_NR + 1);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	jt_cleanup(&t);
+}
+
+static void test_reason_blocked_explicit(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+	struct waiter w;
+	struct printbuf out = PRINTBUF;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	assert_true(jt_commit(t.j, 1, 1, 0) > 0);
+	tfs_journal_block(t.j);
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3, TFS_JOURNAL_RES_NONBLOCK),
+			 -TFS_ERR_journal_blocked);
+	tfs_journal_to_text(&out, t.j);
+	assert_non_null(strstr(printbuf_str(&out), "current entry error:    blocked"));
+	waiter_start(&w, t.j, 3);
+	wait_count(t.j, TFS_JOURNAL_CUR_blocked, 2);
+	assert_int_equal(w.ret, 1);
+	tfs_journal_unblock(t.j);
+	pthread_join(w.thread, NULL);
+	assert_int_equal(w.ret, 0);
+	assert_int_equal(tfs_journal_cur_entry_error(t.j), TFS_JOURNAL_CUR_ok);
+	printbuf_exit(&out);
+	jt_cleanup(&t);
+}
+
+static int drop_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
+{
+	tfs_journal_pin_drop(j, pin);
+	return 0;
+}
+
+/*
+ * Four buckets, one entry each, one in reserve: the fourth entry finds the
+ * journal full while seq 1 is pinned.
+ */
+static void test_reason_journal_full(void **state)
+{
+	struct jt t;
+	struct tfs_journal_entry_pin pin;
+	struct tfs_journal_res res;
+	struct waiter w;
+
+	jt_images(&t, 1, 4, 16 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	tfs_journal_pin_init(&pin);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(tfs_journal_res_get(t.j, &res, MAX_U64S(&t), 0), 0);
+		if (!i)
+			tfs_journal_pin_add(t.j, res.seq, &pin, NULL);
+		tfs_journal_res_put(t.j, &res);
+	}
+	assert_int_equal(tfs_journal_res_get(t.j, &res, MAX_U64S(&t), TFS_JOURNAL_RES_NONBLOCK),
+			 -TFS_ERR_journal_full);
+	assert_int_equal(tfs_journal_cur_entry_error(t.j), TFS_JOURNAL_CUR_journal_full);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_full), 1);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_pin_full), 0);
+	assert_int_equal(tfs_journal_last_seq(t.j), 1);
+
+	/* Waits (no error) until the pin goes and reclaim frees a bucket. */
+	waiter_start(&w, t.j, MAX_U64S(&t));
+	wait_count(t.j, TFS_JOURNAL_CUR_journal_full, 2);
+	assert_int_equal(w.ret, 1);
+	tfs_journal_pin_drop(t.j, &pin);
+	pthread_join(w.thread, NULL);
+	assert_int_equal(w.ret, 0);
+	assert_true(tfs_journal_last_seq_ondisk(t.j) > 1);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+
+	/* With a flush callback, reclaim frees the space by itself. */
+	for (unsigned i = 0; i < 12; i++) {
+		assert_int_equal(tfs_journal_res_get(t.j, &res, MAX_U64S(&t), 0), 0);
+		if (!tfs_journal_pin_active(&pin))
+			tfs_journal_pin_add(t.j, res.seq, &pin, drop_pin_flush);
+		tfs_journal_res_put(t.j, &res);
+	}
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	jt_cleanup(&t);
+}
+
+static void test_reason_pin_full(void **state)
+{
+	struct jt t;
+	struct tfs_journal_entry_pin pin;
+	struct tfs_journal_res res;
+	struct waiter w;
+	s64 seq;
+
+	jt_images(&t, 1, 16, 64 << 10);
+	t.opts.pin_fifo_size = 16; /* 12 usable: 4 are the reserve */
+	assert_int_equal(jt_start(&t), 0);
+	tfs_journal_pin_init(&pin);
+	for (unsigned i = 0; i < 12; i++) {
+		seq = jt_commit(t.j, i, i, 0);
+		assert_int_equal(seq, i + 1);
+		if (!i)
+			tfs_journal_pin_add(t.j, seq, &pin, NULL);
+		assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
+	}
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3, TFS_JOURNAL_RES_NONBLOCK),
+			 -TFS_ERR_journal_pin_full);
+	assert_int_equal(tfs_journal_cur_entry_error(t.j), TFS_JOURNAL_CUR_journal_pin_full);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_pin_full), 1);
+	/* Not journal_full: there is plenty of space. */
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_full), 0);
+
+	/* RESERVED callers (reclaim's own updates) may use the reserve. */
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3,
+					     TFS_JOURNAL_RES_NONBLOCK | TFS_JOURNAL_RES_RESERVED),
+			 0);
+	tfs_journal_res_put(t.j, &res);
+	assert_int_equal(tfs_journal_flush_seq(t.j, res.seq), 0);
+
+	/* A blocking caller waits until reclaim flushes the pin. */
+	waiter_start(&w, t.j, 3);
+	wait_count(t.j, TFS_JOURNAL_CUR_journal_pin_full, 2);
+	assert_int_equal(w.ret, 1);
+	tfs_journal_pin_update(t.j, 1, &pin, drop_pin_flush); /* same seq: now flushable */
+	tfs_journal_reclaim_kick(t.j);
+	pthread_join(w.thread, NULL);
+	assert_int_equal(w.ret, 0);
+	assert_false(tfs_journal_pin_active(&pin));
+	assert_true(tfs_journal_last_seq(t.j) > 1);
+	jt_cleanup(&t);
+}
+
+static void test_reason_insufficient_devices(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.metadata_replicas = 2;
+	t.opts.metadata_replicas_required = 2;
+	assert_int_equal(jt_start(&t), 0);
+	assert_true(jt_commit(t.j, 1, 1, 0) > 0);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 1, false), 0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 9, false), -ENOENT);
+	/* Not a wait: even a blocking caller gets EROFS at once. */
+	int ret = tfs_journal_res_get(t.j, &res, 3, 0);
+
+	assert_int_equal(ret, -TFS_ERR_insufficient_devices);
+	assert_int_equal(tfs_err_class(ret), -EROFS);
+	assert_int_equal(tfs_journal_cur_entry_error(t.j), TFS_JOURNAL_CUR_insufficient_devices);
+	assert_int_equal(tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_insufficient_devices), 1);
+	/* The journal did not fail: nothing lost, back when the member is. */
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 1, true), 0);
+	assert_true(jt_commit(t.j, 1, 2, 0) > 0);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+
+	/* Degraded but enough: 2 wanted, 1 required, 1 writable. */
+	jt_stop(&t);
+	t.opts.metadata_replicas_required = 1;
+	assert_int_equal(jt_start(&t), 0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+	s64 seq = jt_commit(t.j, 1, 3, 0);
+
+	assert_true(seq > 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
+	jt_cleanup(&t);
+}
+
+static void test_halt_without_error(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+	s64 s1, s2;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	s1 = jt_commit(t.j, 1, 1, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	s2 = jt_commit(t.j, 2, 2, 0);
+	assert_true(s2 > s1);
+	tfs_journal_halt(t.j);
+	/* err_seq is the seq current at the halt. */
+	assert_int_equal(tfs_journal_err_seq(t.j), tfs_journal_cur_seq(t.j));
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	int ret = tfs_journal_res_get(t.j, &res, 3, 0);
+
+	assert_int_equal(ret, -TFS_ERR_journal_halted);
+	assert_int_equal(tfs_err_class(ret), -EROFS);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_halted);
+	}
+	/* A second halt changes nothing. */
+	tfs_journal_halt(t.j);
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)s2);
+	assert_int_equal(tfs_journal_stop(t.j), -TFS_ERR_journal_halted);
+	jt_cleanup(&t);
+}
+
+/* Halted while an older entry is still closed and unwritten: it never becomes durable. */
+static void test_halt_cancels_unwritten(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	assert_int_equal(tfs_journal_res_get(t.j, &res, MAX_U64S(&t), 0), 0);
+	s64 s2 = jt_commit(t.j, 1, 1, 0); /* closes res's entry, which it holds */
+
+	assert_int_equal(s2, res.seq + 1);
+	tfs_journal_halt(t.j);
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	tfs_journal_res_put(t.j, &res);
+	/* seq 1 < err_seq, but it was never written: still an error. */
+	assert_int_equal(tfs_journal_flush_seq(t.j, res.seq), -TFS_ERR_journal_halted);
+	assert_int_equal(tfs_journal_seq_ondisk(t.j), 0);
+	jt_cleanup(&t);
+}
+
+struct async_ctx {
+	struct tfs_journal_flush_waiter w;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int calls;
+};
+
+static void async_done(struct tfs_journal_flush_waiter *w)
+{
+	struct async_ctx *c = container_of(w, struct async_ctx, w);
+
+	pthread_mutex_lock(&c->lock);
+	c->calls++;
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void test_flush_async(void **state)
+{
+	struct jt t;
+	struct async_ctx c = { .w.fn = async_done };
+	s64 seq;
+
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.cond, NULL);
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 1000; /* only the flush request closes it */
+	assert_int_equal(jt_start(&t), 0);
+	seq = jt_commit(t.j, 1, 1, 0);
+	if (!tfs_journal_flush_seq_async(t.j, seq, &c.w)) {
+		pthread_mutex_lock(&c.lock);
+		while (!c.calls)
+			pthread_cond_wait(&c.cond, &c.lock);
+		pthread_mutex_unlock(&c.lock);
+	}
+	assert_int_equal(c.w.ret, 0);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)seq);
+	/* Already durable: answered at once, callback not called. */
+	int calls = c.calls;
+
+	assert_true(tfs_journal_flush_seq_async(t.j, seq, &c.w));
+	assert_int_equal(c.w.ret, 0);
+	assert_int_equal(c.calls, calls);
+	jt_cleanup(&t);
+}
+
+/* Commits nobody waits on go out NO_FLUSH; the flushed one does not. */
+static void test_noflush_entries(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	unsigned noflush = 0, flush = 0;
+	s64 seq = 0;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.flush_delay_ms = 100000;
+	t.opts.write_delay_ms = 1;
+	assert_int_equal(jt_start(&t), 0);
+	for (unsigned i = 0; i < 5; i++) {
+		seq = jt_commit(t.j, i, i, 0);
+		while (tfs_journal_seq_ondisk(t.j) < (u64)seq) /* closed on age */
+			usleep(500);
+	}
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)seq);
+	seq = jt_commit(t.j, 9, 9, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
+	u64 cur = tfs_journal_cur_seq(t.j);
+
+	tfs_journal_halt(t.j); /* so stop writes nothing more */
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(tfs_journal_read(t.devs, 1, &t.opts, &r, &err), 0);
+	for (unsigned i = 0; i < r->nr; i++) {
+		bool nf = le32_to_cpu(r->entries[i].j->flags) & TFS_JSET_no_flush;
+
+		noflush += nf;
+		flush += !nf;
+	}
+	assert_int_equal(r->nr, cur);
+	assert_true(noflush >= 5);
+	assert_int_equal(flush, 1);
+	assert_int_equal(r->newest_seq, cur);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+static void test_to_text(void **state)
+{
+	struct jt t;
+	struct printbuf out = PRINTBUF;
+	const char *s;
+
+	jt_images(&t, 2, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, 1, 1, 0)), 0);
+	tfs_journal_to_text(&out, t.j);
+	s = printbuf_str(&out);
+	assert_false(out.allocation_failure);
+	for (unsigned i = 0; i < TFS_JOURNAL_CUR_NR; i++)
+		assert_non_null(strstr(s, tfs_journal_cur_err_names[i]));
+	assert_non_null(strstr(s, "seq_ondisk:"));
+	assert_non_null(strstr(s, "flushed_seq_ondisk:"));
+	assert_non_null(strstr(s, "last_seq_ondisk:"));
+	assert_non_null(strstr(s, "err_seq:"));
+	assert_non_null(strstr(s, "reservations:"));
+	assert_non_null(strstr(s, "dev 0 ("));
+	assert_non_null(strstr(s, "dev 1 ("));
+	assert_non_null(strstr(s, "buckets free"));
+	printbuf_exit(&out);
+	jt_cleanup(&t);
+}
+
+static void test_bad_options(void **state)
+{
+	struct jt t;
+	struct tfs_journal *j;
+	struct printbuf err = PRINTBUF;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	t.opts.max_entry_size = 128 << 10; /* bigger than a bucket */
+	assert_int_equal(tfs_journal_init(&j, t.devs, 1, &t.opts, &err), -TFS_ERR_invalid_option);
+	assert_null(j);
+	assert_non_null(strstr(printbuf_str(&err), "bucket size 65536"));
+	printbuf_reset(&err);
+	jt_opts(&t.opts);
+	t.opts.metadata_replicas_required = 2;
+	assert_int_equal(tfs_journal_init(&j, t.devs, 1, &t.opts, &err), -TFS_ERR_invalid_option);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_commit_flush_replay),
+		cmocka_unit_test(test_reason_blocked_in_flight),
+		cmocka_unit_test(test_reason_blocked_explicit),
+		cmocka_unit_test(test_reason_journal_full),
+		cmocka_unit_test(test_reason_pin_full),
+		cmocka_unit_test(test_reason_insufficient_devices),
+		cmocka_unit_test(test_halt_without_error),
+		cmocka_unit_test(test_halt_cancels_unwritten),
+		cmocka_unit_test(test_flush_async),
+		cmocka_unit_test(test_noflush_entries),
+		cmocka_unit_test(test_to_text),
+		cmocka_unit_test(test_bad_options),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

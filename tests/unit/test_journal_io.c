@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for journal/journal_io.c, on fault devices: err_seq when writes fail
+ * out of order, flush_seq before and after the error (forever), replicas
+ * (one member failing is no error, all failing halts read-only), corrupt
+ * entries reported precisely, and a power cut at every write index of a
+ * journal workload replaying to a prefix holding every flushed commit,
+ * twice the same, and continuing correctly after recovery.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "journal_test.h"
+
+static u64 writes_submitted(struct tfs_bdev *b)
+{
+	return __atomic_load_n(&b->counters.ios[TFS_OP_write], __ATOMIC_ACQUIRE);
+}
+
+static void add_rule(struct tfs_bdev *b, const char *words)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_faultdev_add_rule_str(b, words, &err);
+
+	if (ret < 0)
+		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
+	assert_true(ret >= 0);
+	printbuf_exit(&err);
+}
+
+/*
+ * Replicas 2/2.  S fails on dev 0 and its dev 1 copy completes late, so S+1
+ * completes first; S+2 also fails (and completes before S).  err_seq ends at
+ * S, the *_ondisk seqs stay below S, and flush_seq answers the same forever.
+ */
+static void test_err_seq_out_of_order(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+	u64 seq[3];
+	s64 s0;
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.metadata_replicas = 2;
+	t.opts.metadata_replicas_required = 2;
+	t.opts.flush_delay_ms = 1000000;
+	t.opts.write_delay_ms = 1;
+	assert_int_equal(jt_start_fault(&t), 0);
+	s0 = jt_commit(t.j, 0, 0, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s0), 0);
+
+	add_rule(t.bdev[0], "write tag=journal nth=1 fail=EIO");
+	add_rule(t.bdev[0], "write tag=journal nth=3 fail=EIO");
+	add_rule(t.bdev[1], "write tag=journal nth=1 delay=150");
+	tfs_faultdev_pause(t.bdev[0], true);
+	tfs_faultdev_pause(t.bdev[1], true);
+	u64 base = writes_submitted(t.bdev[0]);
+
+	for (unsigned k = 0; k < 3; k++) {
+		s64 s = jt_commit(t.j, k + 1, k + 1, 0);
+
+		assert_true(s > 0);
+		seq[k] = s;
+		/* Closed on age and submitted (NO_FLUSH: nothing waits for older ones). */
+		while (writes_submitted(t.bdev[0]) < base + k + 1)
+			usleep(200);
+	}
+	assert_int_equal(seq[0], s0 + 1);
+	assert_int_equal(seq[2], s0 + 3);
+	tfs_faultdev_pause(t.bdev[0], false);
+	tfs_faultdev_pause(t.bdev[1], false);
+
+	/* Stop waits for every write to complete; the journal halted. */
+	assert_int_equal(tfs_journal_stop(t.j), -TFS_ERR_journal_write);
+	assert_int_equal(tfs_faultdev_rule_fired(t.bdev[0], 0), 1);
+	assert_int_equal(tfs_faultdev_rule_fired(t.bdev[0], 1), 1);
+	assert_int_equal(tfs_faultdev_rule_fired(t.bdev[1], 0), 1);
+
+	assert_int_equal(tfs_journal_err_seq(t.j), seq[0]);
+	assert_int_equal(tfs_journal_seq_ondisk(t.j), s0);
+	assert_int_equal(tfs_journal_flushed_seq_ondisk(t.j), s0);
+	/* A halt does not move it. */
+	tfs_journal_halt(t.j);
+	assert_int_equal(tfs_journal_err_seq(t.j), seq[0]);
+	for (unsigned i = 0; i < 3; i++) {
+		assert_int_equal(tfs_journal_flush_seq(t.j, s0), 0);
+		for (unsigned k = 0; k < 3; k++)
+			assert_int_equal(tfs_journal_flush_seq(t.j, seq[k]),
+					 -TFS_ERR_journal_write);
+	}
+	assert_int_equal(tfs_err_class(-TFS_ERR_journal_write), -EIO);
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3, 0), -TFS_ERR_journal_halted);
+	jt_cleanup(&t);
+}
+
+/* One member: the flush entry at S fails; S-1 stays durable forever. */
+static void test_err_seq_flush_fails(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+	s64 s1, s2, s3;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start_fault(&t), 0);
+	s1 = jt_commit(t.j, 1, 1, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	add_rule(t.bdev[0], "fua tag=journal nth=1 fail=EIO");
+	s2 = jt_commit(t.j, 2, 2, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_write);
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	assert_int_equal(tfs_journal_seq_ondisk(t.j), s1);
+	assert_int_equal(tfs_journal_flushed_seq_ondisk(t.j), s1);
+	assert_int_equal(tfs_journal_last_seq_ondisk(t.j), 1);
+
+	/* Nothing more gets in; a halt leaves err_seq alone. */
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3, 0), -TFS_ERR_journal_halted);
+	tfs_journal_halt(t.j);
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	s3 = tfs_journal_cur_seq(t.j);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_write);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s3), -TFS_ERR_journal_write);
+		usleep(1000);
+	}
+	struct printbuf out = PRINTBUF;
+
+	tfs_journal_to_text(&out, t.j);
+	assert_non_null(strstr(printbuf_str(&out), "journal_write"));
+	assert_non_null(strstr(printbuf_str(&out), "halted:                 yes"));
+	printbuf_exit(&out);
+	jt_cleanup(&t);
+}
+
+/* Replicas 2, required 1: one member failing is no error; both failing halts. */
+static void test_replicas(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct tfs_journal_res res;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+	s64 s = 0;
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.metadata_replicas = 2;
+	t.opts.metadata_replicas_required = 1;
+	assert_int_equal(jt_start_fault(&t), 0);
+	add_rule(t.bdev[1], "write tag=journal every=1 fail=EIO");
+	for (unsigned i = 0; i < 10; i++) {
+		s = jt_commit(t.j, i, i, 0);
+		assert_true(s > 0);
+		jt_pin_log(&t, s);
+		if (i % 3 == 0)
+			assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	}
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	assert_true(tfs_faultdev_rule_fired(t.bdev[1], 0) >= 1);
+	/* The failed member takes no more journal writes. */
+	assert_int_equal(tfs_faultdev_rule_fired(t.bdev[1], 0), 1);
+
+	/* Now the last one fails too: read-only, EROFS for changes. */
+	add_rule(t.bdev[0], "write tag=journal every=1 fail=EIO");
+	s64 s2 = jt_commit(t.j, 20, 20, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_write);
+	int ret = tfs_journal_res_get(t.j, &res, 3, 0);
+
+	assert_true(tfs_err_matches(ret, EROFS));
+	assert_int_equal(tfs_journal_err_seq(t.j), s2);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	jt_stop(&t);
+
+	/* Everything flushed before is on the surviving member. */
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(r->newest_seq, s);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	assert_int_equal(m.nr_keys, 10);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+static void corrupt_byte(const char *path, u64 offset)
+{
+	int fd = open(path, O_RDWR);
+	u8 c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, offset), 1);
+	c ^= 0x5a;
+	assert_int_equal(pwrite(fd, &c, 1, offset), 1);
+	close(fd);
+}
+
+/* A bad copy is reported with where it is; a good replica covers it, else a gap. */
+static void test_corrupt_entry(void **state)
+{
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		struct jt t;
+		struct tfs_journal_read *r;
+		struct printbuf err = PRINTBUF;
+		struct jt_model m = { 0 };
+
+		jt_images(&t, nr, 8, 64 << 10);
+		t.opts.metadata_replicas = nr;
+		assert_int_equal(jt_start(&t), 0);
+		for (unsigned i = 0; i < 10; i++) {
+			s64 s = jt_commit(t.j, i, i, 0);
+
+			jt_pin_log(&t, s);
+			assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+		}
+		jt_stop(&t);
+		/* Entry k (one block each) is at bucket 1 + (k - 1) blocks; hit seq 5's last_seq. */
+		corrupt_byte(t.path[0], (64 << 10) + 4 * 4096 + offsetof(struct jset, last_seq));
+
+		assert_int_equal(jt_open_bdevs(&t), 0);
+		int ret = jt_read(&t, &r, &err);
+
+		assert_int_equal(r->nr_corrupt, 1);
+		assert_int_equal(r->devs[0].nr_corrupt, 1);
+		if (nr == 1) {
+			assert_int_equal(ret, -TFS_ERR_journal_gap);
+			assert_int_equal(r->nr_gaps, 1);
+			assert_non_null(strstr(printbuf_str(&err), "seqs 5..5 missing"));
+		} else {
+			assert_int_equal(ret, 0);
+			assert_int_equal(r->entries[4].seq, 5);
+			assert_int_equal(r->entries[4].nr_devs, 1);
+			assert_int_equal(r->entries[4].devs[0], 1);
+			assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+			assert_int_equal(m.nr_keys, 10);
+		}
+		/* The validator names the reason. */
+		struct tfs_journal_read_entry *e = &r->entries[3];
+		struct printbuf why = PRINTBUF;
+
+		e->j->last_seq = cpu_to_le64(7);
+		assert_int_equal(tfs_jset_validate(e->j, 4096, tfs_jset_magic(t.opts.uuid), &why),
+				 -TFS_ERR_journal_entry_bad_csum);
+		assert_non_null(strstr(printbuf_str(&why), "bad checksum"));
+		printbuf_exit(&why);
+		tfs_journal_read_free(r);
+		printbuf_exit(&err);
+		jt_cleanup(&t);
+	}
+}
+
+static int count_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *k)
+{
+	(*(unsigned *)ctx) += tfs_jkey_u64s(k);
+	return 0;
+}
+
+static int count_entry(void *ctx, u64 seq, const struct jset_entry *e)
+{
+	(*(unsigned *)ctx)++;
+	return 0;
+}
+
+/*
+ * Bad input: random byte mutations of a valid entry, half of them with the
+ * checksum fixed up so they reach the sub-entry checks.  The validator must
+ * reject or accept without reading out of bounds (ASan), and whatever it
+ * accepts must print and replay within the entry.
+ */
+static void test_validate_mutations(void **state)
+{
+	const u64 magic = 0x1234567890abcdefULL;
+	const size_t len = 4096;
+	u8 *good = calloc(1, len), *buf = malloc(len);
+	struct jset *js = (struct jset *)good;
+	__le64 *d = js->_data;
+	u64 rng = 88172645463325252ULL;
+	unsigned accepted = 0, rejected[TFS_ERR_MAX - TFS_ERR_START] = { 0 };
+
+	/* btree_keys with two keys, a btree_root, a usage, a blacklist. */
+	struct jset_entry *e = (void *)d;
+
+	e->type = TFS_JSET_ENTRY_btree_keys;
+	e->u64s = cpu_to_le16(5);
+	e->_data[0] = cpu_to_le64(2);
+	e->_data[1] = cpu_to_le64(7);
+	e->_data[2] = cpu_to_le64(3);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_btree_root;
+	e->u64s = cpu_to_le16(2);
+	e->_data[0] = cpu_to_le64(2);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_usage;
+	e->u64s = cpu_to_le16(2);
+	e = tfs_jset_entry_next(e);
+	e->type = TFS_JSET_ENTRY_blacklist;
+	e->u64s = cpu_to_le16(2);
+	e->_data[0] = cpu_to_le64(2);
+	e->_data[1] = cpu_to_le64(3);
+	e = tfs_jset_entry_next(e);
+	js->u64s = cpu_to_le32((__le64 *)e - d);
+	js->magic = cpu_to_le64(magic);
+	js->seq = cpu_to_le64(9);
+	js->last_seq = cpu_to_le64(4);
+	js->version = cpu_to_le32(TFS_JSET_VERSION);
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_jset_validate(js, len, magic, &err), 0);
+	for (unsigned iter = 0; iter < 20000; iter++) {
+		memcpy(buf, good, len);
+		unsigned n = 1 + iter % 4;
+
+		for (unsigned k = 0; k < n; k++) {
+			rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+			/* Mostly the header and sub-entries, sometimes anywhere. */
+			unsigned off = (rng >> 8) % (iter % 8 ? 48 + 8 * 12 : len);
+
+			buf[off] ^= (u8)(rng | 1);
+		}
+		struct jset *m = (struct jset *)buf;
+
+		if ((iter & 1) && tfs_jset_bytes(le32_to_cpu(m->u64s)) <= len)
+			m->csum = cpu_to_le64(tfs_jset_csum(m));
+		printbuf_reset(&err);
+		int ret = tfs_jset_validate(m, len, magic, &err);
+
+		if (ret) {
+			assert_true(tfs_err_matches(ret, TFS_ERR_journal_entry_invalid));
+			assert_true(err.pos > 0); /* says why */
+			rejected[-ret - TFS_ERR_START]++;
+			continue;
+		}
+		accepted++;
+		struct printbuf out = PRINTBUF;
+
+		tfs_jset_to_text(&out, m);
+		printbuf_exit(&out);
+		/* Replay walks it like a read entry. */
+		struct tfs_journal_read_entry re = { .j = m, .seq = le64_to_cpu(m->seq) };
+		struct tfs_journal_read r = {
+			.entries = &re, .nr = 1, .newest_seq = re.seq, .last_seq = 1
+		};
+		const struct tfs_journal_replay_ops ops = { .key = count_key,
+							    .entry = count_entry };
+		unsigned words = 0;
+
+		assert_int_equal(tfs_journal_replay(&r, &ops, &words), 0);
+		assert_true(words <= le32_to_cpu(m->u64s));
+	}
+	printf("validate: %u accepted, rejected: bad_magic %u, bad_csum %u, bad_size %u, "
+	       "bad_subentry %u, invalid %u\n",
+	       accepted, rejected[TFS_ERR_journal_entry_bad_magic - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_csum - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_size - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_bad_subentry - TFS_ERR_START],
+	       rejected[TFS_ERR_journal_entry_invalid - TFS_ERR_START]);
+	/* The fixed-up half reaches the deep checks. */
+	assert_true(rejected[TFS_ERR_journal_entry_bad_subentry - TFS_ERR_START] > 0);
+	assert_true(rejected[TFS_ERR_journal_entry_bad_csum - TFS_ERR_START] > 0);
+	printbuf_exit(&err);
+	free(good);
+	free(buf);
+}
+
+/* --- power cut at every write index --- */
+
+#define PC_COMMITS 24
+#define PC_PAD 600 /* three commits fill an entry: entries also close on size */
+
+static bool pc_flush_after(unsigned i)
+{
+	return i == 3 || i == 8 || i == 14 || i == 19 || i == 23;
+}
+
+/* Runs the workload; returns how many commits a successful flush covered. */
+static unsigned pc_workload(struct jt *t)
+{
+	struct tfs_journal *j = t->j;
+	unsigned acked = 0;
+
+	for (unsigned i = 0; i < PC_COMMITS; i++) {
+		s64 s = jt_commit_big(j, i % 8, i, PC_PAD, 0);
+
+		if (s < 0)
+			break;
+		jt_pin_log(t, s);
+		if (pc_flush_after(i)) {
+			if (tfs_journal_flush_seq(j, s))
+				break;
+			acked = i + 1;
+		}
+	}
+	return acked;
+}
+
+static void pc_setup(struct jt *t, unsigned nr)
+{
+	jt_images(t, nr, 8, 64 << 10);
+	t->opts.metadata_replicas = nr;
+	t->opts.metadata_replicas_required = 1;
+	t->opts.write_delay_ms = 10000; /* close on size or demand only */
+	t->opts.flush_delay_ms = 1000000;
+	assert_int_equal(jt_open_bdevs(t), 0);
+	assert_int_equal(jt_wrap_faultdevs(t), 0);
+}
+
+/* Replays what is on t's devices into m; checks the prefix rule. */
+static void pc_check(struct jt *t, unsigned acked, struct jt_model *m, struct tfs_journal_read **rp)
+{
+	struct printbuf err = PRINTBUF;
+	struct tfs_journal_read *r;
+	int ret = jt_read(t, &r, &err);
+
+	if (ret && ret != -TFS_ERR_journal_empty)
+		fprintf(stderr, "read: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
+	assert_true(!ret || ret == -TFS_ERR_journal_empty);
+	if (ret)
+		assert_int_equal(acked, 0);
+	memset(m, 0, sizeof(*m));
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, m), 0);
+	/* Every acknowledged commit, and nothing but a prefix of history. */
+	assert_true(m->nr_order >= acked);
+	assert_false(m->out_of_order);
+	for (unsigned k = 0; k < m->nr_order; k++)
+		if (m->order[k] < 1000) /* the workload's; 1000+ come after recovery */
+			assert_int_equal(m->order[k], k);
+	printbuf_exit(&err);
+	*rp = r;
+}
+
+/* Figures over every run, printed at the end: the test must reach these cases. */
+static struct {
+	unsigned runs, untrusted, beyond_acked, torn_or_corrupt;
+} pc_stats;
+
+static void pc_one(unsigned nr, u64 cut, enum tfs_powercut_policy policy, u64 *nr_writes)
+{
+	struct jt t;
+	struct jt_model m1, m2;
+	struct tfs_journal_read *r, *r2;
+	char rule[96];
+
+	pc_setup(&t, nr);
+	for (unsigned i = 0; i < nr; i++)
+		tfs_faultdev_set_seed(t.bdev[i], cut * 31 + policy);
+	if (cut) {
+		snprintf(rule, sizeof(rule), "write tag=journal nth=%llu powercut=%s",
+			 (unsigned long long)cut, tfs_powercut_policy_names[policy]);
+		add_rule(t.bdev[0], rule);
+	}
+	assert_int_equal(jt_init_start(&t, NULL), 0);
+	unsigned acked = pc_workload(&t);
+
+	tfs_journal_exit(t.j);
+	t.j = NULL;
+	if (nr_writes)
+		*nr_writes = tfs_faultdev_nr_writes(t.bdev[0]);
+	/* The cut every member sees: the one the rule made, or one now. */
+	for (unsigned i = 0; i < nr; i++)
+		if (!tfs_faultdev_frozen(t.bdev[i]))
+			assert_int_equal(tfs_faultdev_powercut(t.bdev[i], policy, 0), 0);
+	jt_close_bdevs(&t);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	pc_check(&t, acked, &m1, &r);
+	pc_stats.runs++;
+	pc_stats.untrusted += r->blacklist_start != 0;
+	pc_stats.beyond_acked += m1.nr_order > acked;
+	pc_stats.torn_or_corrupt += r->nr_corrupt != 0;
+	/* Replaying again, and reading again, gives the same state. */
+	memset(&m2, 0, sizeof(m2));
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m2), 0);
+	assert_memory_equal(&m1, &m2, sizeof(m1));
+	pc_check(&t, acked, &m2, &r2);
+	assert_memory_equal(&m1, &m2, sizeof(m1));
+	tfs_journal_read_free(r2);
+
+	/* Recovery: continue after what was read; untrusted seqs stay void. */
+	assert_int_equal(jt_init_start(&t, r), 0);
+	s64 s = 0;
+
+	for (unsigned k = 0; k < 3; k++)
+		s = jt_commit(t.j, 60 + k, 1000 + k, 0);
+	assert_true(s > (s64)r->max_seq);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	jt_stop(&t);
+	tfs_journal_read_free(r);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	pc_check(&t, 0, &m2, &r2);
+	assert_int_equal(m2.nr_order, m1.nr_order + 3);
+	assert_memory_equal(m2.order, m1.order, m1.nr_order * sizeof(u64));
+	for (unsigned k = 0; k < 3; k++)
+		assert_int_equal(m2.order[m1.nr_order + k], 1000 + k);
+	tfs_journal_read_free(r2);
+	jt_cleanup(&t);
+}
+
+static void test_powercut_every_write(void **state)
+{
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		u64 nr_writes = 0;
+
+		/* Record once: how many journal writes the workload makes. */
+		pc_one(nr, 0, TFS_POWERCUT_none, &nr_writes);
+		assert_true(nr_writes >= 8);
+		for (u64 cut = 1; cut <= nr_writes; cut++)
+			for (unsigned p = 0; p < TFS_POWERCUT_NR; p++)
+				pc_one(nr, cut, p, NULL);
+	}
+	printf("power cuts: %u runs, %u left untrusted entries, %u replayed more than was "
+	       "flushed, %u had torn or corrupt entries\n",
+	       pc_stats.runs, pc_stats.untrusted, pc_stats.beyond_acked, pc_stats.torn_or_corrupt);
+	assert_true(pc_stats.untrusted > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_err_seq_out_of_order),
+		cmocka_unit_test(test_err_seq_flush_fails),
+		cmocka_unit_test(test_replicas),
+		cmocka_unit_test(test_corrupt_entry),
+		cmocka_unit_test(test_validate_mutations),
+		cmocka_unit_test(test_powercut_every_write),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
