@@ -147,23 +147,30 @@ static void journal_pin_add_locked(struct tfs_journal *j, u64 seq,
 	pin->flush = flush;
 }
 
+/* (Re)pins pin at seq, releasing the seq it held, if any. */
+static void journal_pin_move_locked(struct tfs_journal *j, u64 seq,
+				    struct tfs_journal_entry_pin *pin,
+				    tfs_journal_pin_flush_fn flush)
+{
+	/* Add first, then drop: last_seq must not pass seq in between. */
+	u64 old = pin->seq;
+
+	if (old)
+		jlist_del_init(&pin->list);
+	journal_pin_add_locked(j, seq, pin, flush);
+	if (old)
+		journal_seq_pins(j, old)->count--;
+	tfs_journal_reclaim_fast_locked(j);
+}
+
 void tfs_journal_pin_add(struct tfs_journal *j, u64 seq, struct tfs_journal_entry_pin *pin,
 			 tfs_journal_pin_flush_fn flush)
 {
 	pthread_mutex_lock(&j->lock);
-	if (pin->seq && pin->seq <= seq) {
+	if (pin->seq && pin->seq <= seq)
 		pin->flush = flush;
-	} else {
-		/* Add first, then drop: last_seq must not pass seq in between. */
-		u64 old = pin->seq;
-
-		if (old)
-			jlist_del_init(&pin->list);
-		journal_pin_add_locked(j, seq, pin, flush);
-		if (old)
-			journal_seq_pins(j, old)->count--;
-		tfs_journal_reclaim_fast_locked(j);
-	}
+	else
+		journal_pin_move_locked(j, seq, pin, flush);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -171,18 +178,10 @@ void tfs_journal_pin_update(struct tfs_journal *j, u64 seq, struct tfs_journal_e
 			    tfs_journal_pin_flush_fn flush)
 {
 	pthread_mutex_lock(&j->lock);
-	if (pin->seq == seq) {
+	if (pin->seq == seq)
 		pin->flush = flush;
-	} else if (!pin->seq || seq > pin->seq) {
-		u64 old = pin->seq;
-
-		if (old)
-			jlist_del_init(&pin->list);
-		journal_pin_add_locked(j, seq, pin, flush);
-		if (old)
-			journal_seq_pins(j, old)->count--;
-		tfs_journal_reclaim_fast_locked(j);
-	}
+	else if (!pin->seq || seq > pin->seq)
+		journal_pin_move_locked(j, seq, pin, flush);
 	pthread_mutex_unlock(&j->lock);
 }
 

@@ -1,26 +1,8 @@
 #!/usr/bin/env bash
 # tinyfs list-journal, run as a user would, on journals journal_fill wrote.
 #   test_list_journal.sh BUILD_DIR
-set -u
-build=$(cd "$1" && pwd)
-mkfs=$build/tools/mkfs.tinyfs tinyfs=$build/tools/tinyfs fill=$build/tests/tools/journal_fill
-tmp=$(mktemp -d /tmp/test_list_journal.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-run() {
-	local want=$1 st=0
-	shift
-	"$@" >out 2>err || st=$?
-	if [ "$st" != "$want" ]; then
-		fail "'$*' exited $st, expected $want"
-		sed 's/^/  stdout: /' out; sed 's/^/  stderr: /' err
-		return 1
-	fi
-}
-has() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed "s/^/  $1: /" "$1"; }; }
-hasnt() { ! grep -qF -- "$2" "$1" || { fail "$1 has '$2'"; sed "s/^/  $1: /" "$1"; }; }
+. "$(dirname "$0")/lib.sh"
+fill=$build/tests/tools/journal_fill
 
 # 1. A fresh filesystem: an empty journal is not an error.
 run 0 "$mkfs" -q --size 32M a.img

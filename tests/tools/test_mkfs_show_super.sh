@@ -1,26 +1,7 @@
 #!/usr/bin/env bash
 # mkfs.tinyfs and tinyfs show-super, run as a user would.
 #   test_mkfs_show_super.sh BUILD_DIR
-set -u
-build=$(cd "$1" && pwd)
-mkfs=$build/tools/mkfs.tinyfs tinyfs=$build/tools/tinyfs
-tmp=$(mktemp -d /tmp/test_tools.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-# run EXPECTED_STATUS CMD...: runs, keeps stdout/stderr in out/err.
-run() {
-	local want=$1 st=0
-	shift
-	"$@" >out 2>err || st=$?
-	if [ "$st" != "$want" ]; then
-		fail "'$*' exited $st, expected $want"
-		sed 's/^/  stdout: /' out; sed 's/^/  stderr: /' err
-		return 1
-	fi
-}
-has() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; sed "s/^/  $1: /" "$1"; }; }
+. "$(dirname "$0")/lib.sh"
 
 uuid=0f4e6c2a-1b3d-4e5f-8a9b-0c1d2e3f4a5b
 
