@@ -13,6 +13,7 @@
 
 #include "journal/journal_internal.h"
 #include "lib/errcode.h"
+#include "lib/trace.h"
 #include "lib/printbuf.h"
 
 const char *const tfs_journal_cur_err_names[] = {
@@ -517,8 +518,10 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 			continue;
 		j->cur_entry_error = e;
 		j->cur_entry_code = code;
-		if (e != last)
+		if (e != last) {
 			j->cur_err_counts[e]++;
+			tfs_trace(journal_res_wait, (int)e, j->cur_seq);
+		}
 		last = e;
 		if (e == TFS_JOURNAL_CUR_insufficient_devices ||
 		    (flags & TFS_JOURNAL_RES_NONBLOCK)) {
@@ -753,6 +756,7 @@ void tfs_journal_halt_locked(struct tfs_journal *j, int err)
 	if (j->halted)
 		return;
 	j->halted = true;
+	tfs_trace(journal_halt, j->err_seq, j->err);
 	tfs_journal_entry_close_locked(j);
 	pthread_cond_broadcast(&j->write_wait);
 	pthread_cond_broadcast(&j->wait);

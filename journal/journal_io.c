@@ -13,6 +13,7 @@
 #include "journal/journal_internal.h"
 #include "lib/checksum.h"
 #include "lib/errcode.h"
+#include "lib/trace.h"
 #include "lib/printbuf.h"
 
 static const char *const jset_entry_type_names[] = {
@@ -97,6 +98,8 @@ static void journal_write_done_locked(struct tfs_journal *j, struct tfs_journal_
 		/* The lowest failed seq wins, whatever order failures arrive in. */
 		if (!j->err_seq || b->seq < j->err_seq)
 			j->err_seq = b->seq;
+		tfs_trace(journal_write_error, b->seq, b->nr_replicas_ok,
+			  j->opts.metadata_replicas_required);
 		if (!j->err)
 			j->err = -TFS_ERR_journal_write;
 		if (!j->halted) {

@@ -28,6 +28,7 @@
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
+#include "lib/trace.h"
 #include "lib/faultdev.h"
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
@@ -124,6 +125,7 @@ void tfs_bio_err_msg(const struct tfs_bio *bio, int err, const char *why)
 {
 	const char *op = bio->op < TFS_OP_NR ? tfs_bio_op_names[bio->op] : "bad-op";
 
+	tfs_trace(bdev_io_error, (int)bio->op, bio->offset, bio->len, err);
 	fprintf(stderr, "tinyfs: %s: %s%s%s at offset %llu length %zu failed: %s%s%s\n",
 		bio->bdev->path, op, bio->flags & TFS_BIO_FUA ? "+fua" : "",
 		bio->flags & TFS_BIO_PREFLUSH ? "+preflush" : "", (unsigned long long)bio->offset,
