@@ -232,6 +232,13 @@ static int open_target(struct target *t)
 	return 0;
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) || S_ISBLK(b->st_mode))
+		return S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode) && a->st_rdev == b->st_rdev;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
 /* Sizes and signatures of one opened target; no writes.  Returns an exit status. */
 static int probe_target(struct target *t, bool force)
 {
@@ -569,6 +576,16 @@ int main(int argc, char **argv)
 			free(devs);
 			goto undo;
 		}
+		/* The same file or device under another name (./x, symlink, hard link). */
+		for (unsigned j = 0; j < i; j++)
+			if (same_file(&targets[i].st, &targets[j].st)) {
+				fprintf(stderr, PROG ": %s and %s are the same %s\n",
+					targets[j].path, targets[i].path,
+					targets[i].is_blk ? "device" : "file");
+				free(devs);
+				status = TFS_EXIT_USAGE;
+				goto undo;
+			}
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		status = probe_target(&targets[i], force);

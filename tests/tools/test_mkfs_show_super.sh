@@ -97,5 +97,17 @@ run 0 "$tinyfs" show-super f.img && has err "superblock at 4096: bad magic" &&
 TFS_FAULTS="dev * read tag=sb range=4096-8192 fail=EIO" run 0 "$tinyfs" show-super a.img &&
 	has err "using the copy at 36864"
 
+# 10. The same file under two names (path, ./path, symlink, hard link): exit 2
+#     naming both, nothing written.
+truncate -s 16M d.img
+ln -s d.img d-sym.img
+ln d.img d-hard.img
+for other in ./d.img d-sym.img d-hard.img "$tmp/d.img"; do
+	run 2 "$mkfs" d.img "$other" && has err "d.img" && has err "$other" && has err "same file"
+	cmp -s d.img <(head -c 16M /dev/zero) || fail "mkfs d.img $other wrote d.img"
+done
+run 2 "$mkfs" --size 16M n.img ./n.img && has err "same file"
+[ -e n.img ] && fail "a refused mkfs left n.img behind"
+
 [ $fails = 0 ] && echo "all tool tests passed"
 exit $((fails > 0))
