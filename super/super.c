@@ -482,30 +482,29 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 	return ret;
 }
 
-static int flush_all(struct tfs_sb_handle *const *hs, unsigned nr, const char *what,
-		     struct printbuf *err)
+/* Flushes device i; a failure goes into err.  0 or the code. */
+static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf *err)
 {
-	int ret = 0;
+	int r = tfs_bdev_flush(h->bdev);
 
-	for (unsigned i = 0; i < nr; i++) {
-		int r = tfs_bdev_flush(hs[i]->bdev);
-
-		if (r) {
-			if (err->pos)
-				prt_newline(err);
-			prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
-				   hs[i]->bdev->path, what, tfs_err_str(r));
-			ret = r;
-		}
+	if (r) {
+		if (err->pos)
+			prt_newline(err);
+		prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
+			   h->bdev->path, what, tfs_err_str(r));
 	}
-	return ret;
+	return r;
 }
 
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
 {
+	bool *primary_ok = calloc(nr ?: 1, sizeof(*primary_ok));
+	bool any_backup = false;
 	u64 seq = 0;
 	int ret = 0;
 
+	if (!primary_ok)
+		return -ENOMEM;
 	for (unsigned i = 0; i < nr; i++)
 		seq = max_t(u64, seq, le64_to_cpu(hs[i]->sb->seq));
 	seq++;
@@ -518,25 +517,37 @@ int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printb
 	}
 
 	/*
-	 * Primaries first, flushed, then backups: at any instant of a power
-	 * cut each device keeps at least one valid copy, old or new.
+	 * The rule: at every moment each device holds at least one valid
+	 * copy.  Primaries first, then a flush; while they are written the
+	 * backups still hold the previous superblock.  A device's backups
+	 * are written only when its primary write and the flush after it
+	 * both succeeded: then the primary is durable and valid, so a torn
+	 * backup cannot leave the device without a copy.  If either failed,
+	 * the primary may be torn or lost, the backup is the only copy known
+	 * good, and it is not touched (the error is returned).
 	 */
 	for (unsigned i = 0; i < nr; i++)
-		if (write_copy(hs[i], 0, err))
-			ret = -TFS_ERR_sb_write;
-	if (flush_all(hs, nr, "primary", err))
-		ret = -TFS_ERR_sb_write;
-
-	bool any_backup = false;
-
+		primary_ok[i] = !write_copy(hs[i], 0, err);
 	for (unsigned i = 0; i < nr; i++)
+		if (flush_one(hs[i], "primary", err))
+			primary_ok[i] = false;
+
+	for (unsigned i = 0; i < nr; i++) {
+		if (!primary_ok[i]) {
+			ret = -TFS_ERR_sb_write;
+			continue;
+		}
 		for (unsigned c = 1; c < hs[i]->sb->layout.nr_superblocks; c++) {
 			any_backup = true;
 			if (write_copy(hs[i], c, err))
 				ret = -TFS_ERR_sb_write;
 		}
-	if (any_backup && flush_all(hs, nr, "backup", err))
-		ret = -TFS_ERR_sb_write;
+	}
+	for (unsigned i = 0; any_backup && i < nr; i++)
+		if (primary_ok[i] && hs[i]->sb->layout.nr_superblocks > 1 &&
+		    flush_one(hs[i], "backup", err))
+			ret = -TFS_ERR_sb_write;
+	free(primary_ok);
 	return ret;
 }
 

@@ -17,7 +17,8 @@
  *    highest seq wins.  A bad copy is never fatal while another is valid: a
  *    warning naming the bad copy and the one used goes to stderr.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
- *    a flush, then all backups, a flush (see tfs_sb_write_all()).
+ *    a flush, then all backups, a flush; a device whose primary or flush
+ *    failed keeps its old backup (see tfs_sb_write_all()).
  *  - Errors are codes from the "superblock" sections of lib/errcode.h; the
  *    message ("member 2: first_bucket 9 >= nbuckets 8") goes into the
  *    caller's `err` printbuf, prefixed with the device path where one is
@@ -155,14 +156,17 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h);
  * csums are recomputed, then every primary copy is written, every device
  * flushed, then every backup written and every device flushed.
  *
- * Power loss: while primaries are written the backups hold the previous
- * superblock intact; once the flush returns the new primaries are durable,
- * so whichever copy a torn write spoils, a reader finds a valid copy whose
- * seq is the old or the new one.
+ * The rule: at every moment at least one valid copy per device.  While
+ * primaries are written the backups hold the previous superblock intact;
+ * once the flush returns the new primaries are durable, so whichever copy a
+ * torn write spoils, a reader finds a valid copy whose seq is the old or the
+ * new one.  Hence a device whose primary write or flush after it failed
+ * gets no backup write at all: its primary may be torn, and the old backup
+ * is then its only valid copy.  Other devices still get their backups.
  *
- * A failed write is reported in err with device and offset; the remaining
- * copies are still written.  Returns 0, or -TFS_ERR_sb_write when any copy
- * or flush failed.
+ * A failed write is reported in err with device, copy and offset, a failed
+ * flush with the device.  Returns 0, or -TFS_ERR_sb_write when any copy or
+ * flush failed (or -ENOMEM).
  */
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err);
 
