@@ -14,7 +14,12 @@
  * Geometry per device: the superblock copies at 4096 and 4096 + sb_max_size;
  * first_bucket is the first bucket past them; the journal takes the next
  * journal_size worth of buckets (default: 1/64 of the device, clamped to
- * [TFS_JOURNAL_MIN_BUCKETS buckets, 1 GiB] and to half the usable buckets).
+ * [TFS_JOURNAL_MIN_BUCKETS buckets, 1 GiB], to half the usable buckets and
+ * to TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS).  The journal field lists every
+ * bucket in the superblock, so an explicit journal_size may not exceed
+ * TFS_FORMAT_JOURNAL_MAX_BUCKETS buckets (nor what fits in sb_max_size
+ * beside the members and 4 KiB kept free); the bucket size, not the journal
+ * length in buckets, grows with the device (up to 256 KiB by default).
  * The output depends only on the options: given the same uuids and time it
  * is byte for byte the same.
  */
@@ -25,6 +30,11 @@
 #include "super/super_types.h"
 
 struct printbuf;
+
+/* Journal buckets mkfs picks at most by default (256 MiB of 256 KiB buckets). */
+#define TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS 1024
+/* Most journal buckets a member may get (16 KiB of the 32 KiB superblock). */
+#define TFS_FORMAT_JOURNAL_MAX_BUCKETS 2048
 
 struct tfs_format_opts {
 	u8 uuid[16];	  /* internal; must not be zero */

@@ -189,8 +189,12 @@ struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_fi
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr)
 {
 	int ret;
-	struct tfs_sb_field_journal *j =
-		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
+	struct tfs_sb_field_journal *j;
+
+	/* nr + 1 must not wrap, nor the field outgrow the copy. */
+	if (nr >= h->sb_bytes / 8)
+		return -TFS_ERR_invalid_sb_size;
+	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
 
 	for (unsigned i = 0; j && i < nr; i++)
 		j->buckets[i] = cpu_to_le64(buckets[i]);

@@ -110,5 +110,23 @@ done
 run 2 "$mkfs" --size 16M n.img ./n.img && has err "same file"
 [ -e n.img ] && fail "a refused mkfs left n.img behind"
 
+# 11. Large devices: a sparse 1 TiB image with the defaults (the journal
+#     must fit in the superblock), and an impossible journal refused at once.
+if truncate -s 1T big.img 2>/dev/null; then
+	run 0 "$mkfs" big.img && has out "big.img: member 0 of 1, 1.0 TiB"
+	run 0 "$tinyfs" show-super --json -f all big.img
+	[ "$(jq -r '.members[0].bucket_size' out)" = 262144 ] || fail "1 TiB: bucket_size"
+	[ "$(jq -r '.journal_buckets | length' out)" = 1024 ] || fail "1 TiB: journal buckets"
+	[ "$(jq -r '.members[0].nbuckets' out)" = 4194304 ] || fail "1 TiB: nbuckets"
+	rm -f big.img
+else
+	echo "note: cannot make a sparse 1 TiB file here, large-device case skipped"
+fi
+run 2 "$mkfs" --size 4T --bucket-size 4k --journal-size 1T huge.img &&
+	has err "buckets fit in the superblock"
+[ -e huge.img ] && fail "a refused mkfs left huge.img behind"
+run 2 "$mkfs" --size 64G --bucket-size 16k --journal-size 1G huge.img &&
+	has err "journal size 1.0 GiB is 65536 buckets of 16.0 KiB; at most"
+
 [ $fails = 0 ] && echo "all tool tests passed"
 exit $((fails > 0))
