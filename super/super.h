@@ -66,8 +66,9 @@ void tfs_sb_exit(struct tfs_sb_handle *h);
 /* --- validation --- */
 
 /*
- * Checks the layout sector (magic, checksum, version, copies in order, not
- * overlapping, within bounds).  Returns 0 or -TFS_ERR_invalid_sb_layout.
+ * Checks the layout sector (magic, checksum, version, copies 4 KiB aligned,
+ * in order, not overlapping, none ending past 2^64: sums of offsets and
+ * sizes never wrap after this).  Returns 0 or -TFS_ERR_invalid_sb_layout.
  */
 int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
 
@@ -75,7 +76,9 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * Checks every field of a superblock copy of at most `bytes` bytes (the
  * checksum first, then each field in the order of the struct; for each
  * member and each field type its own checks).  dev_size (0: unknown) is the
- * device's size in bytes: this device's member must fit in it.  Returns 0 or
+ * device's size in bytes: the layout's copies and this device's member must
+ * fit in it.  This device's first bucket must start past the last copy; its
+ * journal buckets lie in [first_bucket, nbuckets), each once.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */

@@ -73,6 +73,12 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 		if (off % 4096)
 			return fail(invalid_sb_layout,
 				    "layout: copy %u at %llu is not 4 KiB aligned", i, (ull)off);
+		/* No sum below wraps: every end of a copy is checked first. */
+		if (off > UINT64_MAX - max)
+			return fail(invalid_sb_layout,
+				    "layout: copy %u at %llu (max size %u) ends past 2^64", i,
+				    (ull)off, max);
+		/* prev + max does not wrap: prev passed the check above. */
 		if (off < prev + max)
 			return fail(
 				invalid_sb_layout,
@@ -284,6 +290,17 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 	ret = tfs_sb_layout_validate(&sb->layout, err);
 	if (ret)
 		return ret;
+	if (dev_size) {
+		unsigned last = sb->layout.nr_superblocks - 1;
+		u64 off = le64_to_cpu(sb->layout.sb_offset[last]);
+		u32 max = le32_to_cpu(sb->layout.sb_max_size);
+
+		if (off + max > dev_size)
+			return fail(
+				invalid_sb_layout,
+				"layout: copy %u at %llu (max size %u) ends past the device (%llu bytes)",
+				last, (ull)off, max, (ull)dev_size);
+	}
 	if (tfs_sb_bytes(sb) > le32_to_cpu(sb->layout.sb_max_size))
 		return fail(invalid_sb_size, "%zu bytes, more than the layout's sb_max_size %u",
 			    tfs_sb_bytes(sb), le32_to_cpu(sb->layout.sb_max_size));
