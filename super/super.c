@@ -243,15 +243,20 @@ static unsigned bdev_lbs(const struct tfs_bdev *bdev)
 	return bdev->logical_block_size ?: 512;
 }
 
-/* The layout mkfs writes, used when the layout sector is unreadable. */
+/*
+ * The layout mkfs writes (primary and the standard backup), used when the
+ * layout sector is bad: whatever destroyed it (a GPT over the first 17 KiB)
+ * may have taken the primary too, and the backup must still be found.
+ */
 static void default_layout(struct tfs_sb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
 	l->version = 1;
-	l->nr_superblocks = 1;
+	l->nr_superblocks = 2;
 	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
 	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
+	l->sb_offset[1] = cpu_to_le64(TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
 	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
 }
 
@@ -332,6 +337,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	void *blk0 = NULL;
 	int best = -1, ret = 0;
 	bool layout_bad = false;
+	u64 adopted_from = 0;
 
 	memset(h, 0, sizeof(*h));
 	h->bdev = bdev;
@@ -354,8 +360,8 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	if (tfs_sb_layout_validate(&layout, &layout_why)) {
 		/*
-		 * Fall back to the primary alone; its copy of the layout then
-		 * tells us where the backups are.
+		 * Fall back to the default layout; the first valid copy's
+		 * embedded layout then tells us where the copies really are.
 		 */
 		layout_bad = true;
 		default_layout(&layout);
@@ -369,20 +375,23 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 			ret = -ENOMEM;
 			goto out;
 		}
-		if (!codes[i] && layout_bad && i == 0) {
-			/* Adopt the primary's layout (validated with it). */
-			unsigned nr = copies[0]->layout.nr_superblocks;
-
-			layout = copies[0]->layout;
-			if (le32_to_cpu(layout.sb_max_size) != TFS_SB_MAX_SIZE_DEFAULT) {
-				free(copies[0]);
-				copies[0] = NULL;
-				printbuf_exit(&why[0]);
-				i = -1U; /* reread the primary at its real size */
-				layout_bad = false;
-				continue;
+		if (!codes[i] && layout_bad) {
+			/*
+			 * Adopt this copy's layout (validated with it) and read
+			 * every copy it lists again, at its sb_max_size.
+			 */
+			adopted_from = le64_to_cpu(layout.sb_offset[i]);
+			layout = copies[i]->layout;
+			layout_bad = false;
+			for (unsigned k = 0; k < TFS_SB_LAYOUT_MAX_COPIES; k++) {
+				free(copies[k]);
+				copies[k] = NULL;
+				codes[k] = 0;
+				printbuf_exit(&why[k]);
 			}
-			layout.nr_superblocks = nr;
+			best = -1;
+			i = -1U;
+			continue;
 		}
 		if (!codes[i] &&
 		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
@@ -391,10 +400,14 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	if (layout_why.pos && best >= 0)
 		fprintf(stderr,
-			"warning: %s: layout at %u: %s; using the primary superblock's copy\n",
-			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));
+			"warning: %s: layout at %u: %s; using the copy in the superblock at %llu\n",
+			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why),
+			(unsigned long long)adopted_from);
 
 	if (best < 0) {
+		if (layout_why.pos)
+			prt_printf(err, "%s: layout at %u: %s\n", bdev->path, TFS_SB_LAYOUT_OFFSET,
+				   printbuf_str(&layout_why));
 		for (unsigned i = 0; i < layout.nr_superblocks; i++) {
 			if (i)
 				prt_newline(err);

@@ -49,10 +49,11 @@ int tfs_sb_field_type_parse(const char *name);
 /*
  * Reads the superblock of bdev into h (which the caller zeroed or
  * tfs_sb_exit()ed): the layout sector (or, if it is bad, the default layout
- * and the primary's copy of it), then every copy it lists; keeps the valid
- * one with the highest seq.  h->bdev is set but not owned.  When no copy is
- * valid, returns the primary's code (or the first copy's that could be read)
- * and err lists every copy with its reason.
+ * -- the primary and the standard backup -- and then the embedded layout of
+ * the first valid copy found there), then every copy it lists; keeps the
+ * valid one with the highest seq.  h->bdev is set but not owned.  When no
+ * copy is valid, returns the primary's code and err lists the layout
+ * sector's problem, if any, and every copy with its reason.
  */
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
 

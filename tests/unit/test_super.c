@@ -268,19 +268,44 @@ static void test_bad_layout_sector(void **state)
 	struct fixture *f = *state;
 	struct tfs_sb_handle h;
 	u8 zero[512] = { 0 }, byte = 0xff;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
 
 	format(f, 1);
 	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, zero, sizeof(zero));
 	read_dev(f, 0, &h);
 	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
 	tfs_sb_exit(&h);
-	/* Layout gone and primary bad: the primary's layout is unknown, so no backup. */
+	/* Layout gone and primary bad: the standard backup offset is still tried. */
 	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
-	struct printbuf err = PRINTBUF;
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.sb->layout.nr_superblocks, 2);
+	tfs_sb_exit(&h);
+}
 
+/* A GPT written over the first 17 KiB: the layout and the primary are gone. */
+static void test_gpt_over_layout_and_primary(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	void *zero = calloc(1, 17408);
+	struct printbuf err = PRINTBUF;
+	u64 magic0 = 0, backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	poke(f->path[0], 0, zero, 17408);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_string_equal(h.sb->label, "round trip");
+	tfs_sb_exit(&h);
+	/* And without the backup: the error names the layout too. */
+	poke(f->path[0], backup + 8, &magic0, 8);
 	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
-			 -TFS_ERR_invalid_sb_csum);
+			 -TFS_ERR_invalid_sb_magic);
+	assert_non_null(strstr(printbuf_str(&err), ": layout at 3584: layout: bad magic"));
+	assert_non_null(strstr(printbuf_str(&err), ": superblock at 36864: bad magic"));
 	printbuf_exit(&err);
+	free(zero);
 }
 
 static void test_no_valid_copy(void **state)
@@ -494,6 +519,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_backup_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newest_seq_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_valid_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
