@@ -375,6 +375,22 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 			ret = -ENOMEM;
 			goto out;
 		}
+		/*
+		 * Every copy must carry the layout sector's layout: a copy
+		 * that lists fewer copies would, once used, stop the others
+		 * from ever being written again.
+		 */
+		if (!codes[i] && !layout_bad &&
+		    memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
+			prt_printf(
+				&why[i],
+				"its layout (%u copies) differs from the layout at %u (%u copies)",
+				copies[i]->layout.nr_superblocks, TFS_SB_LAYOUT_OFFSET,
+				layout.nr_superblocks);
+			codes[i] = -TFS_ERR_invalid_sb_layout;
+			free(copies[i]);
+			copies[i] = NULL;
+		}
 		if (!codes[i] && layout_bad) {
 			/*
 			 * Adopt this copy's layout (validated with it) and read

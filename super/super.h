@@ -14,7 +14,9 @@
  *  - Every byte goes through the handle's struct tfs_bdev (lib/bdev.h), tagged
  *    TFS_TAG_sb, so the fault device sees superblock I/O.
  *  - Reading tries every copy the layout lists; the valid copy with the
- *    highest seq wins.  A bad copy is never fatal while another is valid: a
+ *    highest seq wins.  A copy whose embedded layout is not byte for byte
+ *    the (valid) layout sector's is bad, so the layout a handle holds, and
+ *    hence the set of copies every write updates, is always the sector's.  A bad copy is never fatal while another is valid: a
  *    warning naming the bad copy and the one used goes to stderr.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
  *    a flush, then all backups, a flush; a device whose primary or flush

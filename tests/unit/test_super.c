@@ -308,6 +308,49 @@ static void test_gpt_over_layout_and_primary(void **state)
 	free(zero);
 }
 
+/*
+ * A copy whose embedded layout differs from the (valid) layout sector is
+ * not used: here the primary says nr_superblocks 1, so the backup would
+ * never be written again.
+ */
+static void test_copy_layout_mismatch(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
+	struct tfs_sb *sb = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	memcpy(sb, f->hs[0].sb, TFS_SB_MAX_SIZE_DEFAULT);
+	sb->layout.nr_superblocks = 1;
+	sb->layout.sb_offset[1] = 0;
+	sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout));
+	sb->seq = cpu_to_le64(5);
+	sb->csum = cpu_to_le32(tfs_sb_csum(sb));
+	poke(f->path[0], TFS_SB_OFFSET, sb, 4096);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.copies_bad, 1);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 1);
+	/* Writing from it updates both copies the layout lists. */
+	tfs_bdev_close(h.bdev);
+	assert_int_equal(tfs_bdev_open(f->path[0], 0, &h.bdev), 0);
+	assert_int_equal(tfs_sb_write(&h, &err), 0);
+	tfs_sb_exit(&h);
+	/* Seq 2: the rejected copy's seq 5 counts for nothing. */
+	peek(f->path[0], TFS_SB_OFFSET, sb, 4096);
+	assert_int_equal(le64_to_cpu(sb->seq), 2);
+	assert_int_equal(sb->layout.nr_superblocks, 2);
+	peek(f->path[0], backup, sb, 4096);
+	assert_int_equal(le64_to_cpu(sb->seq), 2);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.copies_bad, 0);
+	tfs_sb_exit(&h);
+	free(sb);
+	printbuf_exit(&err);
+}
+
 static void test_no_valid_copy(void **state)
 {
 	struct fixture *f = *state;
@@ -520,6 +563,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_newest_seq_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_valid_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
