@@ -87,6 +87,13 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  */
 int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct printbuf *err);
 
+/*
+ * Index of the first byte of label[0..len) that makes it an unacceptable
+ * label, or -1: labels are valid UTF-8 (RFC 3629) without control
+ * characters (C0, DEL, C1), so text and JSON output show them as they are.
+ */
+int tfs_label_bad_byte(const char *label, size_t len);
+
 /* crc32c the superblock's csum field must hold. */
 u32 tfs_sb_csum(const struct tfs_sb *sb);
 /* crc32c the layout's csum field must hold. */

@@ -29,14 +29,51 @@ static bool uuid_is_zero(const u8 *u)
 	return true;
 }
 
-/* Index of the first control character in a label field, or -1. */
+int tfs_label_bad_byte(const char *label, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)label;
+
+	for (size_t i = 0; i < len;) {
+		unsigned c = p[i], n, cp;
+
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return (int)i;
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return (int)i;
+		if (len - i <= n)
+			return (int)i;
+		for (unsigned k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return (int)i;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		/* Overlong, surrogates, past U+10FFFF, and the C1 controls. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+			return (int)i;
+		i += n + 1;
+	}
+	return -1;
+}
+
+/* Index of the first bad byte in a label field, or -1. */
 static int label_bad_char(const char *label, size_t size)
 {
 	size_t len = tfs_strnlen_field(label, size);
+	int bad = tfs_label_bad_byte(label, len);
 
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)label[i] < 0x20 || label[i] == 0x7f)
-			return (int)i;
+	if (bad >= 0)
+		return bad;
 	/* Bytes after the NUL must be zero too, so copies compare equal. */
 	for (size_t i = len; i < size; i++)
 		if (label[i])

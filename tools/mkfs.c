@@ -361,6 +361,19 @@ static int bad_value(const char *opt, const char *val, const char *what)
 	return TFS_EXIT_USAGE;
 }
 
+/* Labels must be UTF-8 without control characters (what validation requires). */
+static bool bad_label(const char *opt, const char *val)
+{
+	int bad = tfs_label_bad_byte(val, strlen(val));
+
+	if (bad < 0)
+		return false;
+	fprintf(stderr,
+		PROG ": --%s: byte %d (0x%02x) is not valid UTF-8 or is a control character\n", opt,
+		bad, (unsigned char)val[bad]);
+	return true;
+}
+
 static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
 {
 	const struct tfs_member *m = tfs_sb_this_member(h->sb);
@@ -453,6 +466,8 @@ int main(int argc, char **argv)
 				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
 			break;
 		case 'L':
+			if (bad_label("label", optarg))
+				EXIT_WITH(TFS_EXIT_USAGE);
 			opts.label = optarg;
 			continue;
 		case 'U':
@@ -485,6 +500,8 @@ int main(int argc, char **argv)
 			cur.d.durability = (u8)v;
 			break;
 		case OPT_DEV_LABEL:
+			if (bad_label("dev-label", optarg))
+				EXIT_WITH(TFS_EXIT_USAGE);
 			cur.d.label = optarg;
 			break;
 		case OPT_DISCARD:

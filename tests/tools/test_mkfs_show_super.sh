@@ -128,5 +128,17 @@ run 2 "$mkfs" --size 4T --bucket-size 4k --journal-size 1T huge.img &&
 run 2 "$mkfs" --size 64G --bucket-size 16k --journal-size 1G huge.img &&
 	has err "journal size 1.0 GiB is 65536 buckets of 16.0 KiB; at most"
 
+# 12. Labels are UTF-8 without control characters: others exit 2 naming the
+#     option; a valid non-ASCII label comes out as valid JSON.
+run 2 "$mkfs" --size 8M -L $'\xff"q\\' x.img && has err "--label: byte 0 (0xff)"
+run 2 "$mkfs" --size 8M -L $'a\tb' x.img && has err "--label: byte 1 (0x09)"
+run 2 "$mkfs" --size 8M -L $'\xc2\x85' x.img && has err "--label"
+run 2 "$mkfs" --size 8M --dev-label $'\xe9t\xe9' x.img && has err "--dev-label: byte 0 (0xe9)"
+[ -e x.img ] && fail "a refused mkfs left x.img behind"
+run 0 "$mkfs" -q --size 8M -L $'caf\xc3\xa9 "q"\\' --dev-label $'\xe2\x82\xac' u.img
+run 0 "$tinyfs" show-super --json u.img
+python3 -c 'import json,sys; d=json.load(open("out", encoding="utf-8", errors="strict")); sys.exit(d["label"] != "caf\u00e9 \"q\"\\" or d["members"][0]["label"] != "\u20ac")' ||
+	fail "show-super --json: label not valid UTF-8 JSON or wrong"
+
 [ $fails = 0 ] && echo "all tool tests passed"
 exit $((fails > 0))

@@ -101,6 +101,9 @@ MUT(layout_past_dev, sb->layout.sb_offset[1] = cpu_to_le64(DEV_SIZE - 4096);
 MUT(uuid, memset(sb->uuid, 0, 16))
 MUT(user_uuid, memset(sb->user_uuid, 0, 16))
 MUT(label, sb->label[3] = '\n')
+MUT(label_utf8, sb->label[0] = (char)0xff)
+MUT(label_c1, sb->label[0] = (char)0xc2; sb->label[1] = (char)0x85)
+MUT(label_trunc, sb->label[0] = 'a'; sb->label[1] = (char)0xc3)
 MUT(block_size, sb->block_size = cpu_to_le32(3000))
 MUT(nr_devices_0, sb->nr_devices = 0)
 MUT(nr_devices, sb->nr_devices = 3)
@@ -165,6 +168,11 @@ static const struct vcase cases[] = {
 	{ "uuid", mut_uuid, false, -TFS_ERR_invalid_sb_uuid, "uuid is zero" },
 	{ "user_uuid", mut_user_uuid, false, -TFS_ERR_invalid_sb_uuid, "user_uuid is zero" },
 	{ "label", mut_label, false, -TFS_ERR_invalid_sb_label, "label: bad byte 0x0a at 3" },
+	{ "label_utf8", mut_label_utf8, false, -TFS_ERR_invalid_sb_label,
+	  "label: bad byte 0xff at 0" },
+	{ "label_c1", mut_label_c1, false, -TFS_ERR_invalid_sb_label, "label: bad byte 0xc2 at 0" },
+	{ "label_trunc", mut_label_trunc, false, -TFS_ERR_invalid_sb_label,
+	  "label: bad byte 0xc3 at 1" },
 	{ "block_size", mut_block_size, false, -TFS_ERR_invalid_sb_block_size,
 	  "block_size 3000 is not a power of two in [512, 65536]" },
 	{ "nr_devices_0", mut_nr_devices_0, false, -TFS_ERR_invalid_sb_nr_devices,
@@ -355,12 +363,24 @@ static void test_layout_overflow(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+static void test_label_utf8_ok(void **state)
+{
+	struct tfs_sb_handle hs[2];
+
+	make_sb(hs);
+	memcpy(hs[0].sb->label, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14);
+	resum(hs[0].sb);
+	expect(&hs[0], 0, "");
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
 		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
-		cmocka_unit_test(test_layout_overflow),
+		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
