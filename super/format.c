@@ -3,6 +3,7 @@
 #include "super/format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,15 @@ static u64 sb_area_end(const struct tfs_sb_layout *l)
 	return le64_to_cpu(l->sb_offset[l->nr_superblocks - 1]) + le32_to_cpu(l->sb_max_size);
 }
 
+/* The device's path when the caller gave one, else "device N". */
+static const char *dev_name(const struct tfs_format_dev *d, unsigned i, char name[32])
+{
+	if (d->name)
+		return d->name;
+	snprintf(name, 32, "device %u", i);
+	return name;
+}
+
 /* Journal buckets that fit in a copy of sb_max bytes with nr members. */
 static u64 journal_max_buckets(u32 sb_max, unsigned nr)
 {
@@ -66,18 +76,18 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 			 TFS_FORMAT_JOURNAL_MAX_BUCKETS);
 	u32 bs = d->bucket_size ?: tfs_format_default_bucket_size(d->size, block_size);
 	u64 first, nbuckets, usable, jb;
+	char name[32];
 
 	if (!IS_POWER_OF_2(bs) || bs < block_size || bs > TFS_BUCKET_SIZE_MAX) {
-		prt_printf(
-			err,
-			"device %u: bucket size %u must be a power of two from the block size %u to %u",
-			i, bs, block_size, TFS_BUCKET_SIZE_MAX);
+		prt_printf(err,
+			   "%s: bucket size %u must be a power of two from the block size %u to %u",
+			   dev_name(d, i, name), bs, block_size, TFS_BUCKET_SIZE_MAX);
 		return -TFS_ERR_invalid_option;
 	}
 	first = DIV_ROUND_UP(sb_area_end(l), bs);
 	nbuckets = d->size / bs;
 	if (nbuckets < first + TFS_MIN_BUCKETS) {
-		prt_printf(err, "device %u: ", i);
+		prt_printf(err, "%s: ", dev_name(d, i, name));
 		prt_units_u64(err, d->size);
 		prt_printf(err, " is too small: %llu buckets of ", (ull)nbuckets);
 		prt_units_u64(err, bs);
@@ -92,7 +102,7 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 		/* Checked before anything is allocated for it. */
 		jb = DIV_ROUND_UP(d->journal_size, bs);
 		if (jb > jmax) {
-			prt_printf(err, "device %u: journal size ", i);
+			prt_printf(err, "%s: journal size ", dev_name(d, i, name));
 			prt_units_u64(err, d->journal_size);
 			prt_printf(err, " is %llu buckets of ", (ull)jb);
 			prt_units_u64(err, bs);
@@ -103,7 +113,7 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 			return -TFS_ERR_invalid_option;
 		}
 		if (jb < TFS_JOURNAL_MIN_BUCKETS || jb > usable / 2) {
-			prt_printf(err, "device %u: journal size ", i);
+			prt_printf(err, "%s: journal size ", dev_name(d, i, name));
 			prt_units_u64(err, d->journal_size);
 			prt_printf(err, " is %llu buckets of ", (ull)jb);
 			prt_units_u64(err, bs);
@@ -127,13 +137,13 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 	m->durability = d->durability_set ? d->durability : 1;
 	m->discard = d->discard;
 	if (d->durability_set && d->durability > TFS_MAX_DURABILITY) {
-		prt_printf(err, "device %u: durability %u > %u", i, d->durability,
+		prt_printf(err, "%s: durability %u > %u", dev_name(d, i, name), d->durability,
 			   TFS_MAX_DURABILITY);
 		return -TFS_ERR_invalid_option;
 	}
 	if (d->label && tfs_strpad(m->label, d->label, sizeof(m->label)) < 0) {
-		prt_printf(err, "device %u: label \"%s\" is longer than %u bytes", i, d->label,
-			   TFS_LABEL_SIZE);
+		prt_printf(err, "%s: label \"%s\" is longer than %u bytes", dev_name(d, i, name),
+			   d->label, TFS_LABEL_SIZE);
 		return -TFS_ERR_invalid_option;
 	}
 	*journal_nr = jb;
@@ -167,6 +177,7 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 	u32 block_size = o.block_size;
 	u64 *journal_nr = NULL;
 	struct tfs_sb *sb = NULL;
+	char name[32];
 	int ret = 0;
 
 	if (!nr || nr > TFS_MAX_DEVICES) {
@@ -290,9 +301,8 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 		ret = tfs_sb_set_journal_buckets(h, b, (unsigned)journal_nr[i]);
 		free(b);
 		if (ret) {
-			prt_printf(err,
-				   "device %u: the journal field does not fit in the superblock",
-				   i);
+			prt_printf(err, "%s: the journal field does not fit in the superblock",
+				   dev_name(&devs[i], i, name));
 			goto err;
 		}
 		h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
@@ -301,8 +311,8 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 
 		ret = tfs_sb_validate(h->sb, h->sb_bytes, devs[i].size, &verr);
 		if (ret)
-			prt_printf(err, "device %u: planned superblock is invalid: %s", i,
-				   printbuf_str(&verr));
+			prt_printf(err, "%s: planned superblock is invalid: %s",
+				   dev_name(&devs[i], i, name), printbuf_str(&verr));
 		printbuf_exit(&verr);
 		if (ret)
 			goto err;

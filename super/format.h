@@ -49,6 +49,7 @@ struct tfs_format_opts {
 };
 
 struct tfs_format_dev {
+	const char *name;	     /* for messages (the path); NULL: "device N" */
 	u64 size;		     /* bytes of the device to use */
 	unsigned logical_block_size; /* of the device; 0: 512 */
 	u8 uuid[16];		     /* the member's; must not be zero */
@@ -65,7 +66,7 @@ struct tfs_format_dev {
  * superblock per member, identical but for dev_idx and the journal field,
  * seq 0, passing tfs_sb_validate().  Returns 0, or -TFS_ERR_invalid_option
  * (a bad size or option), -TFS_ERR_device_too_small, with the reason in err
- * naming the device by index.  hs[i]->bdev is left NULL.
+ * naming the device (devs[i].name, or by index).  hs[i]->bdev is left NULL.
  */
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,
 		    unsigned nr, struct tfs_sb_handle *hs, struct printbuf *err);

@@ -452,7 +452,7 @@ int main(int argc, char **argv)
 				EXIT_WITH(bad_value("size", optarg, "not a size"));
 			break;
 		case OPT_BLOCK_SIZE:
-			if (tfs_parse_size(optarg, &v) || v > UINT32_MAX)
+			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
 				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
 			opts.block_size = (u32)v;
 			continue;
@@ -613,8 +613,10 @@ int main(int argc, char **argv)
 		}
 	}
 
-	for (unsigned i = 0; i < nr; i++)
+	for (unsigned i = 0; i < nr; i++) {
 		devs[i] = targets[i].d;
+		devs[i].name = targets[i].path;
+	}
 	ret = tfs_format_plan(&opts, devs, nr, hs, &err);
 	free(devs);
 	if (ret) {
