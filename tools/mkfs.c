@@ -56,7 +56,9 @@ static void usage(FILE *f)
 		"Filesystem options:\n"
 		"  -L, --label LABEL             filesystem label (up to 32 bytes)\n"
 		"  -U, --uuid UUID               user-visible uuid (default: random); with\n"
-		"                                SOURCE_DATE_EPOCH the output is reproducible\n"
+		"                                SOURCE_DATE_EPOCH the output is reproducible:\n"
+		"                                the internal and member uuids are derived from\n"
+		"                                it, so reusing a UUID gives identical ones\n"
 		"      --block-size SIZE         block size (default 4 KiB)\n"
 		"      --metadata-replicas N     copies of metadata (default 1)\n"
 		"      --metadata-replicas-required N\n"
@@ -118,7 +120,11 @@ static int blkid_describe(const struct target *t, struct printbuf *out)
 						      BLKID_SUBLKS_UUID);
 	blkid_probe_enable_partitions(pr, 1);
 	r = blkid_do_safeprobe(pr);
-	if (r == -2) {
+	if (r == -1) {
+		/* A probe error is not "nothing found": refuse rather than overwrite. */
+		prt_printf(out, "probing for signatures failed: %s", strerror(errno ?: EIO));
+		found = -EIO;
+	} else if (r == -2) {
 		prt_str(out, "several conflicting signatures");
 		found = 1;
 	} else if (r == 0) {
