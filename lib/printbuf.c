@@ -445,6 +445,34 @@ void prt_uuid(struct printbuf *out, const u8 uuid[16])
 	prt_hex_bytes(out, uuid + 10, 6, 0, 0);
 }
 
+/*
+ * Length of the valid UTF-8 sequence (RFC 3629: no overlong forms, no
+ * surrogates, at most U+10FFFF) starting at the non-ASCII byte p, or 0.
+ */
+static unsigned utf8_seq_len(const unsigned char *p)
+{
+	unsigned n, cp;
+
+	if (*p >= 0xc2 && *p <= 0xdf)
+		n = 1, cp = *p & 0x1f;
+	else if (*p >= 0xe0 && *p <= 0xef)
+		n = 2, cp = *p & 0x0f;
+	else if (*p >= 0xf0 && *p <= 0xf4)
+		n = 3, cp = *p & 0x07;
+	else
+		return 0;
+	for (unsigned k = 1; k <= n; k++) {
+		/* The NUL terminator is not a continuation byte: no overrun. */
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[k] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n + 1;
+}
+
 void prt_json_str(struct printbuf *out, const char *str)
 {
 	printbuf_append_raw(out, "\"", 1);
@@ -478,6 +506,17 @@ void prt_json_str(struct printbuf *out, const char *str)
 			if (*p < 0x20) {
 				snprintf(esc, sizeof(esc), "\\u%04x", *p);
 				e = esc;
+			} else if (*p >= 0x80) {
+				unsigned n = utf8_seq_len(p);
+
+				/* JSON text must be UTF-8: a bad byte becomes U+FFFD. */
+				if (!n) {
+					e = "\\ufffd";
+				} else {
+					printbuf_append_raw(out, p, n);
+					p += n - 1;
+					continue;
+				}
 			}
 		}
 		if (e)

@@ -179,7 +179,9 @@ void prt_hex_bytes(struct printbuf *out, const void *data, size_t len, unsigned 
 void prt_uuid(struct printbuf *out, const u8 uuid[16]);
 
 /* A string as a JSON string literal, quotes included, escaped as RFC 8259
- * requires (control characters as \u00XX). */
+ * requires (control characters as \u00XX).  The output is always valid
+ * UTF-8: valid UTF-8 sequences are copied, and each byte that does not start
+ * one (invalid, overlong, surrogate, truncated) becomes \ufffd. */
 void prt_json_str(struct printbuf *out, const char *str);
 
 /* Name of the tinyfs or errno code err (see lib/errcode.h). */

@@ -3,6 +3,7 @@
 #include "super/format.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,12 @@ typedef unsigned long long ull;
 #define BUCKET_SIZE_MIN (16 * 1024)
 #define BUCKET_SIZE_DEFAULT_MAX (256 * 1024)
 #define JOURNAL_DEFAULT_MAX (1ULL << 30)
+/*
+ * Room kept free in every superblock copy besides the fixed part, the
+ * members and the journal field: for the clean field (btree roots) and
+ * fields added later.
+ */
+#define SB_SPARE_BYTES 4096
 #define ZERO_CHUNK (1024 * 1024)
 
 static u64 rounddown_pow2(u64 v)
@@ -42,24 +49,45 @@ static u64 sb_area_end(const struct tfs_sb_layout *l)
 	return le64_to_cpu(l->sb_offset[l->nr_superblocks - 1]) + le32_to_cpu(l->sb_max_size);
 }
 
-static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_size,
-			 const struct tfs_sb_layout *l, struct tfs_member *m, u64 *journal_nr,
-			 struct printbuf *err)
+/* The device's path when the caller gave one, else "device N". */
+static const char *dev_name(const struct tfs_format_dev *d, unsigned i, char name[32])
 {
+	if (d->name)
+		return d->name;
+	snprintf(name, 32, "device %u", i);
+	return name;
+}
+
+/* Journal buckets that fit in a copy of sb_max bytes with nr members. */
+static u64 journal_max_buckets(u32 sb_max, unsigned nr)
+{
+	u64 used = sizeof(struct tfs_sb) + sizeof(struct tfs_sb_field_members) +
+		   (u64)nr * sizeof(struct tfs_member) + sizeof(struct tfs_sb_field_journal) +
+		   SB_SPARE_BYTES;
+
+	return used < sb_max ? (sb_max - used) / sizeof(__le64) : 0;
+}
+
+static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_size,
+			 const struct tfs_sb_layout *l, unsigned nr, struct tfs_member *m,
+			 u64 *journal_nr, struct printbuf *err)
+{
+	u64 jmax = min_t(u64, journal_max_buckets(le32_to_cpu(l->sb_max_size), nr),
+			 TFS_FORMAT_JOURNAL_MAX_BUCKETS);
 	u32 bs = d->bucket_size ?: tfs_format_default_bucket_size(d->size, block_size);
 	u64 first, nbuckets, usable, jb;
+	char name[32];
 
 	if (!IS_POWER_OF_2(bs) || bs < block_size || bs > TFS_BUCKET_SIZE_MAX) {
-		prt_printf(
-			err,
-			"device %u: bucket size %u must be a power of two from the block size %u to %u",
-			i, bs, block_size, TFS_BUCKET_SIZE_MAX);
+		prt_printf(err,
+			   "%s: bucket size %u must be a power of two from the block size %u to %u",
+			   dev_name(d, i, name), bs, block_size, TFS_BUCKET_SIZE_MAX);
 		return -TFS_ERR_invalid_option;
 	}
 	first = DIV_ROUND_UP(sb_area_end(l), bs);
 	nbuckets = d->size / bs;
 	if (nbuckets < first + TFS_MIN_BUCKETS) {
-		prt_printf(err, "device %u: ", i);
+		prt_printf(err, "%s: ", dev_name(d, i, name));
 		prt_units_u64(err, d->size);
 		prt_printf(err, " is too small: %llu buckets of ", (ull)nbuckets);
 		prt_units_u64(err, bs);
@@ -71,9 +99,21 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 	usable = nbuckets - first;
 
 	if (d->journal_size) {
+		/* Checked before anything is allocated for it. */
 		jb = DIV_ROUND_UP(d->journal_size, bs);
+		if (jb > jmax) {
+			prt_printf(err, "%s: journal size ", dev_name(d, i, name));
+			prt_units_u64(err, d->journal_size);
+			prt_printf(err, " is %llu buckets of ", (ull)jb);
+			prt_units_u64(err, bs);
+			prt_printf(
+				err,
+				"; at most %llu buckets fit in the superblock (use larger buckets)",
+				(ull)jmax);
+			return -TFS_ERR_invalid_option;
+		}
 		if (jb < TFS_JOURNAL_MIN_BUCKETS || jb > usable / 2) {
-			prt_printf(err, "device %u: journal size ", i);
+			prt_printf(err, "%s: journal size ", dev_name(d, i, name));
 			prt_units_u64(err, d->journal_size);
 			prt_printf(err, " is %llu buckets of ", (ull)jb);
 			prt_units_u64(err, bs);
@@ -86,6 +126,7 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 
 		jb = max_t(u64, DIV_ROUND_UP(bytes, bs), TFS_JOURNAL_MIN_BUCKETS);
 		jb = min_t(u64, jb, usable / 2);
+		jb = min_t(u64, jb, TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS);
 	}
 
 	memcpy(m->uuid, d->uuid, 16);
@@ -96,13 +137,13 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 	m->durability = d->durability_set ? d->durability : 1;
 	m->discard = d->discard;
 	if (d->durability_set && d->durability > TFS_MAX_DURABILITY) {
-		prt_printf(err, "device %u: durability %u > %u", i, d->durability,
+		prt_printf(err, "%s: durability %u > %u", dev_name(d, i, name), d->durability,
 			   TFS_MAX_DURABILITY);
 		return -TFS_ERR_invalid_option;
 	}
 	if (d->label && tfs_strpad(m->label, d->label, sizeof(m->label)) < 0) {
-		prt_printf(err, "device %u: label \"%s\" is longer than %u bytes", i, d->label,
-			   TFS_LABEL_SIZE);
+		prt_printf(err, "%s: label \"%s\" is longer than %u bytes", dev_name(d, i, name),
+			   d->label, TFS_LABEL_SIZE);
 		return -TFS_ERR_invalid_option;
 	}
 	*journal_nr = jb;
@@ -136,6 +177,7 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 	u32 block_size = o.block_size;
 	u64 *journal_nr = NULL;
 	struct tfs_sb *sb = NULL;
+	char name[32];
 	int ret = 0;
 
 	if (!nr || nr > TFS_MAX_DEVICES) {
@@ -221,7 +263,7 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 		goto err;
 	mf->member_bytes = cpu_to_le16(sizeof(struct tfs_member));
 	for (unsigned i = 0; i < nr; i++) {
-		ret = plan_geometry(i, &devs[i], block_size, l, &mf->members[i], &journal_nr[i],
+		ret = plan_geometry(i, &devs[i], block_size, l, nr, &mf->members[i], &journal_nr[i],
 				    err);
 		if (ret)
 			goto err;
@@ -255,12 +297,12 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 		/* The journal starts right after the superblock area. */
 		for (u64 k = 0; k < journal_nr[i]; k++)
 			b[k] = first + k;
+		/* At most TFS_FORMAT_JOURNAL_MAX_BUCKETS (plan_geometry()): no truncation. */
 		ret = tfs_sb_set_journal_buckets(h, b, (unsigned)journal_nr[i]);
 		free(b);
 		if (ret) {
-			prt_printf(err,
-				   "device %u: the journal field does not fit in the superblock",
-				   i);
+			prt_printf(err, "%s: the journal field does not fit in the superblock",
+				   dev_name(&devs[i], i, name));
 			goto err;
 		}
 		h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
@@ -269,8 +311,8 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 
 		ret = tfs_sb_validate(h->sb, h->sb_bytes, devs[i].size, &verr);
 		if (ret)
-			prt_printf(err, "device %u: planned superblock is invalid: %s", i,
-				   printbuf_str(&verr));
+			prt_printf(err, "%s: planned superblock is invalid: %s",
+				   dev_name(&devs[i], i, name), printbuf_str(&verr));
 		printbuf_exit(&verr);
 		if (ret)
 			goto err;

@@ -14,7 +14,12 @@
  * Geometry per device: the superblock copies at 4096 and 4096 + sb_max_size;
  * first_bucket is the first bucket past them; the journal takes the next
  * journal_size worth of buckets (default: 1/64 of the device, clamped to
- * [TFS_JOURNAL_MIN_BUCKETS buckets, 1 GiB] and to half the usable buckets).
+ * [TFS_JOURNAL_MIN_BUCKETS buckets, 1 GiB], to half the usable buckets and
+ * to TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS).  The journal field lists every
+ * bucket in the superblock, so an explicit journal_size may not exceed
+ * TFS_FORMAT_JOURNAL_MAX_BUCKETS buckets (nor what fits in sb_max_size
+ * beside the members and 4 KiB kept free); the bucket size, not the journal
+ * length in buckets, grows with the device (up to 256 KiB by default).
  * The output depends only on the options: given the same uuids and time it
  * is byte for byte the same.
  */
@@ -25,6 +30,11 @@
 #include "super/super_types.h"
 
 struct printbuf;
+
+/* Journal buckets mkfs picks at most by default (256 MiB of 256 KiB buckets). */
+#define TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS 1024
+/* Most journal buckets a member may get (16 KiB of the 32 KiB superblock). */
+#define TFS_FORMAT_JOURNAL_MAX_BUCKETS 2048
 
 struct tfs_format_opts {
 	u8 uuid[16];	  /* internal; must not be zero */
@@ -39,6 +49,7 @@ struct tfs_format_opts {
 };
 
 struct tfs_format_dev {
+	const char *name;	     /* for messages (the path); NULL: "device N" */
 	u64 size;		     /* bytes of the device to use */
 	unsigned logical_block_size; /* of the device; 0: 512 */
 	u8 uuid[16];		     /* the member's; must not be zero */
@@ -55,7 +66,7 @@ struct tfs_format_dev {
  * superblock per member, identical but for dev_idx and the journal field,
  * seq 0, passing tfs_sb_validate().  Returns 0, or -TFS_ERR_invalid_option
  * (a bad size or option), -TFS_ERR_device_too_small, with the reason in err
- * naming the device by index.  hs[i]->bdev is left NULL.
+ * naming the device (devs[i].name, or by index).  hs[i]->bdev is left NULL.
  */
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,
 		    unsigned nr, struct tfs_sb_handle *hs, struct printbuf *err);

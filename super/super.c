@@ -189,8 +189,12 @@ struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_fi
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr)
 {
 	int ret;
-	struct tfs_sb_field_journal *j =
-		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
+	struct tfs_sb_field_journal *j;
+
+	/* nr + 1 must not wrap, nor the field outgrow the copy. */
+	if (nr >= h->sb_bytes / 8)
+		return -TFS_ERR_invalid_sb_size;
+	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
 
 	for (unsigned i = 0; j && i < nr; i++)
 		j->buckets[i] = cpu_to_le64(buckets[i]);
@@ -239,15 +243,20 @@ static unsigned bdev_lbs(const struct tfs_bdev *bdev)
 	return bdev->logical_block_size ?: 512;
 }
 
-/* The layout mkfs writes, used when the layout sector is unreadable. */
+/*
+ * The layout mkfs writes (primary and the standard backup), used when the
+ * layout sector is bad: whatever destroyed it (a GPT over the first 17 KiB)
+ * may have taken the primary too, and the backup must still be found.
+ */
 static void default_layout(struct tfs_sb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
 	l->version = 1;
-	l->nr_superblocks = 1;
+	l->nr_superblocks = 2;
 	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
 	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
+	l->sb_offset[1] = cpu_to_le64(TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
 	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
 }
 
@@ -328,6 +337,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	void *blk0 = NULL;
 	int best = -1, ret = 0;
 	bool layout_bad = false;
+	u64 adopted_from = 0;
 
 	memset(h, 0, sizeof(*h));
 	h->bdev = bdev;
@@ -350,8 +360,8 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	if (tfs_sb_layout_validate(&layout, &layout_why)) {
 		/*
-		 * Fall back to the primary alone; its copy of the layout then
-		 * tells us where the backups are.
+		 * Fall back to the default layout; the first valid copy's
+		 * embedded layout then tells us where the copies really are.
 		 */
 		layout_bad = true;
 		default_layout(&layout);
@@ -365,20 +375,39 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 			ret = -ENOMEM;
 			goto out;
 		}
-		if (!codes[i] && layout_bad && i == 0) {
-			/* Adopt the primary's layout (validated with it). */
-			unsigned nr = copies[0]->layout.nr_superblocks;
-
-			layout = copies[0]->layout;
-			if (le32_to_cpu(layout.sb_max_size) != TFS_SB_MAX_SIZE_DEFAULT) {
-				free(copies[0]);
-				copies[0] = NULL;
-				printbuf_exit(&why[0]);
-				i = -1U; /* reread the primary at its real size */
-				layout_bad = false;
-				continue;
+		/*
+		 * Every copy must carry the layout sector's layout: a copy
+		 * that lists fewer copies would, once used, stop the others
+		 * from ever being written again.
+		 */
+		if (!codes[i] && !layout_bad &&
+		    memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
+			prt_printf(
+				&why[i],
+				"its layout (%u copies) differs from the layout at %u (%u copies)",
+				copies[i]->layout.nr_superblocks, TFS_SB_LAYOUT_OFFSET,
+				layout.nr_superblocks);
+			codes[i] = -TFS_ERR_invalid_sb_layout;
+			free(copies[i]);
+			copies[i] = NULL;
+		}
+		if (!codes[i] && layout_bad) {
+			/*
+			 * Adopt this copy's layout (validated with it) and read
+			 * every copy it lists again, at its sb_max_size.
+			 */
+			adopted_from = le64_to_cpu(layout.sb_offset[i]);
+			layout = copies[i]->layout;
+			layout_bad = false;
+			for (unsigned k = 0; k < TFS_SB_LAYOUT_MAX_COPIES; k++) {
+				free(copies[k]);
+				copies[k] = NULL;
+				codes[k] = 0;
+				printbuf_exit(&why[k]);
 			}
-			layout.nr_superblocks = nr;
+			best = -1;
+			i = -1U;
+			continue;
 		}
 		if (!codes[i] &&
 		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
@@ -387,10 +416,14 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	if (layout_why.pos && best >= 0)
 		fprintf(stderr,
-			"warning: %s: layout at %u: %s; using the primary superblock's copy\n",
-			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));
+			"warning: %s: layout at %u: %s; using the copy in the superblock at %llu\n",
+			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why),
+			(unsigned long long)adopted_from);
 
 	if (best < 0) {
+		if (layout_why.pos)
+			prt_printf(err, "%s: layout at %u: %s\n", bdev->path, TFS_SB_LAYOUT_OFFSET,
+				   printbuf_str(&layout_why));
 		for (unsigned i = 0; i < layout.nr_superblocks; i++) {
 			if (i)
 				prt_newline(err);
@@ -482,30 +515,29 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 	return ret;
 }
 
-static int flush_all(struct tfs_sb_handle *const *hs, unsigned nr, const char *what,
-		     struct printbuf *err)
+/* Flushes device i; a failure goes into err.  0 or the code. */
+static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf *err)
 {
-	int ret = 0;
+	int r = tfs_bdev_flush(h->bdev);
 
-	for (unsigned i = 0; i < nr; i++) {
-		int r = tfs_bdev_flush(hs[i]->bdev);
-
-		if (r) {
-			if (err->pos)
-				prt_newline(err);
-			prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
-				   hs[i]->bdev->path, what, tfs_err_str(r));
-			ret = r;
-		}
+	if (r) {
+		if (err->pos)
+			prt_newline(err);
+		prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
+			   h->bdev->path, what, tfs_err_str(r));
 	}
-	return ret;
+	return r;
 }
 
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
 {
+	bool *primary_ok = calloc(nr ?: 1, sizeof(*primary_ok));
+	bool any_backup = false;
 	u64 seq = 0;
 	int ret = 0;
 
+	if (!primary_ok)
+		return -ENOMEM;
 	for (unsigned i = 0; i < nr; i++)
 		seq = max_t(u64, seq, le64_to_cpu(hs[i]->sb->seq));
 	seq++;
@@ -518,25 +550,37 @@ int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printb
 	}
 
 	/*
-	 * Primaries first, flushed, then backups: at any instant of a power
-	 * cut each device keeps at least one valid copy, old or new.
+	 * The rule: at every moment each device holds at least one valid
+	 * copy.  Primaries first, then a flush; while they are written the
+	 * backups still hold the previous superblock.  A device's backups
+	 * are written only when its primary write and the flush after it
+	 * both succeeded: then the primary is durable and valid, so a torn
+	 * backup cannot leave the device without a copy.  If either failed,
+	 * the primary may be torn or lost, the backup is the only copy known
+	 * good, and it is not touched (the error is returned).
 	 */
 	for (unsigned i = 0; i < nr; i++)
-		if (write_copy(hs[i], 0, err))
-			ret = -TFS_ERR_sb_write;
-	if (flush_all(hs, nr, "primary", err))
-		ret = -TFS_ERR_sb_write;
-
-	bool any_backup = false;
-
+		primary_ok[i] = !write_copy(hs[i], 0, err);
 	for (unsigned i = 0; i < nr; i++)
+		if (flush_one(hs[i], "primary", err))
+			primary_ok[i] = false;
+
+	for (unsigned i = 0; i < nr; i++) {
+		if (!primary_ok[i]) {
+			ret = -TFS_ERR_sb_write;
+			continue;
+		}
 		for (unsigned c = 1; c < hs[i]->sb->layout.nr_superblocks; c++) {
 			any_backup = true;
 			if (write_copy(hs[i], c, err))
 				ret = -TFS_ERR_sb_write;
 		}
-	if (any_backup && flush_all(hs, nr, "backup", err))
-		ret = -TFS_ERR_sb_write;
+	}
+	for (unsigned i = 0; any_backup && i < nr; i++)
+		if (primary_ok[i] && hs[i]->sb->layout.nr_superblocks > 1 &&
+		    flush_one(hs[i], "backup", err))
+			ret = -TFS_ERR_sb_write;
+	free(primary_ok);
 	return ret;
 }
 

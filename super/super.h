@@ -14,10 +14,13 @@
  *  - Every byte goes through the handle's struct tfs_bdev (lib/bdev.h), tagged
  *    TFS_TAG_sb, so the fault device sees superblock I/O.
  *  - Reading tries every copy the layout lists; the valid copy with the
- *    highest seq wins.  A bad copy is never fatal while another is valid: a
+ *    highest seq wins.  A copy whose embedded layout is not byte for byte
+ *    the (valid) layout sector's is bad, so the layout a handle holds, and
+ *    hence the set of copies every write updates, is always the sector's.  A bad copy is never fatal while another is valid: a
  *    warning naming the bad copy and the one used goes to stderr.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
- *    a flush, then all backups, a flush (see tfs_sb_write_all()).
+ *    a flush, then all backups, a flush; a device whose primary or flush
+ *    failed keeps its old backup (see tfs_sb_write_all()).
  *  - Errors are codes from the "superblock" sections of lib/errcode.h; the
  *    message ("member 2: first_bucket 9 >= nbuckets 8") goes into the
  *    caller's `err` printbuf, prefixed with the device path where one is
@@ -48,10 +51,11 @@ int tfs_sb_field_type_parse(const char *name);
 /*
  * Reads the superblock of bdev into h (which the caller zeroed or
  * tfs_sb_exit()ed): the layout sector (or, if it is bad, the default layout
- * and the primary's copy of it), then every copy it lists; keeps the valid
- * one with the highest seq.  h->bdev is set but not owned.  When no copy is
- * valid, returns the primary's code (or the first copy's that could be read)
- * and err lists every copy with its reason.
+ * -- the primary and the standard backup -- and then the embedded layout of
+ * the first valid copy found there), then every copy it lists; keeps the
+ * valid one with the highest seq.  h->bdev is set but not owned.  When no
+ * copy is valid, returns the primary's code and err lists the layout
+ * sector's problem, if any, and every copy with its reason.
  */
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
 
@@ -65,8 +69,9 @@ void tfs_sb_exit(struct tfs_sb_handle *h);
 /* --- validation --- */
 
 /*
- * Checks the layout sector (magic, checksum, version, copies in order, not
- * overlapping, within bounds).  Returns 0 or -TFS_ERR_invalid_sb_layout.
+ * Checks the layout sector (magic, checksum, version, copies 4 KiB aligned,
+ * in order, not overlapping, none ending past 2^64: sums of offsets and
+ * sizes never wrap after this).  Returns 0 or -TFS_ERR_invalid_sb_layout.
  */
 int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
 
@@ -74,11 +79,20 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * Checks every field of a superblock copy of at most `bytes` bytes (the
  * checksum first, then each field in the order of the struct; for each
  * member and each field type its own checks).  dev_size (0: unknown) is the
- * device's size in bytes: this device's member must fit in it.  Returns 0 or
+ * device's size in bytes: the layout's copies and this device's member must
+ * fit in it.  This device's first bucket must start past the last copy; its
+ * journal buckets lie in [first_bucket, nbuckets), each once.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */
 int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct printbuf *err);
+
+/*
+ * Index of the first byte of label[0..len) that makes it an unacceptable
+ * label, or -1: labels are valid UTF-8 (RFC 3629) without control
+ * characters (C0, DEL, C1), so text and JSON output show them as they are.
+ */
+int tfs_label_bad_byte(const char *label, size_t len);
 
 /* crc32c the superblock's csum field must hold. */
 u32 tfs_sb_csum(const struct tfs_sb *sb);
@@ -155,14 +169,17 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h);
  * csums are recomputed, then every primary copy is written, every device
  * flushed, then every backup written and every device flushed.
  *
- * Power loss: while primaries are written the backups hold the previous
- * superblock intact; once the flush returns the new primaries are durable,
- * so whichever copy a torn write spoils, a reader finds a valid copy whose
- * seq is the old or the new one.
+ * The rule: at every moment at least one valid copy per device.  While
+ * primaries are written the backups hold the previous superblock intact;
+ * once the flush returns the new primaries are durable, so whichever copy a
+ * torn write spoils, a reader finds a valid copy whose seq is the old or the
+ * new one.  Hence a device whose primary write or flush after it failed
+ * gets no backup write at all: its primary may be torn, and the old backup
+ * is then its only valid copy.  Other devices still get their backups.
  *
- * A failed write is reported in err with device and offset; the remaining
- * copies are still written.  Returns 0, or -TFS_ERR_sb_write when any copy
- * or flush failed.
+ * A failed write is reported in err with device, copy and offset, a failed
+ * flush with the device.  Returns 0, or -TFS_ERR_sb_write when any copy or
+ * flush failed (or -ENOMEM).
  */
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err);
 

@@ -17,10 +17,22 @@ static void prt_field_str(struct printbuf *out, const char *s, size_t size)
 {
 	size_t len = tfs_strnlen_field(s, size);
 
-	if (len)
-		prt_bytes(out, s, len);
-	else
+	if (!len) {
 		prt_str(out, "(none)");
+		return;
+	}
+	/* Valid labels print as they are; a control or C1 byte becomes '?'. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f)
+			prt_char(out, '?');
+		else if (c == 0xc2 && i + 1 < len && (u8)s[i + 1] >= 0x80 && (u8)s[i + 1] <= 0x9f) {
+			prt_char(out, '?');
+			i++;
+		} else
+			prt_char(out, (char)c);
+	}
 }
 
 static void prt_time(struct printbuf *out, u64 secs)

@@ -29,14 +29,51 @@ static bool uuid_is_zero(const u8 *u)
 	return true;
 }
 
-/* Index of the first control character in a label field, or -1. */
+int tfs_label_bad_byte(const char *label, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)label;
+
+	for (size_t i = 0; i < len;) {
+		unsigned c = p[i], n, cp;
+
+		if (c < 0x80) {
+			if (c < 0x20 || c == 0x7f)
+				return (int)i;
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return (int)i;
+		if (len - i <= n)
+			return (int)i;
+		for (unsigned k = 1; k <= n; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return (int)i;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		/* Overlong, surrogates, past U+10FFFF, and the C1 controls. */
+		if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+			return (int)i;
+		i += n + 1;
+	}
+	return -1;
+}
+
+/* Index of the first bad byte in a label field, or -1. */
 static int label_bad_char(const char *label, size_t size)
 {
 	size_t len = tfs_strnlen_field(label, size);
+	int bad = tfs_label_bad_byte(label, len);
 
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)label[i] < 0x20 || label[i] == 0x7f)
-			return (int)i;
+	if (bad >= 0)
+		return bad;
 	/* Bytes after the NUL must be zero too, so copies compare equal. */
 	for (size_t i = len; i < size; i++)
 		if (label[i])
@@ -73,6 +110,12 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 		if (off % 4096)
 			return fail(invalid_sb_layout,
 				    "layout: copy %u at %llu is not 4 KiB aligned", i, (ull)off);
+		/* No sum below wraps: every end of a copy is checked first. */
+		if (off > UINT64_MAX - max)
+			return fail(invalid_sb_layout,
+				    "layout: copy %u at %llu (max size %u) ends past 2^64", i,
+				    (ull)off, max);
+		/* prev + max does not wrap: prev passed the check above. */
 		if (off < prev + max)
 			return fail(
 				invalid_sb_layout,
@@ -284,6 +327,17 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 	ret = tfs_sb_layout_validate(&sb->layout, err);
 	if (ret)
 		return ret;
+	if (dev_size) {
+		unsigned last = sb->layout.nr_superblocks - 1;
+		u64 off = le64_to_cpu(sb->layout.sb_offset[last]);
+		u32 max = le32_to_cpu(sb->layout.sb_max_size);
+
+		if (off + max > dev_size)
+			return fail(
+				invalid_sb_layout,
+				"layout: copy %u at %llu (max size %u) ends past the device (%llu bytes)",
+				last, (ull)off, max, (ull)dev_size);
+	}
 	if (tfs_sb_bytes(sb) > le32_to_cpu(sb->layout.sb_max_size))
 		return fail(invalid_sb_size, "%zu bytes, more than the layout's sb_max_size %u",
 			    tfs_sb_bytes(sb), le32_to_cpu(sb->layout.sb_max_size));

@@ -3,10 +3,13 @@
  * mkfs.tinyfs: make a tinyfs on one or several member devices or image files.
  *
  * Order matters for "a failed mkfs leaves an existing image untouched":
- * parse everything, probe every target (refusing existing signatures
- * without --force), plan every superblock in memory; only when all of that
- * succeeded are signatures wiped, files created or extended, and the
- * filesystem written.
+ * parse everything; open every target (block devices with O_EXCL, so a
+ * mounted one is refused; missing image files are created) and keep the fds
+ * to the end; probe every target (refusing existing signatures without
+ * --force); plan every superblock in memory; extend image files and open
+ * the bdevs.  Only when all of that succeeded are signatures wiped (through
+ * the held fds) and the filesystem written.  Before that point a failure
+ * removes created files and restores extended ones' sizes.
  */
 #include <blkid.h>
 #include <errno.h>
@@ -39,6 +42,8 @@ struct target {
 	bool exists, is_blk, created, extended;
 	u64 orig_size;
 	bool has_signature;
+	int fd; /* held from the first open to the end; -1: not open */
+	struct stat st;
 	struct tfs_bdev *bdev;
 };
 
@@ -51,7 +56,9 @@ static void usage(FILE *f)
 		"Filesystem options:\n"
 		"  -L, --label LABEL             filesystem label (up to 32 bytes)\n"
 		"  -U, --uuid UUID               user-visible uuid (default: random); with\n"
-		"                                SOURCE_DATE_EPOCH the output is reproducible\n"
+		"                                SOURCE_DATE_EPOCH the output is reproducible:\n"
+		"                                the internal and member uuids are derived from\n"
+		"                                it, so reusing a UUID gives identical ones\n"
 		"      --block-size SIZE         block size (default 4 KiB)\n"
 		"      --metadata-replicas N     copies of metadata (default 1)\n"
 		"      --metadata-replicas-required N\n"
@@ -67,7 +74,8 @@ static void usage(FILE *f)
 		"      --size SIZE               use SIZE bytes; creates or extends an image file\n"
 		"      --bucket-size SIZE        bucket size (default: from the device size)\n"
 		"      --journal-size SIZE       journal size (default 1/64 of the device,\n"
-		"                                8 buckets to 1 GiB)\n"
+		"                                8 to 1024 buckets, at most 1 GiB; at most\n"
+		"                                2048 buckets fit in the superblock)\n"
 		"      --durability N            0 (cache) to 4 (default 1)\n"
 		"      --dev-label LABEL         member label\n"
 		"      --discard                 discard the device and freed buckets\n"
@@ -91,15 +99,20 @@ static void derive_uuid(const u8 *user, u32 tag, u8 *out)
 	out[8] = (out[8] & 0x3f) | 0x80;
 }
 
-/* blkid's view of path: 1 (and a description in out) when it holds something. */
-static int blkid_describe(const char *path, struct printbuf *out)
+/*
+ * blkid's view of the target (through its fd): 1 (and a description in out)
+ * when it holds something, 0 when nothing, negative when probing failed.
+ */
+static int blkid_describe(const struct target *t, struct printbuf *out)
 {
-	blkid_probe pr = blkid_new_probe_from_filename(path);
+	blkid_probe pr = blkid_new_probe();
 	const char *type = NULL, *label = NULL, *uuid = NULL, *pttype = NULL;
 	int r, found = 0;
 
-	if (!pr) {
+	if (!pr || blkid_probe_set_device(pr, t->fd, 0, 0)) {
 		prt_printf(out, "cannot probe: %s", strerror(errno ?: EIO));
+		if (pr)
+			blkid_free_probe(pr);
 		return -EIO;
 	}
 	blkid_probe_enable_superblocks(pr, 1);
@@ -107,7 +120,11 @@ static int blkid_describe(const char *path, struct printbuf *out)
 						      BLKID_SUBLKS_UUID);
 	blkid_probe_enable_partitions(pr, 1);
 	r = blkid_do_safeprobe(pr);
-	if (r == -2) {
+	if (r == -1) {
+		/* A probe error is not "nothing found": refuse rather than overwrite. */
+		prt_printf(out, "probing for signatures failed: %s", strerror(errno ?: EIO));
+		found = -EIO;
+	} else if (r == -2) {
 		prt_str(out, "several conflicting signatures");
 		found = 1;
 	} else if (r == 0) {
@@ -134,21 +151,17 @@ static int blkid_describe(const char *path, struct printbuf *out)
 	return found;
 }
 
-/* Wipes every signature blkid finds (only with --force, after planning). */
-static int blkid_wipe(const char *path, bool quiet)
+/*
+ * Wipes every signature blkid finds, through the fd held since the start
+ * (only with --force, after everything else succeeded).
+ */
+static int blkid_wipe(struct target *t, bool quiet)
 {
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	blkid_probe pr;
+	blkid_probe pr = blkid_new_probe();
 	int ret = 0;
 
-	if (fd < 0) {
-		fprintf(stderr, PROG ": %s: cannot open to wipe signatures: %s\n", path,
-			strerror(errno));
-		return -errno;
-	}
-	pr = blkid_new_probe();
-	if (!pr || blkid_probe_set_device(pr, fd, 0, 0)) {
-		fprintf(stderr, PROG ": %s: cannot probe to wipe signatures\n", path);
+	if (!pr || blkid_probe_set_device(pr, t->fd, 0, 0)) {
+		fprintf(stderr, PROG ": %s: cannot probe to wipe signatures\n", t->path);
 		ret = -EIO;
 		goto out;
 	}
@@ -164,58 +177,88 @@ static int blkid_wipe(const char *path, bool quiet)
 		if (blkid_probe_lookup_value(pr, "SBMAGIC_OFFSET", &off, NULL))
 			blkid_probe_lookup_value(pr, "PTMAGIC_OFFSET", &off, NULL);
 		if (blkid_do_wipe(pr, 0)) {
-			fprintf(stderr, PROG ": %s: wiping the %s signature failed\n", path,
+			fprintf(stderr, PROG ": %s: wiping the %s signature failed\n", t->path,
 				type ?: "unknown");
 			ret = -EIO;
 			goto out;
 		}
 		if (!quiet)
-			printf("%s: wiped the %s signature at offset %s\n", path, type ?: "unknown",
-			       off ?: "?");
+			printf("%s: wiped the %s signature at offset %s\n", t->path,
+			       type ?: "unknown", off ?: "?");
 	}
-	if (fsync(fd)) {
-		fprintf(stderr, PROG ": %s: fsync after wiping failed: %s\n", path,
+	if (fsync(t->fd)) {
+		fprintf(stderr, PROG ": %s: fsync after wiping failed: %s\n", t->path,
 			strerror(errno));
 		ret = -errno;
 	}
 out:
 	if (pr)
 		blkid_free_probe(pr);
-	close(fd);
 	return ret;
 }
 
-/* Sizes and signatures of one target; no writes.  Returns an exit status. */
-static int probe_target(struct target *t, bool force)
+/*
+ * Opens the target read-write and keeps the fd to the end: O_EXCL, so a
+ * block device that is mounted or in use fails here with EBUSY (and nobody
+ * can mount it while mkfs runs); a missing image file is created (with
+ * --size), to be removed again if mkfs fails.  No data is written.
+ */
+static int open_target(struct target *t)
 {
-	struct stat st;
-	struct printbuf what = PRINTBUF;
-	int found;
-
-	if (stat(t->path, &st)) {
-		if (errno != ENOENT) {
-			fprintf(stderr, PROG ": %s: %s\n", t->path, strerror(errno));
-			return TFS_EXIT_FAILURE;
-		}
+	t->fd = open(t->path, O_RDWR | O_CLOEXEC | O_EXCL);
+	if (t->fd < 0 && errno == ENOENT) {
 		if (!t->want_size) {
 			fprintf(stderr,
 				PROG ": %s: no such file (give --size to create an image file)\n",
 				t->path);
 			return TFS_EXIT_FAILURE;
 		}
+		t->fd = open(t->path, O_RDWR | O_CLOEXEC | O_CREAT | O_EXCL, 0644);
+		t->created = t->fd >= 0;
+	}
+	if (t->fd < 0) {
+		if (errno == EBUSY)
+			fprintf(stderr,
+				PROG ": %s: device is busy (mounted or in use); not touched\n",
+				t->path);
+		else
+			fprintf(stderr, PROG ": %s: cannot open: %s\n", t->path, strerror(errno));
+		return TFS_EXIT_FAILURE;
+	}
+	if (fstat(t->fd, &t->st)) {
+		fprintf(stderr, PROG ": %s: %s\n", t->path, strerror(errno));
+		return TFS_EXIT_FAILURE;
+	}
+	if (!S_ISREG(t->st.st_mode) && !S_ISBLK(t->st.st_mode)) {
+		fprintf(stderr, PROG ": %s: not a regular file or a block device\n", t->path);
+		return TFS_EXIT_FAILURE;
+	}
+	t->exists = !t->created;
+	t->is_blk = S_ISBLK(t->st.st_mode);
+	t->orig_size = (u64)t->st.st_size;
+	return 0;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) || S_ISBLK(b->st_mode))
+		return S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode) && a->st_rdev == b->st_rdev;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Sizes and signatures of one opened target; no writes.  Returns an exit status. */
+static int probe_target(struct target *t, bool force)
+{
+	struct printbuf what = PRINTBUF;
+	int found;
+
+	if (t->created) {
 		t->d.size = t->want_size;
 		t->d.logical_block_size = 512;
 		return 0;
 	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		fprintf(stderr, PROG ": %s: not a regular file or a block device\n", t->path);
-		return TFS_EXIT_FAILURE;
-	}
-	t->exists = true;
-	t->is_blk = S_ISBLK(st.st_mode);
-	t->orig_size = (u64)st.st_size;
 
-	found = blkid_describe(t->path, &what);
+	found = blkid_describe(t, &what);
 	if (found < 0) {
 		fprintf(stderr, PROG ": %s: %s\n", t->path, printbuf_str(&what));
 		printbuf_exit(&what);
@@ -275,30 +318,19 @@ static int probe_target(struct target *t, bool force)
 	return 0;
 }
 
-/* Creates or extends an image file to its planned size. */
+/* Extends an image file to its planned size (through the held fd). */
 static int prepare_file(struct target *t)
 {
-	int fd;
-
-	if (t->is_blk || (t->exists && t->orig_size >= t->d.size))
+	if (t->is_blk || t->orig_size >= t->d.size)
 		return 0;
-	fd = open(t->path, O_WRONLY | O_CLOEXEC | (t->exists ? 0 : O_CREAT | O_EXCL), 0644);
-	if (fd < 0) {
-		fprintf(stderr, PROG ": %s: cannot %s: %s\n", t->path,
-			t->exists ? "open" : "create", strerror(errno));
-		return -errno;
-	}
-	t->created = !t->exists;
 	t->extended = t->exists;
-	if (ftruncate(fd, (off_t)t->d.size)) {
+	if (ftruncate(t->fd, (off_t)t->d.size)) {
 		int e = errno;
 
 		fprintf(stderr, PROG ": %s: cannot set the size to %llu: %s\n", t->path,
 			(unsigned long long)t->d.size, strerror(e));
-		close(fd);
 		return -e;
 	}
-	close(fd);
 	return 0;
 }
 
@@ -307,9 +339,10 @@ static void undo_file(struct target *t)
 {
 	if (t->created && unlink(t->path))
 		fprintf(stderr, PROG ": %s: cannot remove: %s\n", t->path, strerror(errno));
-	if (t->extended && truncate(t->path, (off_t)t->orig_size))
+	if (t->extended && ftruncate(t->fd, (off_t)t->orig_size))
 		fprintf(stderr, PROG ": %s: cannot restore the size: %s\n", t->path,
 			strerror(errno));
+	t->created = t->extended = false;
 }
 
 enum {
@@ -332,6 +365,19 @@ static int bad_value(const char *opt, const char *val, const char *what)
 {
 	fprintf(stderr, PROG ": --%s \"%s\": %s\n", opt, val, what);
 	return TFS_EXIT_USAGE;
+}
+
+/* Labels must be UTF-8 without control characters (what validation requires). */
+static bool bad_label(const char *opt, const char *val)
+{
+	int bad = tfs_label_bad_byte(val, strlen(val));
+
+	if (bad < 0)
+		return false;
+	fprintf(stderr,
+		PROG ": --%s: byte %d (0x%02x) is not valid UTF-8 or is a control character\n", opt,
+		bad, (unsigned char)val[bad]);
+	return true;
 }
 
 static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
@@ -384,7 +430,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct tfs_format_opts opts = { .error_action = TFS_ON_ERROR_ro };
-	struct target *targets = NULL, cur = { 0 };
+	struct target *targets = NULL, cur = { .fd = -1 };
 	struct tfs_sb_handle *hs = NULL, **hps = NULL;
 	struct printbuf err = PRINTBUF;
 	unsigned nr = 0;
@@ -412,7 +458,7 @@ int main(int argc, char **argv)
 				EXIT_WITH(bad_value("size", optarg, "not a size"));
 			break;
 		case OPT_BLOCK_SIZE:
-			if (tfs_parse_size(optarg, &v) || v > UINT32_MAX)
+			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
 				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
 			opts.block_size = (u32)v;
 			continue;
@@ -426,6 +472,8 @@ int main(int argc, char **argv)
 				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
 			break;
 		case 'L':
+			if (bad_label("label", optarg))
+				EXIT_WITH(TFS_EXIT_USAGE);
 			opts.label = optarg;
 			continue;
 		case 'U':
@@ -458,6 +506,8 @@ int main(int argc, char **argv)
 			cur.d.durability = (u8)v;
 			break;
 		case OPT_DEV_LABEL:
+			if (bad_label("dev-label", optarg))
+				EXIT_WITH(TFS_EXIT_USAGE);
 			cur.d.label = optarg;
 			break;
 		case OPT_DISCARD:
@@ -528,52 +578,74 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	int probe_status = 0;
-
+	/*
+	 * Nothing is written until every target is open (block devices
+	 * exclusively), probed and planned, and every file has its size: a
+	 * mkfs that fails before the wipe leaves every target as it was.
+	 */
 	for (unsigned i = 0; i < nr; i++) {
 		for (unsigned j = 0; j < i; j++)
 			if (!strcmp(targets[i].path, targets[j].path)) {
 				fprintf(stderr, PROG ": %s is named twice\n", targets[i].path);
 				free(devs);
 				status = TFS_EXIT_USAGE;
-				goto out;
+				goto undo;
 			}
 		if (have_uuid)
 			derive_uuid(opts.user_uuid, i, targets[i].d.uuid);
 		else
 			uuid_generate(targets[i].d.uuid);
-		probe_status = probe_status ?: probe_target(&targets[i], force);
+		status = open_target(&targets[i]);
+		if (status) {
+			free(devs);
+			goto undo;
+		}
+		/* The same file or device under another name (./x, symlink, hard link). */
+		for (unsigned j = 0; j < i; j++)
+			if (same_file(&targets[i].st, &targets[j].st)) {
+				fprintf(stderr, PROG ": %s and %s are the same %s\n",
+					targets[j].path, targets[i].path,
+					targets[i].is_blk ? "device" : "file");
+				free(devs);
+				status = TFS_EXIT_USAGE;
+				goto undo;
+			}
 	}
-	if (probe_status) {
-		free(devs);
-		status = probe_status;
-		goto out;
+	for (unsigned i = 0; i < nr; i++) {
+		status = probe_target(&targets[i], force);
+		if (status) {
+			free(devs);
+			goto undo;
+		}
 	}
 
-	for (unsigned i = 0; i < nr; i++)
+	for (unsigned i = 0; i < nr; i++) {
 		devs[i] = targets[i].d;
+		devs[i].name = targets[i].path;
+	}
 	ret = tfs_format_plan(&opts, devs, nr, hs, &err);
 	free(devs);
 	if (ret) {
 		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
 		status = tfs_err_matches(ret, TFS_ERR_invalid_option) ? TFS_EXIT_USAGE
 								      : TFS_EXIT_FAILURE;
-		goto out;
+		goto undo;
 	}
 
-	/* Everything checked: from here on devices are written. */
+	status = TFS_EXIT_FAILURE;
 	for (unsigned i = 0; i < nr; i++) {
 		struct target *t = &targets[i];
 
-		ret = (t->has_signature ? blkid_wipe(t->path, quiet) : 0) ?: prepare_file(t);
-		if (ret)
-			goto undo;
-		ret = tfs_bdev_open(t->path, t->is_blk ? TFS_BDEV_EXCL : 0, &t->bdev);
-		if (ret)
+		/* The held fd keeps the exclusive claim: the bdev needs none. */
+		if (prepare_file(t) || tfs_bdev_open(t->path, 0, &t->bdev))
 			goto undo;
 		hs[i].bdev = t->bdev;
 		hps[i] = &hs[i];
 	}
+	/* Everything checked: from here on devices are written. */
+	for (unsigned i = 0; i < nr; i++)
+		if (targets[i].has_signature && blkid_wipe(&targets[i], quiet))
+			goto undo;
 	ret = tfs_format_write(hps, nr, &err);
 	if (ret) {
 		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
@@ -599,7 +671,8 @@ undo:
 		if (targets[i].bdev)
 			tfs_bdev_close(targets[i].bdev);
 		targets[i].bdev = NULL;
-		undo_file(&targets[i]);
+		if (targets[i].fd >= 0)
+			undo_file(&targets[i]);
 	}
 out:
 	for (unsigned i = 0; hs && i < nr; i++) {
@@ -607,6 +680,8 @@ out:
 			tfs_bdev_close(targets[i].bdev);
 		hs[i].bdev = NULL;
 		tfs_sb_exit(&hs[i]);
+		if (targets[i].fd >= 0)
+			close(targets[i].fd);
 	}
 	free(hs);
 	free(hps);

@@ -67,11 +67,15 @@ run 2 "$mkfs" x.img --durability 1 && has err "device options after the last dev
 run 2 "$mkfs" -U not-a-uuid --size 8M x.img && has err "not a uuid"
 run 2 "$mkfs" --size 8M --journal-size 7M x.img && has err "journal size 7.0 MiB is 448 buckets of 16.0 KiB; it must be 8 to 253"
 [ -e x.img ] && fail "a failed mkfs left x.img behind"
-run 1 "$mkfs" --size 256K x.img && has err "device 0: 256.0 KiB is too small"
+run 1 "$mkfs" --size 256K x.img && has err "x.img: 256.0 KiB is too small"
+run 2 "$mkfs" --size 8M --block-size 0 x.img && has err "--block-size \"0\": not a size"
+run 2 "$mkfs" --size 8M a0.img --size 4T --bucket-size 4k --journal-size 1T huge.img &&
+	has err "huge.img: journal size"
 run 1 "$mkfs" nosuch.img && has err "no such file (give --size"
 run 2 "$tinyfs" && has err "usage: tinyfs COMMAND"
 run 2 "$tinyfs" frobnicate && has err "unknown command \"frobnicate\""
 run 0 "$tinyfs" --help && has out "show-super"
+run 0 "$mkfs" --help && has out "reusing a UUID gives identical ones"
 run 2 "$tinyfs" show-super && has err "no device given"
 run 2 "$tinyfs" show-super -f nope a.img && has err "unknown field \"nope\""
 run 1 "$tinyfs" show-super nosuch.img && has err "nosuch.img"
@@ -87,15 +91,58 @@ run 2 "$mkfs" --size 8M --block-size 1K --bucket-size 512 rand.img
 [ "$(stat -c %s rand.img)" = 4194304 ] || fail "a failed mkfs resized rand.img"
 
 # 9. Faults reach the tools: the primary copy's write (the 2nd sb write there,
-#    after zeroing) fails, it is reported
-#    with its offset, and the backup is still written.
+#    after zeroing) fails, it is reported with its offset, and the backup is
+#    then not written either (a device whose primary failed keeps its old
+#    backup; here there was none, so no copy is valid).
 truncate -s 8M f.img
 run 1 "$mkfs" --fault "dev * write tag=sb range=4096-8192 nth=2 fail=EIO" f.img &&
 	has err "writing superblock copy 0 at 4096" && has err "reproduce with TFS_FAULTS="
-run 0 "$tinyfs" show-super f.img && has err "superblock at 4096: bad magic" &&
-	has err "using the copy at 36864 (seq 1)"
+run 1 "$tinyfs" show-super f.img && has err "superblock at 4096: bad magic" &&
+	has err "superblock at 36864: bad magic"
 TFS_FAULTS="dev * read tag=sb range=4096-8192 fail=EIO" run 0 "$tinyfs" show-super a.img &&
 	has err "using the copy at 36864"
+
+# 10. The same file under two names (path, ./path, symlink, hard link): exit 2
+#     naming both, nothing written.
+truncate -s 16M d.img
+ln -s d.img d-sym.img
+ln d.img d-hard.img
+for other in ./d.img d-sym.img d-hard.img "$tmp/d.img"; do
+	run 2 "$mkfs" d.img "$other" && has err "d.img" && has err "$other" && has err "same file"
+	cmp -s d.img <(head -c 16M /dev/zero) || fail "mkfs d.img $other wrote d.img"
+done
+run 2 "$mkfs" --size 16M n.img ./n.img && has err "same file"
+[ -e n.img ] && fail "a refused mkfs left n.img behind"
+
+# 11. Large devices: a sparse 1 TiB image with the defaults (the journal
+#     must fit in the superblock), and an impossible journal refused at once.
+if truncate -s 1T big.img 2>/dev/null; then
+	run 0 "$mkfs" big.img && has out "big.img: member 0 of 1, 1.0 TiB"
+	run 0 "$tinyfs" show-super --json -f all big.img
+	[ "$(jq -r '.members[0].bucket_size' out)" = 262144 ] || fail "1 TiB: bucket_size"
+	[ "$(jq -r '.journal_buckets | length' out)" = 1024 ] || fail "1 TiB: journal buckets"
+	[ "$(jq -r '.members[0].nbuckets' out)" = 4194304 ] || fail "1 TiB: nbuckets"
+	rm -f big.img
+else
+	echo "note: cannot make a sparse 1 TiB file here, large-device case skipped"
+fi
+run 2 "$mkfs" --size 4T --bucket-size 4k --journal-size 1T huge.img &&
+	has err "buckets fit in the superblock"
+[ -e huge.img ] && fail "a refused mkfs left huge.img behind"
+run 2 "$mkfs" --size 64G --bucket-size 16k --journal-size 1G huge.img &&
+	has err "journal size 1.0 GiB is 65536 buckets of 16.0 KiB; at most"
+
+# 12. Labels are UTF-8 without control characters: others exit 2 naming the
+#     option; a valid non-ASCII label comes out as valid JSON.
+run 2 "$mkfs" --size 8M -L $'\xff"q\\' x.img && has err "--label: byte 0 (0xff)"
+run 2 "$mkfs" --size 8M -L $'a\tb' x.img && has err "--label: byte 1 (0x09)"
+run 2 "$mkfs" --size 8M -L $'\xc2\x85' x.img && has err "--label"
+run 2 "$mkfs" --size 8M --dev-label $'\xe9t\xe9' x.img && has err "--dev-label: byte 0 (0xe9)"
+[ -e x.img ] && fail "a refused mkfs left x.img behind"
+run 0 "$mkfs" -q --size 8M -L $'caf\xc3\xa9 "q"\\' --dev-label $'\xe2\x82\xac' u.img
+run 0 "$tinyfs" show-super --json u.img
+python3 -c 'import json,sys; d=json.load(open("out", encoding="utf-8", errors="strict")); sys.exit(d["label"] != "caf\u00e9 \"q\"\\" or d["members"][0]["label"] != "\u20ac")' ||
+	fail "show-super --json: label not valid UTF-8 JSON or wrong"
 
 [ $fails = 0 ] && echo "all tool tests passed"
 exit $((fails > 0))

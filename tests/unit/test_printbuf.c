@@ -386,6 +386,25 @@ static void test_bytes_verbatim(void **state)
 	printbuf_exit(&out);
 }
 
+/* Invalid UTF-8 becomes U+FFFD, one per bad byte; valid sequences pass. */
+static void test_json_str_invalid_utf8(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	prt_json_str(&out, "\xff\"q\\");
+	assert_string_equal(printbuf_str(&out), "\"\\ufffd\\\"q\\\\\"");
+	printbuf_reset(&out);
+	/* Truncated, overlong, surrogate, beyond U+10FFFF; then valid 2, 3, 4 bytes. */
+	prt_json_str(
+		&out,
+		"a\xc3\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80|\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+	assert_string_equal(
+		printbuf_str(&out),
+		"\"a\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd\\ufffd|"
+		"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"");
+	printbuf_exit(&out);
+}
+
 static void test_json_str(void **state)
 {
 	struct printbuf out = PRINTBUF;
@@ -453,6 +472,7 @@ int main(void)
 		cmocka_unit_test(test_hex_and_uuid),
 		cmocka_unit_test(test_bytes_verbatim),
 		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_json_str_invalid_utf8),
 		cmocka_unit_test(test_detach_and_errcode),
 		cmocka_unit_test(test_tabstop_limit),
 	};

@@ -16,6 +16,7 @@
 #include "lib/errcode.h"
 #include "lib/faultdev.h"
 #include "lib/printbuf.h"
+#include "lib/string.h"
 #include "super/format.h"
 #include "super/super.h"
 
@@ -267,18 +268,86 @@ static void test_bad_layout_sector(void **state)
 	struct fixture *f = *state;
 	struct tfs_sb_handle h;
 	u8 zero[512] = { 0 }, byte = 0xff;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
 
 	format(f, 1);
 	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, zero, sizeof(zero));
 	read_dev(f, 0, &h);
 	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
 	tfs_sb_exit(&h);
-	/* Layout gone and primary bad: the primary's layout is unknown, so no backup. */
+	/* Layout gone and primary bad: the standard backup offset is still tried. */
 	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
-	struct printbuf err = PRINTBUF;
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.sb->layout.nr_superblocks, 2);
+	tfs_sb_exit(&h);
+}
 
+/* A GPT written over the first 17 KiB: the layout and the primary are gone. */
+static void test_gpt_over_layout_and_primary(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	void *zero = calloc(1, 17408);
+	struct printbuf err = PRINTBUF;
+	u64 magic0 = 0, backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	poke(f->path[0], 0, zero, 17408);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_string_equal(h.sb->label, "round trip");
+	tfs_sb_exit(&h);
+	/* And without the backup: the error names the layout too. */
+	poke(f->path[0], backup + 8, &magic0, 8);
 	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
-			 -TFS_ERR_invalid_sb_csum);
+			 -TFS_ERR_invalid_sb_magic);
+	assert_non_null(strstr(printbuf_str(&err), ": layout at 3584: layout: bad magic"));
+	assert_non_null(strstr(printbuf_str(&err), ": superblock at 36864: bad magic"));
+	printbuf_exit(&err);
+	free(zero);
+}
+
+/*
+ * A copy whose embedded layout differs from the (valid) layout sector is
+ * not used: here the primary says nr_superblocks 1, so the backup would
+ * never be written again.
+ */
+static void test_copy_layout_mismatch(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
+	struct tfs_sb *sb = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+
+	format(f, 1);
+	memcpy(sb, f->hs[0].sb, TFS_SB_MAX_SIZE_DEFAULT);
+	sb->layout.nr_superblocks = 1;
+	sb->layout.sb_offset[1] = 0;
+	sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout));
+	sb->seq = cpu_to_le64(5);
+	sb->csum = cpu_to_le32(tfs_sb_csum(sb));
+	poke(f->path[0], TFS_SB_OFFSET, sb, 4096);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.copies_bad, 1);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 1);
+	/* Writing from it updates both copies the layout lists. */
+	tfs_bdev_close(h.bdev);
+	assert_int_equal(tfs_bdev_open(f->path[0], 0, &h.bdev), 0);
+	assert_int_equal(tfs_sb_write(&h, &err), 0);
+	tfs_sb_exit(&h);
+	/* Seq 2: the rejected copy's seq 5 counts for nothing. */
+	peek(f->path[0], TFS_SB_OFFSET, sb, 4096);
+	assert_int_equal(le64_to_cpu(sb->seq), 2);
+	assert_int_equal(sb->layout.nr_superblocks, 2);
+	peek(f->path[0], backup, sb, 4096);
+	assert_int_equal(le64_to_cpu(sb->seq), 2);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.copies_bad, 0);
+	tfs_sb_exit(&h);
+	free(sb);
 	printbuf_exit(&err);
 }
 
@@ -383,8 +452,13 @@ static void test_to_text(void **state)
 	printbuf_exit(&out);
 }
 
-/* A copy whose write fails is reported with its offset; the others are written. */
-static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad_off, u64 good_off)
+/*
+ * A copy whose write fails is reported with its offset.  A failed primary
+ * leaves the backup alone (it is then the valid copy: seq 1); a failed
+ * backup comes after the flushed primary (seq 2).
+ */
+static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad_off, u64 good_off,
+				    u64 seq)
 {
 	struct tfs_sb_handle h;
 	struct tfs_bdev *fd;
@@ -399,11 +473,12 @@ static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad
 	prt_printf(&want, "%s: writing superblock copy %u at %llu (", fd->path,
 		   bad_off == TFS_SB_OFFSET ? 0 : 1, (unsigned long long)bad_off);
 	assert_true(!strncmp(printbuf_str(&err), printbuf_str(&want), want.pos));
-	/* The flushes completed: everything else is durable, seq 2 readable. */
+	/* One sb write only when the primary failed: the backup was left alone. */
+	assert_int_equal(fd->counters.ios[TFS_OP_write], bad_off == TFS_SB_OFFSET ? 1 : 2);
 	tfs_bdev_close(f->hs[0].bdev);
 	f->hs[0].bdev = NULL;
 	read_dev(f, 0, &h);
-	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	assert_int_equal(le64_to_cpu(h.sb->seq), seq);
 	assert_int_equal(h.read_offset, good_off);
 	tfs_sb_exit(&h);
 	printbuf_exit(&err);
@@ -413,13 +488,70 @@ static void write_with_failing_copy(struct fixture *f, const char *rule, u64 bad
 static void test_write_primary_fails(void **state)
 {
 	write_with_failing_copy(*state, "write tag=sb range=4096-8192 fail=EIO", TFS_SB_OFFSET,
-				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
+				TFS_SB_OFFSET, 1);
 }
 
 static void test_write_backup_fails(void **state)
 {
 	write_with_failing_copy(*state, "write tag=sb range=36864-40960 fail=EIO",
-				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT, TFS_SB_OFFSET);
+				TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT, TFS_SB_OFFSET, 2);
+}
+
+/*
+ * The reviewer's sequence: the primary write tears, the flush after it
+ * fails, and the backup write would tear too.  The backup must not be
+ * written, so the old superblock (seq 1) stays readable from it.
+ */
+static void test_write_torn_primary_keeps_backup(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct tfs_bdev *fd;
+	struct printbuf err = PRINTBUF;
+
+	format(f, 1);
+	assert_int_equal(tfs_faultdev_create(f->hs[0].bdev, true, &fd), 0);
+	f->hs[0].bdev = fd;
+	assert_int_equal(tfs_faultdev_set_sector_size(fd, 512), 0);
+	assert_true(tfs_faultdev_add_rule_str(fd, "write tag=sb nth=1 tear=1", &err) >= 0);
+	assert_true(tfs_faultdev_add_rule_str(fd, "flush nth=1 fail=EIO", &err) >= 0);
+	assert_true(tfs_faultdev_add_rule_str(fd, "write tag=sb nth=2 tear=1", &err) >= 0);
+	tfs_strpad(tfs_sb_this_member(f->hs[0].sb)->label, "changed", TFS_LABEL_SIZE);
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), -TFS_ERR_sb_write);
+	assert_non_null(strstr(printbuf_str(&err), "flush after writing the primary"));
+	assert_int_equal(tfs_faultdev_rule_fired(fd, 2), 0);
+	tfs_bdev_close(f->hs[0].bdev);
+	f->hs[0].bdev = NULL;
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 1);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
+	assert_string_equal(tfs_sb_this_member(h.sb)->label, "first");
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+}
+
+/* Primary written, flush fails: no backup write either. */
+static void test_write_flush_fails_keeps_backup(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	struct tfs_bdev *fd;
+	struct printbuf err = PRINTBUF;
+
+	format(f, 1);
+	assert_int_equal(tfs_faultdev_create(f->hs[0].bdev, true, &fd), 0);
+	f->hs[0].bdev = fd;
+	assert_true(tfs_faultdev_add_rule_str(fd, "flush nth=1 fail=EIO", &err) >= 0);
+	assert_int_equal(tfs_sb_write(&f->hs[0], &err), -TFS_ERR_sb_write);
+	assert_int_equal(fd->counters.ios[TFS_OP_write], 1);
+	tfs_bdev_close(f->hs[0].bdev);
+	f->hs[0].bdev = NULL;
+	read_dev(f, 0, &h);
+	/* The primary reached the file (seq 2); the backup still has seq 1. */
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
 }
 
 int main(void)
@@ -430,12 +562,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_backup_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newest_seq_wins, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_valid_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_torn_primary_keeps_backup, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_write_flush_fails_keeps_backup, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

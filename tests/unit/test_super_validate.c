@@ -94,9 +94,16 @@ MUT(layout_overlap, sb->layout.sb_offset[1] = cpu_to_le64(8192);
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
 MUT(layout_max, sb->layout.sb_max_size = cpu_to_le32(5000);
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_wrap, sb->layout.sb_offset[1] = cpu_to_le64(0ULL - 32768);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_past_dev, sb->layout.sb_offset[1] = cpu_to_le64(DEV_SIZE - 4096);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
 MUT(uuid, memset(sb->uuid, 0, 16))
 MUT(user_uuid, memset(sb->user_uuid, 0, 16))
 MUT(label, sb->label[3] = '\n')
+MUT(label_utf8, sb->label[0] = (char)0xff)
+MUT(label_c1, sb->label[0] = (char)0xc2; sb->label[1] = (char)0x85)
+MUT(label_trunc, sb->label[0] = 'a'; sb->label[1] = (char)0xc3)
 MUT(block_size, sb->block_size = cpu_to_le32(3000))
 MUT(nr_devices_0, sb->nr_devices = 0)
 MUT(nr_devices, sb->nr_devices = 3)
@@ -154,9 +161,18 @@ static const struct vcase cases[] = {
 	  "layout: copy 1 at 8192 overlaps copy 0 at 4096 (max size 32768)" },
 	{ "layout_max", mut_layout_max, false, -TFS_ERR_invalid_sb_layout,
 	  "layout: sb_max_size 5000 is not a power of two in [4096, 1048576]" },
+	{ "layout_wrap", mut_layout_wrap, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: copy 1 at 18446744073709518848 (max size 32768) ends past 2^64" },
+	{ "layout_past_dev", mut_layout_past_dev, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: copy 1 at 4190208 (max size 32768) ends past the device (4194304 bytes)" },
 	{ "uuid", mut_uuid, false, -TFS_ERR_invalid_sb_uuid, "uuid is zero" },
 	{ "user_uuid", mut_user_uuid, false, -TFS_ERR_invalid_sb_uuid, "user_uuid is zero" },
 	{ "label", mut_label, false, -TFS_ERR_invalid_sb_label, "label: bad byte 0x0a at 3" },
+	{ "label_utf8", mut_label_utf8, false, -TFS_ERR_invalid_sb_label,
+	  "label: bad byte 0xff at 0" },
+	{ "label_c1", mut_label_c1, false, -TFS_ERR_invalid_sb_label, "label: bad byte 0xc2 at 0" },
+	{ "label_trunc", mut_label_trunc, false, -TFS_ERR_invalid_sb_label,
+	  "label: bad byte 0xc3 at 1" },
 	{ "block_size", mut_block_size, false, -TFS_ERR_invalid_sb_block_size,
 	  "block_size 3000 is not a power of two in [512, 65536]" },
 	{ "nr_devices_0", mut_nr_devices_0, false, -TFS_ERR_invalid_sb_nr_devices,
@@ -309,13 +325,62 @@ static void test_clean_entries(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+/*
+ * The reviewer's layout: a backup at 2^64 - 32 KiB made the end of the
+ * superblock area wrap to 0, so first_bucket 0 and journal buckets 0..7
+ * (over the layout and both copies) were accepted.
+ */
+static void test_layout_overflow(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct printbuf err = PRINTBUF;
+	struct tfs_sb *sb;
+	u64 b[8];
+
+	make_sb(hs);
+	sb = hs[0].sb;
+	sb->layout.sb_offset[1] = cpu_to_le64(0ULL - 32768);
+	sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout));
+	assert_int_equal(tfs_sb_layout_validate(&sb->layout, &err), -TFS_ERR_invalid_sb_layout);
+	printbuf_reset(&err);
+	tfs_sb_member(sb, 0)->first_bucket = 0;
+	for (unsigned i = 0; i < 8; i++)
+		b[i] = i;
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b, 8), 0);
+	resum(sb);
+	assert_int_equal(tfs_sb_validate(sb, hs[0].sb_bytes, 0, &err), -TFS_ERR_invalid_sb_layout);
+	printbuf_reset(&err);
+
+	/* A sane layout but first_bucket 0: inside the superblock area. */
+	sb->layout = hs[1].sb->layout;
+	resum(sb);
+	assert_int_equal(tfs_sb_validate(sb, hs[0].sb_bytes, 0, &err), -TFS_ERR_invalid_sb_members);
+	assert_string_equal(
+		printbuf_str(&err),
+		"member 0: first_bucket 0 starts at 0, inside the superblock area (ends at 69632)");
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
+static void test_label_utf8_ok(void **state)
+{
+	struct tfs_sb_handle hs[2];
+
+	make_sb(hs);
+	memcpy(hs[0].sb->label, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14);
+	resum(hs[0].sb);
+	expect(&hs[0], 0, "");
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),
-		cmocka_unit_test(test_each_error),
-		cmocka_unit_test(test_truncated_copy),
-		cmocka_unit_test(test_clean_entries),
+		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
+		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
+		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
