@@ -422,11 +422,17 @@ struct held {
 	bool delay;	   /* delay: the deadline always counts; reorder: only when idle */
 };
 
-/* Internal ops, queued like bios so they happen in submission order. */
+/*
+ * Internal ops, queued like bios so they happen in submission order.  They
+ * are told apart by done_internal == FD_INTERNAL, which only the fault
+ * device sets (fault_submit() clears it on every caller's bio), never by
+ * the op: a caller's bad op must reach tfs_bio_check() and be refused.
+ */
 enum {
 	FD_OP_MARK = TFS_OP_NR + 1,
 	FD_OP_POWERCUT
 };
+#define FD_INTERNAL SIZE_MAX
 
 struct powercut_req {
 	enum tfs_powercut_policy policy;
@@ -1221,7 +1227,7 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	struct exec x = { .rule = -1 };
 	int frozen, ret;
 
-	if (bio->op > TFS_OP_NR)
+	if (bio->done_internal == FD_INTERNAL)
 		return run_internal(d, bio);
 
 	pthread_mutex_lock(&d->lock);
@@ -1428,6 +1434,7 @@ void tfs_faultdev_mark(struct tfs_bdev *bdev, const char *label)
 	if (!bio)
 		return;
 	bio->op = (enum tfs_bio_op)FD_OP_MARK;
+	bio->done_internal = FD_INTERNAL;
 	bio->private = strdup(label ?: "");
 	if (!bio->private) {
 		free(bio);
@@ -1460,6 +1467,7 @@ int tfs_faultdev_powercut(struct tfs_bdev *bdev, enum tfs_powercut_policy policy
 		.bdev = bdev,
 		.op = (enum tfs_bio_op)FD_OP_POWERCUT,
 		.buf = &req,
+		.done_internal = FD_INTERNAL,
 		.end_io = powercut_end_io,
 		.private = &w,
 	};
@@ -1655,7 +1663,8 @@ void tfs_faultdev_trace_to_text(struct printbuf *out, struct tfs_bdev *bdev)
 		prt_printf(out, "#%llu", (unsigned long long)e->index);
 		if (e->op == TFS_OP_write || e->op == TFS_OP_discard)
 			prt_printf(out, " w%llu", (unsigned long long)e->write_index);
-		prt_printf(out, " %s %s %llu+%llu", bdev->path, tfs_bio_op_names[e->op],
+		prt_printf(out, " %s %s %llu+%llu", bdev->path,
+			   e->op < TFS_OP_NR ? tfs_bio_op_names[e->op] : "bad-op",
 			   (unsigned long long)e->offset, (unsigned long long)e->len);
 		if (e->flags & TFS_BIO_FUA)
 			prt_str(out, " fua");

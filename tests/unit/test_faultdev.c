@@ -1148,6 +1148,56 @@ static void test_env_via_open(void **state)
 	assert_int_equal(WEXITSTATUS(st), 0);
 }
 
+/* ---- bad input from callers ---- */
+
+static void count_end_io(struct tfs_bio *bio)
+{
+	struct order *o = bio->private;
+
+	pthread_mutex_lock(&o->lock);
+	o->results[o->nr++] = bio->result;
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* An op no caller may use is refused with a code, whatever its value: never run as internal. */
+static void test_unknown_op(void **state)
+{
+	struct tfs_bdev *f = fresh(90);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *buf = tfs_bdev_alloc_buf(f, 4096);
+	struct tfs_bio *bios = calloc(4, sizeof(*bios));
+	int ops[4] = { TFS_OP_NR, TFS_OP_NR + 1, TFS_OP_NR + 2, 1000 };
+
+	for (unsigned i = 0; i < 4; i++) {
+		bios[i] = (struct tfs_bio){
+			.bdev = f,
+			.op = (enum tfs_bio_op)ops[i],
+			.buf = buf,
+			.len = 4096,
+			.end_io = count_end_io,
+			.private = &o,
+		};
+		tfs_bio_submit(&bios[i]);
+	}
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 4);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(o.results[i], -TFS_ERR_invalid_argument);
+	assert_false(tfs_faultdev_frozen(f));
+	assert_int_equal(wr(f, 0, 4096, 1, 0), 0);
+	{
+		struct printbuf out = PRINTBUF;
+
+		tfs_faultdev_trace_to_text(&out, f);
+		assert_non_null(strstr(printbuf_str(&out), "bad-op"));
+		printbuf_exit(&out);
+	}
+	tfs_bdev_close(f);
+	check_image(img);
+	free(bios);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1172,6 +1222,7 @@ int main(void)
 		cmocka_unit_test(test_spec_env_stacking),
 		cmocka_unit_test(test_repro_line),
 		cmocka_unit_test(test_stacked_async),
+		cmocka_unit_test(test_unknown_op),
 	};
 
 	int ret;
