@@ -785,6 +785,29 @@ static void trace_free(struct tfs_fault_trace_entry *e)
 	free(e);
 }
 
+/* ---- sectors ---- */
+
+/*
+ * The sector is the unit of atomicity, counted from the device's start, not
+ * from a bio's: a bio is cut into pieces at aligned sector boundaries,
+ * [round_down(off), round_up(off + len)) clipped to the bio, and every fault
+ * (tear, short, a torn power cut) keeps or loses whole pieces, so no aligned
+ * sector ever holds part of a write.
+ */
+static unsigned nr_pieces(u64 off, u64 len, unsigned sector)
+{
+	return (unsigned)((round_up(off + len, sector) - round_down(off, sector)) / sector);
+}
+
+/* Piece s of [off, off + len), as [*start, *end) relative to off. */
+static void piece(u64 off, u64 len, unsigned sector, unsigned s, u64 *start, u64 *end)
+{
+	u64 base = round_down(off, sector) + (u64)s * sector;
+
+	*start = max_t(u64, base, off) - off;
+	*end = min_t(u64, base + sector, off + len) - off;
+}
+
 /* ---- the volatile cache ---- */
 
 static void log_clear(struct fault_dev *d)
@@ -885,7 +908,7 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		widx[i] = d->log[i].write_index;
 	}
 	if (torn >= 0) {
-		nr_torn_sectors = (unsigned)DIV_ROUND_UP(d->log[torn].len, sector);
+		nr_torn_sectors = nr_pieces(d->log[torn].offset, d->log[torn].len, sector);
 		torn_sectors = calloc(nr_torn_sectors, sizeof(bool));
 		if (!torn_sectors) {
 			ret = -ENOMEM;
@@ -916,13 +939,13 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 			continue;
 		}
 		for (unsigned s = 0; s < nr_torn_sectors; s++) {
-			u64 off = (u64)s * sector;
+			u64 off, end;
 
 			if (!torn_sectors[s])
 				continue;
-			ret = lower_write(d, l->new ? (char *)l->new + off : NULL,
-					  min_t(u64, sector, l->len - off), l->offset + off, 0,
-					  TFS_TAG_none);
+			piece(l->offset, l->len, sector, s, &off, &end);
+			ret = lower_write(d, l->new ? (char *)l->new + off : NULL, end - off,
+					  l->offset + off, 0, TFS_TAG_none);
 			if (ret)
 				goto out;
 		}
@@ -981,15 +1004,17 @@ out:
 
 /* ---- executing one op (worker thread) ---- */
 
-/* Bytes a short completion does: whole sectors, fewer than len. */
-static u64 short_len(u64 len, u64 arg, unsigned sector)
+/*
+ * Bytes a short completion of [off, off + len) does: fewer than len, ending
+ * on an aligned sector boundary (whole pieces).
+ */
+static u64 short_len(u64 off, u64 len, u64 arg, unsigned sector)
 {
-	u64 b = arg ?: len / 2;
+	u64 end = round_down(off + min_t(u64, arg ?: len / 2, len), sector);
 
-	b -= b % sector;
-	if (b >= len)
-		b = len > sector ? (len - 1) - (len - 1) % sector : 0;
-	return b;
+	if (end >= off + len)
+		end = round_down(off + len - 1, sector);
+	return end > off ? end - off : 0;
 }
 
 struct exec {
@@ -1008,7 +1033,7 @@ struct exec {
 static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, const void *data,
 		      const bool *land, u64 land_len)
 {
-	unsigned sector = d->sector, nr = (unsigned)DIV_ROUND_UP(bio->len, sector);
+	unsigned sector = d->sector, nr = nr_pieces(bio->offset, bio->len, sector);
 	void *old = tfs_bdev_alloc_buf(d->lower, bio->len), *landed = NULL;
 	bool fua = bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA);
 	int ret;
@@ -1037,15 +1062,21 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 	memcpy(landed, old, bio->len);
 	for (unsigned s = 0; s < nr;) {
 		unsigned e = s;
-		u64 off = (u64)s * sector, run;
+		u64 off, end, ps, pe, run;
 
+		piece(bio->offset, bio->len, sector, s, &off, &end);
 		if ((land && !land[s]) || off >= land_len) {
 			s++;
 			continue;
 		}
-		while (e < nr && (!land || land[e]) && (u64)e * sector < land_len)
-			e++;
-		run = min_t(u64, (u64)e * sector, bio->len) - off;
+		/* A run of landing pieces goes down as one write. */
+		for (; e < nr; e++) {
+			piece(bio->offset, bio->len, sector, e, &ps, &pe);
+			if ((land && !land[e]) || ps >= land_len)
+				break;
+			end = pe;
+		}
+		run = end - off;
 		ret = tfs_bdev_write(d->lower, (const char *)data + off, run, bio->offset + off,
 				     fua ? TFS_BIO_FUA : 0, bio->tag);
 		if (ret)
@@ -1101,7 +1132,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		size_t len = bio->len;
 
 		if (a == TFS_FAULT_ACT_short)
-			len = short_len(bio->len, x->act.arg, sector);
+			len = short_len(bio->offset, bio->len, x->act.arg, sector);
 		ret = len ? tfs_bdev_read(d->lower, bio->buf, len, bio->offset, bio->tag) : 0;
 		if (ret)
 			return ret;
@@ -1114,7 +1145,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		return a == TFS_FAULT_ACT_short ? -TFS_ERR_bdev_short_io : 0;
 	}
 	case TFS_OP_write: {
-		unsigned nr = (unsigned)DIV_ROUND_UP(bio->len, sector);
+		unsigned nr = nr_pieces(bio->offset, bio->len, sector);
 		bool *land = NULL;
 		void *copy = NULL;
 		const void *data = bio->buf;
@@ -1133,7 +1164,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 				land[splitmix64(&d->rng) % nr] = false;
 			}
 		} else if (a == TFS_FAULT_ACT_short) {
-			land_len = short_len(bio->len, x->act.arg, sector);
+			land_len = short_len(bio->offset, bio->len, x->act.arg, sector);
 		} else if (a == TFS_FAULT_ACT_corrupt) {
 			u64 at = x->act.arg ? (x->act.arg - 1) % bio->len
 					    : splitmix64(&d->rng) % bio->len;

@@ -1198,6 +1198,99 @@ static void test_unknown_op(void **state)
 	free(buf);
 }
 
+/* A fault device over a 512-byte-block lower (buffered), with 4096-byte sectors. */
+static struct tfs_bdev *fresh_4096_over_512(u64 seed)
+{
+	struct tfs_bdev *lower, *f;
+
+	tfs_faultdev_registry_reset();
+	fresh_image(seed);
+	assert_int_equal(tfs_bdev_open_uring(img, TFS_BDEV_BUFFERED, &lower), 0);
+	assert_int_equal(lower->logical_block_size, 512);
+	assert_int_equal(tfs_faultdev_create(lower, true, &f), 0);
+	tfs_faultdev_set_seed(f, seed);
+	assert_int_equal(tfs_faultdev_set_sector_size(f, 4096), 0);
+	return f;
+}
+
+/*
+ * Every aligned 4096-byte sector of [0, 12288) holds either the old image
+ * or the image with the whole write applied: the sector is the unit of
+ * atomicity, so no fault may split one.  Returns the sectors that are new.
+ */
+static unsigned check_atomic_sectors(const u8 *old, const u8 *b, u64 off, size_t len)
+{
+	u8 *got = malloc(IMG_SIZE), *all_new = malloc(IMG_SIZE);
+	unsigned nr_new = 0;
+
+	read_file(img, got, IMG_SIZE);
+	memcpy(all_new, old, IMG_SIZE);
+	memcpy(all_new + off, b, len);
+	for (unsigned s = 0; s < 3; s++) {
+		bool is_new = !memcmp(got + s * 4096, all_new + s * 4096, 4096);
+		bool is_old = !memcmp(got + s * 4096, old + s * 4096, 4096);
+
+		if (!is_new && !is_old)
+			print_error("aligned sector %u is torn\n", s);
+		assert_true(is_new || is_old);
+		nr_new += is_new && !is_old;
+	}
+	assert_memory_equal(got + 12288, old + 12288, IMG_SIZE - 12288);
+	free(got);
+	free(all_new);
+	return nr_new;
+}
+
+/* Tear, short and torn power cuts cut an unaligned bio at aligned sector boundaries. */
+static void test_sector_aligned_pieces(void **state)
+{
+	u8 *old = malloc(IMG_SIZE), *b;
+	struct tfs_bdev *f;
+	struct tfs_faultdev_crash c;
+
+	/* tear=1: the first piece is [512, 4096), the rest of aligned sector 0. */
+	f = fresh_4096_over_512(100);
+	memcpy(old, model, IMG_SIZE);
+	b = buf_new(f, 8192, 1);
+	rule(f, "write nth=1 tear=1");
+	assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+	tfs_bdev_close(f);
+	assert_int_equal(check_atomic_sectors(old, b, 512, 8192), 1);
+
+	/* Seeded tears. */
+	for (u64 seed = 101; seed < 109; seed++) {
+		f = fresh_4096_over_512(seed);
+		memcpy(old, model, IMG_SIZE);
+		rule(f, "write nth=1 tear");
+		assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+		tfs_bdev_close(f);
+		assert_true(check_atomic_sectors(old, b, 512, 8192) < 3);
+	}
+
+	/* short=4096: done up to the sector boundary at 4096, not 512 + 4096. */
+	f = fresh_4096_over_512(110);
+	memcpy(old, model, IMG_SIZE);
+	rule(f, "write nth=1 short=4096");
+	assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), -TFS_ERR_bdev_short_io);
+	tfs_bdev_close(f);
+	assert_int_equal(check_atomic_sectors(old, b, 512, 8192), 1);
+
+	/* A torn power cut: three pieces, each whole or not at all. */
+	for (u64 seed = 111; seed < 119; seed++) {
+		f = fresh_4096_over_512(seed);
+		memcpy(old, model, IMG_SIZE);
+		assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+		assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_torn, 0), 0);
+		tfs_faultdev_crash_info(f, &c);
+		assert_int_equal(c.torn, 0);
+		assert_int_equal(c.nr_torn_sectors, 3);
+		tfs_bdev_close(f);
+		assert_true(check_atomic_sectors(old, b, 512, 8192) < 3);
+	}
+	free(b);
+	free(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1223,6 +1316,7 @@ int main(void)
 		cmocka_unit_test(test_repro_line),
 		cmocka_unit_test(test_stacked_async),
 		cmocka_unit_test(test_unknown_op),
+		cmocka_unit_test(test_sector_aligned_pieces),
 	};
 
 	int ret;
