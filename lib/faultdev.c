@@ -401,13 +401,19 @@ int tfs_fault_rule_parse(const char *words, struct tfs_fault_rule *rule, struct 
 
 /* ---- the device ---- */
 
-/* A completed write not yet durable: the volatile cache, in completion order. */
+/*
+ * A completed write not yet durable: the volatile cache, in execution order
+ * (which the undo chain of `old` needs); `acked` gives the completion order
+ * the power-cut policies follow.
+ */
 struct log_entry {
 	u64 offset, len;
 	void *old;    /* the lower's contents before */
 	void *new;    /* what landed; NULL: zeroes */
 	bool durable; /* FUA: survives any power cut */
 	u64 write_index;
+	u64 op_index; /* the op's index: ascending along the log */
+	u64 acked;    /* when its end_io was delivered (d->acks); 0: not yet */
 };
 
 struct rule_state {
@@ -465,6 +471,7 @@ struct fault_dev {
 	u64 nr_injected;
 
 	u64 op_index, write_index, completions;
+	u64 acks;	/* end_io deliveries of logged writes, for log_entry.acked */
 	int frozen_err; /* 0, or vanished / powercut */
 	unsigned frozen_printed;
 
@@ -820,7 +827,7 @@ static void log_clear(struct fault_dev *d)
 }
 
 static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
-		    u64 write_index)
+		    u64 write_index, u64 op_index)
 {
 	if (!grow((void **)&d->log, &d->log_size, d->nr_log, sizeof(*d->log))) {
 		/* Cannot model it: the write stays, but counts as durable. */
@@ -837,6 +844,7 @@ static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *n
 		.new = new,
 		.durable = durable,
 		.write_index = write_index,
+		.op_index = op_index,
 	};
 }
 
@@ -869,15 +877,37 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 	unsigned n = d->nr_log, sector = d->sector;
 	bool *kept = calloc(n ?: 1, sizeof(bool));
 	u64 *widx = calloc(n ?: 1, sizeof(u64));
+	unsigned *order = calloc(n ?: 1, sizeof(unsigned));
 	bool *torn_sectors = NULL;
 	unsigned nr_torn_sectors = 0;
 	int torn = -1, ret = 0;
 
-	if (!kept || !widx) {
+	if (!kept || !widx || !order) {
 		free(kept);
 		free(widx);
+		free(order);
 		return -ENOMEM;
 	}
+	/*
+	 * The policies choose in completion order (FAULTS.md: "a prefix in
+	 * completion order"): the order end_io was delivered in, which a
+	 * delay or reorder makes differ from execution order; writes whose
+	 * end_io is still held come last, in execution order.  The image is
+	 * still built in execution order, the order the data reached the lower.
+	 */
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0; j--) {
+			u64 a = d->log[order[j - 1]].acked ?: UINT64_MAX;
+			u64 b = d->log[order[j]].acked ?: UINT64_MAX;
+			unsigned t = order[j];
+
+			if (a < b || (a == b && order[j - 1] < order[j]))
+				break;
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
 
 	switch (policy) {
 	case TFS_POWERCUT_none:
@@ -886,7 +916,7 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		u64 k = keep ? (keep < n ? keep : n) : splitmix64(&d->rng) % (n + 1);
 
 		for (unsigned i = 0; i < k; i++)
-			kept[i] = true;
+			kept[order[i]] = true;
 		break;
 	}
 	case TFS_POWERCUT_random:
@@ -895,9 +925,9 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		break;
 	case TFS_POWERCUT_torn:
 		for (unsigned i = 0; i < n; i++) {
-			kept[i] = true;
-			if (!d->log[i].durable)
-				torn = (int)i;
+			kept[order[i]] = true;
+			if (!d->log[order[i]].durable)
+				torn = (int)order[i];
 		}
 		break;
 	default:
@@ -957,6 +987,7 @@ out:
 			d->bdev.path, tfs_err_str(ret));
 	if (torn >= 0)
 		kept[torn] = false;
+	free(order);
 
 	pthread_mutex_lock(&d->lock);
 	free(d->crash_kept);
@@ -1050,7 +1081,7 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		if (ret)
 			goto err;
 		trace_piece(x->e, bio->offset, bio->len, NULL);
-		log_add(d, bio->offset, bio->len, old, NULL, false, x->write_index);
+		log_add(d, bio->offset, bio->len, old, NULL, false, x->write_index, x->index);
 		return 0;
 	}
 
@@ -1086,7 +1117,7 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		s = e;
 	}
 	/* FUA: durable at completion, kept by every power cut. */
-	log_add(d, bio->offset, bio->len, old, landed, fua, x->write_index);
+	log_add(d, bio->offset, bio->len, old, landed, fua, x->write_index, x->index);
 	return 0;
 err:
 	free(old);
@@ -1205,8 +1236,31 @@ static const char *fail_why(struct fault_dev *d, int err)
 	return NULL;
 }
 
+/* Locked.  The logged write of op index (if still in the cache) was acknowledged. */
+static void log_ack(struct fault_dev *d, u64 index)
+{
+	unsigned lo = 0, hi = d->nr_log;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (d->log[mid].op_index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < d->nr_log && d->log[lo].op_index == index)
+		d->log[lo].acked = ++d->acks;
+}
+
 static void complete_bio(struct fault_dev *d, struct tfs_bio *bio)
 {
+	/* done_internal: the op index of a write or discard (run_bio), for the completion order. */
+	if (bio->done_internal && bio->done_internal != FD_INTERNAL) {
+		pthread_mutex_lock(&d->lock);
+		log_ack(d, bio->done_internal);
+		pthread_mutex_unlock(&d->lock);
+	}
 	bio->end_io(bio);
 	pthread_mutex_lock(&d->lock);
 	d->completions++;
@@ -1312,6 +1366,8 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	}
 
 	ret = exec_op(d, bio, &x);
+	if (bio->op == TFS_OP_write || bio->op == TFS_OP_discard)
+		bio->done_internal = x.index;
 	if (ret && !(x.rule >= 0 && x.act.action != TFS_FAULT_ACT_none))
 		tfs_bio_err_msg(bio, ret, NULL);
 done:

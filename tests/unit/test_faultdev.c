@@ -1291,6 +1291,65 @@ static void test_sector_aligned_pieces(void **state)
 	free(old);
 }
 
+/* Prefix and torn power cuts follow completion order (end_io), not execution order. */
+static void test_powercut_completion_order(void **state)
+{
+	static const enum tfs_powercut_policy policies[] = { TFS_POWERCUT_prefix,
+							     TFS_POWERCUT_torn };
+
+	for (unsigned p = 0; p < ARRAY_SIZE(policies); p++) {
+		struct tfs_bdev *f = fresh(120);
+		struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+		u8 *b = buf_new(f, 8192, 5);
+		struct tfs_bio w[2];
+		struct tfs_faultdev_crash c;
+
+		memcpy(durable, model, IMG_SIZE);
+		rule(f, "write nth=1 reorder");
+		tfs_faultdev_pause(f, true);
+		for (unsigned i = 0; i < 2; i++) {
+			w[i] = (struct tfs_bio){
+				.bdev = f,
+				.op = TFS_OP_write,
+				.offset = (u64)i * 4096,
+				.buf = b + i * 4096,
+				.len = 4096,
+				.end_io = order_end_io,
+				.private = &o,
+			};
+			tfs_bio_submit(&w[i]);
+		}
+		tfs_faultdev_pause(f, false);
+		tfs_bdev_drain(f);
+		assert_int_equal(o.nr, 2);
+		assert_int_equal(o.ids[0], 1); /* W2 completed first */
+		assert_int_equal(o.ids[1], 0);
+
+		assert_int_equal(tfs_faultdev_powercut(f, policies[p], 1), 0);
+		tfs_faultdev_crash_info(f, &c);
+		assert_int_equal(c.nr_unflushed, 2);
+		memcpy(model, durable, IMG_SIZE);
+		if (policies[p] == TFS_POWERCUT_prefix) {
+			/* The first completed is W2: it is the one kept. */
+			assert_false(c.kept[0]);
+			assert_true(c.kept[1]);
+			assert_int_equal(c.torn, -1);
+			memcpy(model + 4096, b + 4096, 4096);
+		} else {
+			/* The last completed is W1: it is the torn one (one sector, lost). */
+			assert_int_equal(c.torn, 0);
+			assert_true(c.kept[1]);
+			memcpy(model + 4096, b + 4096, 4096);
+			for (unsigned s = 0; s < c.nr_torn_sectors; s++)
+				if (c.torn_sectors[s])
+					memcpy(model + s * SECT, b + s * SECT, SECT);
+		}
+		tfs_bdev_close(f);
+		check_image(img);
+		free(b);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1317,6 +1376,7 @@ int main(void)
 		cmocka_unit_test(test_stacked_async),
 		cmocka_unit_test(test_unknown_op),
 		cmocka_unit_test(test_sector_aligned_pieces),
+		cmocka_unit_test(test_powercut_completion_order),
 	};
 
 	int ret;
