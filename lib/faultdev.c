@@ -739,27 +739,44 @@ static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 inde
 	printbuf_exit(&rule);
 }
 
-/* ---- the trace (entries written by the worker only) ---- */
+/*
+ * ---- the trace ----
+ *
+ * The worker fills an entry privately (trace_new(), trace_piece()) and
+ * publishes it complete (trace_publish()): readers get entries by pointer
+ * and read them without the lock, so a published entry never changes.
+ */
 
-static struct tfs_fault_trace_entry *trace_add(struct fault_dev *d)
+static void trace_free(struct tfs_fault_trace_entry *e);
+
+static struct tfs_fault_trace_entry *trace_new(struct fault_dev *d)
 {
 	struct tfs_fault_trace_entry *e;
+	bool on;
 
-	if (!d->trace_on)
+	pthread_mutex_lock(&d->lock);
+	on = d->trace_on;
+	pthread_mutex_unlock(&d->lock);
+	if (!on)
 		return NULL;
 	e = calloc(1, sizeof(*e));
+	if (e)
+		e->rule = -1;
+	return e;
+}
+
+static void trace_publish(struct fault_dev *d, struct tfs_fault_trace_entry *e)
+{
 	if (!e)
-		return NULL;
-	e->rule = -1;
+		return;
 	pthread_mutex_lock(&d->lock);
 	if (!grow((void **)&d->trace, &d->trace_size, d->nr_trace, sizeof(*d->trace))) {
 		pthread_mutex_unlock(&d->lock);
-		free(e);
-		return NULL;
+		trace_free(e);
+		return;
 	}
 	d->trace[d->nr_trace++] = e;
 	pthread_mutex_unlock(&d->lock);
-	return e;
 }
 
 static void trace_piece(struct tfs_fault_trace_entry *e, u64 offset, u64 len, const void *data)
@@ -826,10 +843,24 @@ static void log_clear(struct fault_dev *d)
 	d->nr_log = 0;
 }
 
+/*
+ * The log is changed by the worker only, but read by others under the lock
+ * (tfs_faultdev_nr_unflushed(), to_text), so every change takes the lock;
+ * the worker itself reads it without.
+ */
+static void log_clear_locked(struct fault_dev *d)
+{
+	pthread_mutex_lock(&d->lock);
+	log_clear(d);
+	pthread_mutex_unlock(&d->lock);
+}
+
 static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
 		    u64 write_index, u64 op_index)
 {
+	pthread_mutex_lock(&d->lock);
 	if (!grow((void **)&d->log, &d->log_size, d->nr_log, sizeof(*d->log))) {
+		pthread_mutex_unlock(&d->lock);
 		/* Cannot model it: the write stays, but counts as durable. */
 		fprintf(stderr, "tinyfs: fault: %s: out of memory for the volatile-cache log\n",
 			d->bdev.path);
@@ -846,6 +877,7 @@ static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *n
 		.write_index = write_index,
 		.op_index = op_index,
 	};
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* Writes data (NULL: zeroes) to the lower device, synchronously. */
@@ -1155,7 +1187,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		ret = tfs_bdev_flush(d->lower);
 		if (ret)
 			return ret;
-		log_clear(d);
+		log_clear_locked(d);
 	}
 
 	switch (bio->op) {
@@ -1220,7 +1252,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		ret = tfs_bdev_flush(d->lower);
 		/* Every write completed before the flush is now durable. */
 		if (!ret)
-			log_clear(d);
+			log_clear_locked(d);
 		return ret;
 	default:
 		return -TFS_ERR_invalid_argument;
@@ -1273,13 +1305,14 @@ static void complete_bio(struct fault_dev *d, struct tfs_bio *bio)
 static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 {
 	if (bio->op == (enum tfs_bio_op)FD_OP_MARK) {
-		struct tfs_fault_trace_entry *e = trace_add(d);
+		struct tfs_fault_trace_entry *e = trace_new(d);
 
 		if (e) {
 			e->op = TFS_OP_NR;
 			e->write_index = d->write_index;
 			e->mark = strdup(bio->private);
 		}
+		trace_publish(d, e);
 		free(bio->private);
 		free(bio);
 		pthread_mutex_lock(&d->lock);
@@ -1289,7 +1322,7 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 		return;
 	} else {
 		struct powercut_req *req = bio->buf;
-		struct tfs_fault_trace_entry *e = trace_add(d);
+		struct tfs_fault_trace_entry *e = trace_new(d);
 
 		if (e) {
 			struct printbuf m = PRINTBUF;
@@ -1299,6 +1332,7 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 			e->write_index = d->write_index;
 			e->mark = printbuf_detach(&m);
 		}
+		trace_publish(d, e);
 		req->ret = tfs_faultdev_frozen(&d->bdev)
 				   ? -TFS_ERR_bdev_powercut
 				   : build_crash_image(d, req->policy, req->keep);
@@ -1322,7 +1356,7 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	frozen = d->frozen_err;
 	pthread_mutex_unlock(&d->lock);
 
-	x.e = trace_add(d);
+	x.e = trace_new(d);
 	if (x.e) {
 		x.e->index = x.index;
 		x.e->write_index = x.write_index;
@@ -1379,6 +1413,7 @@ done:
 		if (bio->op == TFS_OP_read && !ret)
 			x.e->csum = tfs_crc32c(0, bio->buf, bio->len);
 	}
+	trace_publish(d, x.e);
 	if (x.hold) {
 		pthread_mutex_lock(&d->lock);
 		if (grow((void **)&d->held, &d->held_size, d->nr_held, sizeof(*d->held))) {
