@@ -721,11 +721,20 @@ static int rules_eval(struct fault_dev *d, const struct tfs_bio *bio)
 	return fired;
 }
 
+/*
+ * What print_repro() needs, copied under the lock when the rule fired:
+ * tfs_faultdev_add_rule() may realloc d->rules as soon as it is dropped.
+ */
+struct repro {
+	struct tfs_fault_rule rule;
+	u64 fired, seed;
+	unsigned sector;
+};
+
 static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 index, int ri,
-			const char *what)
+			const struct repro *s, const char *what)
 {
 	struct printbuf rule = PRINTBUF;
-	const struct rule_state *s = &d->rules[ri];
 
 	tfs_fault_rule_to_text(&rule, &s->rule);
 	fprintf(stderr,
@@ -734,7 +743,7 @@ static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 inde
 		d->bdev.path, (unsigned long long)index, tfs_bio_op_names[bio->op],
 		bio->flags & TFS_BIO_FUA ? "+fua" : "", (unsigned long long)bio->offset, bio->len,
 		tfs_bio_tag_names[bio->tag < TFS_TAG_NR ? bio->tag : 0], what, ri,
-		(unsigned long long)s->fired, d->bdev.path, (unsigned long long)d->seed, d->sector,
+		(unsigned long long)s->fired, d->bdev.path, (unsigned long long)s->seed, s->sector,
 		printbuf_str(&rule));
 	printbuf_exit(&rule);
 }
@@ -1344,6 +1353,7 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 {
 	struct exec x = { .rule = -1 };
+	struct repro repro;
 	int frozen, ret;
 
 	if (bio->done_internal == FD_INTERNAL)
@@ -1383,12 +1393,18 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	x.rule = rules_eval(d, bio);
 	if (x.rule >= 0) {
 		x.act = d->rules[x.rule].rule;
+		repro = (struct repro){
+			.rule = x.act,
+			.fired = d->rules[x.rule].fired,
+			.seed = d->seed,
+			.sector = d->sector,
+		};
 		d->nr_injected++;
 	}
 	pthread_mutex_unlock(&d->lock);
 
 	if (x.rule >= 0) {
-		print_repro(d, bio, x.index, x.rule, tfs_fault_action_names[x.act.action]);
+		print_repro(d, bio, x.index, x.rule, &repro, tfs_fault_action_names[x.act.action]);
 		if (x.e) {
 			x.e->action = x.act.action;
 			x.e->rule = x.rule;

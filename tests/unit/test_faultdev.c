@@ -1412,6 +1412,52 @@ static void test_readers_during_io(void **state)
 	free(b);
 }
 
+struct adder {
+	struct tfs_bdev *f;
+	int stop;
+};
+
+static void *adder_thread(void *p)
+{
+	struct adder *a = p;
+	struct tfs_fault_rule never = { .ops = 1u << TFS_OP_discard, .action = TFS_FAULT_ACT_drop };
+	struct tfs_fault_rule w = { .ops = 1u << TFS_OP_write,
+				    .every = 1,
+				    .action = TFS_FAULT_ACT_drop };
+
+	for (unsigned i = 0; !__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE); i++) {
+		tfs_faultdev_add_rule(a->f, &never);
+		if (i % 64 == 63) {
+			tfs_faultdev_clear_rules(a->f);
+			tfs_faultdev_add_rule(a->f, &w);
+		}
+	}
+	return NULL;
+}
+
+/* Rules added while rules fire: the reproduction line must not read the rule array unlocked. */
+static void test_add_rules_during_io(void **state)
+{
+	struct tfs_bdev *f = fresh(140);
+	struct tfs_fault_rule w = { .ops = 1u << TFS_OP_write,
+				    .every = 1,
+				    .action = TFS_FAULT_ACT_drop };
+	struct adder a = { .f = f };
+	u8 *b = buf_new(f, SECT, 1);
+	pthread_t t;
+
+	tfs_faultdev_set_trace(f, false);
+	assert_int_equal(tfs_faultdev_add_rule(f, &w), 0);
+	assert_int_equal(pthread_create(&t, NULL, adder_thread, &a), 0);
+	for (unsigned i = 0; i < 3000; i++)
+		assert_int_equal(tfs_bdev_write(f, b, SECT, 0, 0, TFS_TAG_data), 0);
+	__atomic_store_n(&a.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	assert_true(tfs_faultdev_nr_injected(f) > 0);
+	tfs_bdev_close(f);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1440,6 +1486,7 @@ int main(void)
 		cmocka_unit_test(test_sector_aligned_pieces),
 		cmocka_unit_test(test_powercut_completion_order),
 		cmocka_unit_test(test_readers_during_io),
+		cmocka_unit_test(test_add_rules_during_io),
 	};
 
 	int ret;
