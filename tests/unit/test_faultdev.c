@@ -1141,7 +1141,11 @@ static void test_env_via_open(void **state)
 		struct tfs_bdev *b;
 
 		setenv("TFS_FAULTS", "dev #0 write explode", 1);
-		_exit(tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid ? 0 : 1);
+		/* Every open, not only the first: a later one must not run without its faults. */
+		_exit(tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid &&
+				      tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid
+			      ? 0
+			      : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
