@@ -1610,13 +1610,22 @@ int tfs_faultdev_powercut(struct tfs_bdev *bdev, enum tfs_powercut_policy policy
 		.private = &w,
 	};
 
+	struct fault_dev *d = to_fd(bdev);
+
 	if (policy >= TFS_POWERCUT_NR)
 		return -TFS_ERR_invalid_argument;
-	enqueue(to_fd(bdev), &bio);
+	/* Like a drain, the cut runs even on a paused device (with what is queued before it). */
+	pthread_mutex_lock(&d->lock);
+	d->draining++;
+	pthread_mutex_unlock(&d->lock);
+	enqueue(d, &bio);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_lock(&d->lock);
+	d->draining--;
+	pthread_mutex_unlock(&d->lock);
 	return req.ret;
 }
 

@@ -172,8 +172,8 @@ u64 tfs_faultdev_nr_injected(struct tfs_bdev *bdev);
 void tfs_faultdev_pause(struct tfs_bdev *bdev, bool paused);
 
 /*
- * Cuts the power now: waits for the worker to go idle, rewrites the lower
- * device to the crash image chosen by policy (keep: writes kept for
+ * Cuts the power now: runs what was queued before (even when paused), then
+ * rewrites the lower device to the crash image chosen by policy (keep: writes kept for
  * prefix; 0: seeded) and freezes the device.  Returns the lower's error if
  * the image could not be written.
  */

@@ -1462,6 +1462,34 @@ static void test_add_rules_during_io(void **state)
 	free(b);
 }
 
+/* A power cut on a paused device runs what is queued before it, then cuts: it never waits forever. */
+static void test_powercut_paused(void **state)
+{
+	struct tfs_bdev *f = fresh(150);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *b = buf_new(f, 4096, 3);
+	struct tfs_bio w = {
+		.bdev = f,
+		.op = TFS_OP_write,
+		.offset = 4096,
+		.buf = b,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = &o,
+	};
+
+	tfs_faultdev_pause(f, true);
+	tfs_bio_submit(&w);
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	assert_true(tfs_faultdev_frozen(f));
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 1);
+	assert_int_equal(o.results[0], 0); /* ran before the cut, then lost */
+	tfs_bdev_close(f);
+	check_image(img);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1491,6 +1519,7 @@ int main(void)
 		cmocka_unit_test(test_powercut_completion_order),
 		cmocka_unit_test(test_readers_during_io),
 		cmocka_unit_test(test_add_rules_during_io),
+		cmocka_unit_test(test_powercut_paused),
 	};
 
 	int ret;
