@@ -1491,7 +1491,19 @@ static void *fault_worker(void *arg)
 			take_due(d, idle && (d->draining || d->stop), idle, &deadline);
 
 		if (bio) {
+			int frozen = d->frozen_err;
+
 			pthread_mutex_unlock(&d->lock);
+			/*
+			 * The power was cut before this completion was
+			 * delivered: it was never acknowledged, so the caller
+			 * must not take it as done (the crash image treated it
+			 * as not acknowledged either).
+			 */
+			if (frozen == -TFS_ERR_bdev_powercut && !bio->result) {
+				bio->result = frozen;
+				tfs_bdev_count_error(&d->bdev, bio);
+			}
 			complete_bio(d, bio);
 			pthread_mutex_lock(&d->lock);
 			continue;

@@ -1490,6 +1490,33 @@ static void test_powercut_paused(void **state)
 	free(b);
 }
 
+/* A completion held back (delay) past a power cut reports the cut: the write was never acknowledged. */
+static void test_held_after_powercut(void **state)
+{
+	struct tfs_bdev *f = fresh(160);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *b = buf_new(f, 4096, 4);
+	struct tfs_bio w = {
+		.bdev = f,
+		.op = TFS_OP_write,
+		.offset = 4096,
+		.buf = b,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = &o,
+	};
+
+	rule(f, "write nth=1 delay=100000");
+	tfs_bio_submit(&w);
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 1);
+	assert_int_equal(o.results[0], -TFS_ERR_bdev_powercut);
+	tfs_bdev_close(f);
+	check_image(img);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1520,6 +1547,7 @@ int main(void)
 		cmocka_unit_test(test_readers_during_io),
 		cmocka_unit_test(test_add_rules_during_io),
 		cmocka_unit_test(test_powercut_paused),
+		cmocka_unit_test(test_held_after_powercut),
 	};
 
 	int ret;
