@@ -787,8 +787,10 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 	struct stat st;
 
 	if (stat(path, &st)) {
-		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
-		return -errno;
+		int err = -errno; /* before fprintf can change it */
+
+		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
+		return err;
 	}
 	d->bdev.is_blockdev = S_ISBLK(st.st_mode);
 	if (!d->bdev.is_blockdev && !S_ISREG(st.st_mode)) {
@@ -804,15 +806,19 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 		d->bdev.direct = d->fd >= 0;
 		/* EINVAL: the filesystem has no O_DIRECT; anything else is real. */
 		if (d->fd < 0 && errno != EINVAL) {
-			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
-			return -errno;
+			int err = -errno; /* before fprintf can change it */
+
+			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
+			return err;
 		}
 	}
 	if (d->fd < 0)
 		d->fd = open(path, oflags);
 	if (d->fd < 0) {
-		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(-errno));
-		return -errno;
+		int err = -errno; /* before fprintf can change it */
+
+		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
+		return err;
 	}
 	return 0;
 }
@@ -826,9 +832,11 @@ static int probe_geometry(struct uring_dev *d)
 		int ssz;
 
 		if (ioctl(d->fd, BLKGETSIZE64, &size) || ioctl(d->fd, BLKSSZGET, &ssz)) {
+			int err = -errno; /* before fprintf can change it */
+
 			fprintf(stderr, "tinyfs: %s: cannot read device geometry: %s\n", b->path,
-				tfs_err_str(-errno));
-			return -errno;
+				tfs_err_str(err));
+			return err;
 		}
 		b->size = size;
 		b->logical_block_size = (unsigned)ssz;
@@ -836,9 +844,10 @@ static int probe_geometry(struct uring_dev *d)
 		struct statx stx;
 
 		if (statx(d->fd, "", AT_EMPTY_PATH, STATX_SIZE | STATX_DIOALIGN, &stx)) {
-			fprintf(stderr, "tinyfs: %s: cannot stat: %s\n", b->path,
-				tfs_err_str(-errno));
-			return -errno;
+			int err = -errno; /* before fprintf can change it */
+
+			fprintf(stderr, "tinyfs: %s: cannot stat: %s\n", b->path, tfs_err_str(err));
+			return err;
 		}
 		b->size = stx.stx_size;
 		/*

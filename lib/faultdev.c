@@ -1895,9 +1895,11 @@ int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path)
 	bool ok;
 
 	if (!f) {
+		int err = -errno; /* before fprintf can change it */
+
 		fprintf(stderr, "tinyfs: fault: %s: cannot write the trace to %s: %s\n", bdev->path,
-			path, strerror(errno));
-		return -errno;
+			path, tfs_err_str(err));
+		return err;
 	}
 	pthread_mutex_lock(&d->lock);
 	ok = fwrite(TRACE_MAGIC, 8, 1, f) == 1;
@@ -1952,9 +1954,11 @@ int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 u
 	int ret = 0;
 
 	if (!f) {
+		int err = -errno; /* before fprintf can change it */
+
 		fprintf(stderr, "tinyfs: fault: cannot read the trace %s: %s\n", path,
-			strerror(errno));
-		return -errno;
+			tfs_err_str(err));
+		return err;
 	}
 	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, TRACE_MAGIC, 8)) {
 		fprintf(stderr, "tinyfs: fault: %s is not a tinyfs trace\n", path);

@@ -108,6 +108,20 @@ static void test_open_errors(void **state)
 	snprintf(path, sizeof(path), "%s/missing", dir);
 	assert_int_equal(tfs_bdev_open(path, 0, &b), -ENOENT);
 	assert_null(b);
+	{
+		/* The message is printed after the failure: printing must not change the code. */
+		pid_t pid = fork();
+		int st;
+
+		assert_true(pid >= 0);
+		if (!pid) {
+			close(2); /* the message's write fails with EBADF */
+			_exit(tfs_bdev_open(path, 0, &b) == -ENOENT ? 0 : 1);
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
 	assert_true(tfs_err_matches(tfs_bdev_open(dir, 0, &b), EINVAL));
 	assert_null(b);
 }
