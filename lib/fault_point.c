@@ -449,6 +449,8 @@ int tfs_faults_parse(const char *spec, struct printbuf *err)
 }
 
 static bool env_applied;
+/* What applying TFS_FAULTS returned: every later _once() call returns it too. */
+static int env_err;
 
 int tfs_faults_from_env(void)
 {
@@ -463,6 +465,7 @@ int tfs_faults_from_env(void)
 	if (ret)
 		fprintf(stderr, "tinyfs: bad TFS_FAULTS: %s\n", printbuf_str(&err));
 	printbuf_exit(&err);
+	__atomic_store_n(&env_err, ret, __ATOMIC_RELEASE);
 	return ret;
 }
 
@@ -474,6 +477,8 @@ int tfs_faults_from_env_once(void)
 	pthread_mutex_lock(&once_lock);
 	if (!__atomic_load_n(&env_applied, __ATOMIC_ACQUIRE))
 		ret = tfs_faults_from_env();
+	else
+		ret = __atomic_load_n(&env_err, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&once_lock);
 	return ret;
 }

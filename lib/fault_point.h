@@ -140,7 +140,9 @@ int tfs_faults_from_env(void);
  * tfs_faults_from_env(), unless it already ran in this process (by either
  * name).  tfs_bdev_open() calls it, so every tool and test that opens a
  * device gets $TFS_FAULTS' rules without asking, and a tool that also calls
- * tfs_faults_from_env() itself does not apply them twice.
+ * tfs_faults_from_env() itself does not apply them twice.  A malformed
+ * variable's error is returned by every call, not only the first, so no
+ * later open runs without the faults it asked for.
  */
 int tfs_faults_from_env_once(void);
 

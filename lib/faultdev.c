@@ -401,13 +401,19 @@ int tfs_fault_rule_parse(const char *words, struct tfs_fault_rule *rule, struct 
 
 /* ---- the device ---- */
 
-/* A completed write not yet durable: the volatile cache, in completion order. */
+/*
+ * A completed write not yet durable: the volatile cache, in execution order
+ * (which the undo chain of `old` needs); `acked` gives the completion order
+ * the power-cut policies follow.
+ */
 struct log_entry {
 	u64 offset, len;
 	void *old;    /* the lower's contents before */
 	void *new;    /* what landed; NULL: zeroes */
 	bool durable; /* FUA: survives any power cut */
 	u64 write_index;
+	u64 op_index; /* the op's index: ascending along the log */
+	u64 acked;    /* when its end_io was delivered (d->acks); 0: not yet */
 };
 
 struct rule_state {
@@ -422,11 +428,17 @@ struct held {
 	bool delay;	   /* delay: the deadline always counts; reorder: only when idle */
 };
 
-/* Internal ops, queued like bios so they happen in submission order. */
+/*
+ * Internal ops, queued like bios so they happen in submission order.  They
+ * are told apart by done_internal == FD_INTERNAL, which only the fault
+ * device sets (fault_submit() clears it on every caller's bio), never by
+ * the op: a caller's bad op must reach tfs_bio_check() and be refused.
+ */
 enum {
 	FD_OP_MARK = TFS_OP_NR + 1,
 	FD_OP_POWERCUT
 };
+#define FD_INTERNAL SIZE_MAX
 
 struct powercut_req {
 	enum tfs_powercut_policy policy;
@@ -459,6 +471,7 @@ struct fault_dev {
 	u64 nr_injected;
 
 	u64 op_index, write_index, completions;
+	u64 acks;	/* end_io deliveries of logged writes, for log_entry.acked */
 	int frozen_err; /* 0, or vanished / powercut */
 	unsigned frozen_printed;
 
@@ -708,11 +721,20 @@ static int rules_eval(struct fault_dev *d, const struct tfs_bio *bio)
 	return fired;
 }
 
+/*
+ * What print_repro() needs, copied under the lock when the rule fired:
+ * tfs_faultdev_add_rule() may realloc d->rules as soon as it is dropped.
+ */
+struct repro {
+	struct tfs_fault_rule rule;
+	u64 fired, seed;
+	unsigned sector;
+};
+
 static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 index, int ri,
-			const char *what)
+			const struct repro *s, const char *what)
 {
 	struct printbuf rule = PRINTBUF;
-	const struct rule_state *s = &d->rules[ri];
 
 	tfs_fault_rule_to_text(&rule, &s->rule);
 	fprintf(stderr,
@@ -721,32 +743,49 @@ static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 inde
 		d->bdev.path, (unsigned long long)index, tfs_bio_op_names[bio->op],
 		bio->flags & TFS_BIO_FUA ? "+fua" : "", (unsigned long long)bio->offset, bio->len,
 		tfs_bio_tag_names[bio->tag < TFS_TAG_NR ? bio->tag : 0], what, ri,
-		(unsigned long long)s->fired, d->bdev.path, (unsigned long long)d->seed, d->sector,
+		(unsigned long long)s->fired, d->bdev.path, (unsigned long long)s->seed, s->sector,
 		printbuf_str(&rule));
 	printbuf_exit(&rule);
 }
 
-/* ---- the trace (entries written by the worker only) ---- */
+/*
+ * ---- the trace ----
+ *
+ * The worker fills an entry privately (trace_new(), trace_piece()) and
+ * publishes it complete (trace_publish()): readers get entries by pointer
+ * and read them without the lock, so a published entry never changes.
+ */
 
-static struct tfs_fault_trace_entry *trace_add(struct fault_dev *d)
+static void trace_free(struct tfs_fault_trace_entry *e);
+
+static struct tfs_fault_trace_entry *trace_new(struct fault_dev *d)
 {
 	struct tfs_fault_trace_entry *e;
+	bool on;
 
-	if (!d->trace_on)
+	pthread_mutex_lock(&d->lock);
+	on = d->trace_on;
+	pthread_mutex_unlock(&d->lock);
+	if (!on)
 		return NULL;
 	e = calloc(1, sizeof(*e));
+	if (e)
+		e->rule = -1;
+	return e;
+}
+
+static void trace_publish(struct fault_dev *d, struct tfs_fault_trace_entry *e)
+{
 	if (!e)
-		return NULL;
-	e->rule = -1;
+		return;
 	pthread_mutex_lock(&d->lock);
 	if (!grow((void **)&d->trace, &d->trace_size, d->nr_trace, sizeof(*d->trace))) {
 		pthread_mutex_unlock(&d->lock);
-		free(e);
-		return NULL;
+		trace_free(e);
+		return;
 	}
 	d->trace[d->nr_trace++] = e;
 	pthread_mutex_unlock(&d->lock);
-	return e;
 }
 
 static void trace_piece(struct tfs_fault_trace_entry *e, u64 offset, u64 len, const void *data)
@@ -779,6 +818,29 @@ static void trace_free(struct tfs_fault_trace_entry *e)
 	free(e);
 }
 
+/* ---- sectors ---- */
+
+/*
+ * The sector is the unit of atomicity, counted from the device's start, not
+ * from a bio's: a bio is cut into pieces at aligned sector boundaries,
+ * [round_down(off), round_up(off + len)) clipped to the bio, and every fault
+ * (tear, short, a torn power cut) keeps or loses whole pieces, so no aligned
+ * sector ever holds part of a write.
+ */
+static unsigned nr_pieces(u64 off, u64 len, unsigned sector)
+{
+	return (unsigned)((round_up(off + len, sector) - round_down(off, sector)) / sector);
+}
+
+/* Piece s of [off, off + len), as [*start, *end) relative to off. */
+static void piece(u64 off, u64 len, unsigned sector, unsigned s, u64 *start, u64 *end)
+{
+	u64 base = round_down(off, sector) + (u64)s * sector;
+
+	*start = max_t(u64, base, off) - off;
+	*end = min_t(u64, base + sector, off + len) - off;
+}
+
 /* ---- the volatile cache ---- */
 
 static void log_clear(struct fault_dev *d)
@@ -790,10 +852,24 @@ static void log_clear(struct fault_dev *d)
 	d->nr_log = 0;
 }
 
-static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
-		    u64 write_index)
+/*
+ * The log is changed by the worker only, but read by others under the lock
+ * (tfs_faultdev_nr_unflushed(), to_text), so every change takes the lock;
+ * the worker itself reads it without.
+ */
+static void log_clear_locked(struct fault_dev *d)
 {
+	pthread_mutex_lock(&d->lock);
+	log_clear(d);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
+		    u64 write_index, u64 op_index)
+{
+	pthread_mutex_lock(&d->lock);
 	if (!grow((void **)&d->log, &d->log_size, d->nr_log, sizeof(*d->log))) {
+		pthread_mutex_unlock(&d->lock);
 		/* Cannot model it: the write stays, but counts as durable. */
 		fprintf(stderr, "tinyfs: fault: %s: out of memory for the volatile-cache log\n",
 			d->bdev.path);
@@ -808,7 +884,9 @@ static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *n
 		.new = new,
 		.durable = durable,
 		.write_index = write_index,
+		.op_index = op_index,
 	};
+	pthread_mutex_unlock(&d->lock);
 }
 
 /* Writes data (NULL: zeroes) to the lower device, synchronously. */
@@ -840,15 +918,37 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 	unsigned n = d->nr_log, sector = d->sector;
 	bool *kept = calloc(n ?: 1, sizeof(bool));
 	u64 *widx = calloc(n ?: 1, sizeof(u64));
+	unsigned *order = calloc(n ?: 1, sizeof(unsigned));
 	bool *torn_sectors = NULL;
 	unsigned nr_torn_sectors = 0;
 	int torn = -1, ret = 0;
 
-	if (!kept || !widx) {
+	if (!kept || !widx || !order) {
 		free(kept);
 		free(widx);
+		free(order);
 		return -ENOMEM;
 	}
+	/*
+	 * The policies choose in completion order (FAULTS.md: "a prefix in
+	 * completion order"): the order end_io was delivered in, which a
+	 * delay or reorder makes differ from execution order; writes whose
+	 * end_io is still held come last, in execution order.  The image is
+	 * still built in execution order, the order the data reached the lower.
+	 */
+	for (unsigned i = 0; i < n; i++)
+		order[i] = i;
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j > 0; j--) {
+			u64 a = d->log[order[j - 1]].acked ?: UINT64_MAX;
+			u64 b = d->log[order[j]].acked ?: UINT64_MAX;
+			unsigned t = order[j];
+
+			if (a < b || (a == b && order[j - 1] < order[j]))
+				break;
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
 
 	switch (policy) {
 	case TFS_POWERCUT_none:
@@ -857,7 +957,7 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		u64 k = keep ? (keep < n ? keep : n) : splitmix64(&d->rng) % (n + 1);
 
 		for (unsigned i = 0; i < k; i++)
-			kept[i] = true;
+			kept[order[i]] = true;
 		break;
 	}
 	case TFS_POWERCUT_random:
@@ -866,9 +966,9 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		break;
 	case TFS_POWERCUT_torn:
 		for (unsigned i = 0; i < n; i++) {
-			kept[i] = true;
-			if (!d->log[i].durable)
-				torn = (int)i;
+			kept[order[i]] = true;
+			if (!d->log[order[i]].durable)
+				torn = (int)order[i];
 		}
 		break;
 	default:
@@ -879,7 +979,7 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 		widx[i] = d->log[i].write_index;
 	}
 	if (torn >= 0) {
-		nr_torn_sectors = (unsigned)DIV_ROUND_UP(d->log[torn].len, sector);
+		nr_torn_sectors = nr_pieces(d->log[torn].offset, d->log[torn].len, sector);
 		torn_sectors = calloc(nr_torn_sectors, sizeof(bool));
 		if (!torn_sectors) {
 			ret = -ENOMEM;
@@ -910,13 +1010,13 @@ static int build_crash_image(struct fault_dev *d, enum tfs_powercut_policy polic
 			continue;
 		}
 		for (unsigned s = 0; s < nr_torn_sectors; s++) {
-			u64 off = (u64)s * sector;
+			u64 off, end;
 
 			if (!torn_sectors[s])
 				continue;
-			ret = lower_write(d, l->new ? (char *)l->new + off : NULL,
-					  min_t(u64, sector, l->len - off), l->offset + off, 0,
-					  TFS_TAG_none);
+			piece(l->offset, l->len, sector, s, &off, &end);
+			ret = lower_write(d, l->new ? (char *)l->new + off : NULL, end - off,
+					  l->offset + off, 0, TFS_TAG_none);
 			if (ret)
 				goto out;
 		}
@@ -928,6 +1028,7 @@ out:
 			d->bdev.path, tfs_err_str(ret));
 	if (torn >= 0)
 		kept[torn] = false;
+	free(order);
 
 	pthread_mutex_lock(&d->lock);
 	free(d->crash_kept);
@@ -975,15 +1076,17 @@ out:
 
 /* ---- executing one op (worker thread) ---- */
 
-/* Bytes a short completion does: whole sectors, fewer than len. */
-static u64 short_len(u64 len, u64 arg, unsigned sector)
+/*
+ * Bytes a short completion of [off, off + len) does: fewer than len, ending
+ * on an aligned sector boundary (whole pieces).
+ */
+static u64 short_len(u64 off, u64 len, u64 arg, unsigned sector)
 {
-	u64 b = arg ?: len / 2;
+	u64 end = round_down(off + min_t(u64, arg ?: len / 2, len), sector);
 
-	b -= b % sector;
-	if (b >= len)
-		b = len > sector ? (len - 1) - (len - 1) % sector : 0;
-	return b;
+	if (end >= off + len)
+		end = round_down(off + len - 1, sector);
+	return end > off ? end - off : 0;
 }
 
 struct exec {
@@ -1002,7 +1105,7 @@ struct exec {
 static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, const void *data,
 		      const bool *land, u64 land_len)
 {
-	unsigned sector = d->sector, nr = (unsigned)DIV_ROUND_UP(bio->len, sector);
+	unsigned sector = d->sector, nr = nr_pieces(bio->offset, bio->len, sector);
 	void *old = tfs_bdev_alloc_buf(d->lower, bio->len), *landed = NULL;
 	bool fua = bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA);
 	int ret;
@@ -1019,7 +1122,7 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		if (ret)
 			goto err;
 		trace_piece(x->e, bio->offset, bio->len, NULL);
-		log_add(d, bio->offset, bio->len, old, NULL, false, x->write_index);
+		log_add(d, bio->offset, bio->len, old, NULL, false, x->write_index, x->index);
 		return 0;
 	}
 
@@ -1031,15 +1134,21 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 	memcpy(landed, old, bio->len);
 	for (unsigned s = 0; s < nr;) {
 		unsigned e = s;
-		u64 off = (u64)s * sector, run;
+		u64 off, end, ps, pe, run;
 
+		piece(bio->offset, bio->len, sector, s, &off, &end);
 		if ((land && !land[s]) || off >= land_len) {
 			s++;
 			continue;
 		}
-		while (e < nr && (!land || land[e]) && (u64)e * sector < land_len)
-			e++;
-		run = min_t(u64, (u64)e * sector, bio->len) - off;
+		/* A run of landing pieces goes down as one write. */
+		for (; e < nr; e++) {
+			piece(bio->offset, bio->len, sector, e, &ps, &pe);
+			if ((land && !land[e]) || ps >= land_len)
+				break;
+			end = pe;
+		}
+		run = end - off;
 		ret = tfs_bdev_write(d->lower, (const char *)data + off, run, bio->offset + off,
 				     fua ? TFS_BIO_FUA : 0, bio->tag);
 		if (ret)
@@ -1049,7 +1158,7 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		s = e;
 	}
 	/* FUA: durable at completion, kept by every power cut. */
-	log_add(d, bio->offset, bio->len, old, landed, fua, x->write_index);
+	log_add(d, bio->offset, bio->len, old, landed, fua, x->write_index, x->index);
 	return 0;
 err:
 	free(old);
@@ -1087,7 +1196,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		ret = tfs_bdev_flush(d->lower);
 		if (ret)
 			return ret;
-		log_clear(d);
+		log_clear_locked(d);
 	}
 
 	switch (bio->op) {
@@ -1095,7 +1204,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		size_t len = bio->len;
 
 		if (a == TFS_FAULT_ACT_short)
-			len = short_len(bio->len, x->act.arg, sector);
+			len = short_len(bio->offset, bio->len, x->act.arg, sector);
 		ret = len ? tfs_bdev_read(d->lower, bio->buf, len, bio->offset, bio->tag) : 0;
 		if (ret)
 			return ret;
@@ -1108,7 +1217,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		return a == TFS_FAULT_ACT_short ? -TFS_ERR_bdev_short_io : 0;
 	}
 	case TFS_OP_write: {
-		unsigned nr = (unsigned)DIV_ROUND_UP(bio->len, sector);
+		unsigned nr = nr_pieces(bio->offset, bio->len, sector);
 		bool *land = NULL;
 		void *copy = NULL;
 		const void *data = bio->buf;
@@ -1127,7 +1236,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 				land[splitmix64(&d->rng) % nr] = false;
 			}
 		} else if (a == TFS_FAULT_ACT_short) {
-			land_len = short_len(bio->len, x->act.arg, sector);
+			land_len = short_len(bio->offset, bio->len, x->act.arg, sector);
 		} else if (a == TFS_FAULT_ACT_corrupt) {
 			u64 at = x->act.arg ? (x->act.arg - 1) % bio->len
 					    : splitmix64(&d->rng) % bio->len;
@@ -1152,7 +1261,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 		ret = tfs_bdev_flush(d->lower);
 		/* Every write completed before the flush is now durable. */
 		if (!ret)
-			log_clear(d);
+			log_clear_locked(d);
 		return ret;
 	default:
 		return -TFS_ERR_invalid_argument;
@@ -1168,8 +1277,31 @@ static const char *fail_why(struct fault_dev *d, int err)
 	return NULL;
 }
 
+/* Locked.  The logged write of op index (if still in the cache) was acknowledged. */
+static void log_ack(struct fault_dev *d, u64 index)
+{
+	unsigned lo = 0, hi = d->nr_log;
+
+	while (lo < hi) {
+		unsigned mid = lo + (hi - lo) / 2;
+
+		if (d->log[mid].op_index < index)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < d->nr_log && d->log[lo].op_index == index)
+		d->log[lo].acked = ++d->acks;
+}
+
 static void complete_bio(struct fault_dev *d, struct tfs_bio *bio)
 {
+	/* done_internal: the op index of a write or discard (run_bio), for the completion order. */
+	if (bio->done_internal && bio->done_internal != FD_INTERNAL) {
+		pthread_mutex_lock(&d->lock);
+		log_ack(d, bio->done_internal);
+		pthread_mutex_unlock(&d->lock);
+	}
 	bio->end_io(bio);
 	pthread_mutex_lock(&d->lock);
 	d->completions++;
@@ -1182,13 +1314,14 @@ static void complete_bio(struct fault_dev *d, struct tfs_bio *bio)
 static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 {
 	if (bio->op == (enum tfs_bio_op)FD_OP_MARK) {
-		struct tfs_fault_trace_entry *e = trace_add(d);
+		struct tfs_fault_trace_entry *e = trace_new(d);
 
 		if (e) {
 			e->op = TFS_OP_NR;
 			e->write_index = d->write_index;
 			e->mark = strdup(bio->private);
 		}
+		trace_publish(d, e);
 		free(bio->private);
 		free(bio);
 		pthread_mutex_lock(&d->lock);
@@ -1198,7 +1331,7 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 		return;
 	} else {
 		struct powercut_req *req = bio->buf;
-		struct tfs_fault_trace_entry *e = trace_add(d);
+		struct tfs_fault_trace_entry *e = trace_new(d);
 
 		if (e) {
 			struct printbuf m = PRINTBUF;
@@ -1208,6 +1341,7 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 			e->write_index = d->write_index;
 			e->mark = printbuf_detach(&m);
 		}
+		trace_publish(d, e);
 		req->ret = tfs_faultdev_frozen(&d->bdev)
 				   ? -TFS_ERR_bdev_powercut
 				   : build_crash_image(d, req->policy, req->keep);
@@ -1219,9 +1353,10 @@ static void run_internal(struct fault_dev *d, struct tfs_bio *bio)
 static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 {
 	struct exec x = { .rule = -1 };
+	struct repro repro;
 	int frozen, ret;
 
-	if (bio->op > TFS_OP_NR)
+	if (bio->done_internal == FD_INTERNAL)
 		return run_internal(d, bio);
 
 	pthread_mutex_lock(&d->lock);
@@ -1231,7 +1366,7 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	frozen = d->frozen_err;
 	pthread_mutex_unlock(&d->lock);
 
-	x.e = trace_add(d);
+	x.e = trace_new(d);
 	if (x.e) {
 		x.e->index = x.index;
 		x.e->write_index = x.write_index;
@@ -1258,12 +1393,18 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	x.rule = rules_eval(d, bio);
 	if (x.rule >= 0) {
 		x.act = d->rules[x.rule].rule;
+		repro = (struct repro){
+			.rule = x.act,
+			.fired = d->rules[x.rule].fired,
+			.seed = d->seed,
+			.sector = d->sector,
+		};
 		d->nr_injected++;
 	}
 	pthread_mutex_unlock(&d->lock);
 
 	if (x.rule >= 0) {
-		print_repro(d, bio, x.index, x.rule, tfs_fault_action_names[x.act.action]);
+		print_repro(d, bio, x.index, x.rule, &repro, tfs_fault_action_names[x.act.action]);
 		if (x.e) {
 			x.e->action = x.act.action;
 			x.e->rule = x.rule;
@@ -1275,6 +1416,8 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 	}
 
 	ret = exec_op(d, bio, &x);
+	if (bio->op == TFS_OP_write || bio->op == TFS_OP_discard)
+		bio->done_internal = x.index;
 	if (ret && !(x.rule >= 0 && x.act.action != TFS_FAULT_ACT_none))
 		tfs_bio_err_msg(bio, ret, NULL);
 done:
@@ -1286,6 +1429,7 @@ done:
 		if (bio->op == TFS_OP_read && !ret)
 			x.e->csum = tfs_crc32c(0, bio->buf, bio->len);
 	}
+	trace_publish(d, x.e);
 	if (x.hold) {
 		pthread_mutex_lock(&d->lock);
 		if (grow((void **)&d->held, &d->held_size, d->nr_held, sizeof(*d->held))) {
@@ -1347,7 +1491,19 @@ static void *fault_worker(void *arg)
 			take_due(d, idle && (d->draining || d->stop), idle, &deadline);
 
 		if (bio) {
+			int frozen = d->frozen_err;
+
 			pthread_mutex_unlock(&d->lock);
+			/*
+			 * The power was cut before this completion was
+			 * delivered: it was never acknowledged, so the caller
+			 * must not take it as done (the crash image treated it
+			 * as not acknowledged either).
+			 */
+			if (frozen == -TFS_ERR_bdev_powercut && !bio->result) {
+				bio->result = frozen;
+				tfs_bdev_count_error(&d->bdev, bio);
+			}
 			complete_bio(d, bio);
 			pthread_mutex_lock(&d->lock);
 			continue;
@@ -1428,6 +1584,7 @@ void tfs_faultdev_mark(struct tfs_bdev *bdev, const char *label)
 	if (!bio)
 		return;
 	bio->op = (enum tfs_bio_op)FD_OP_MARK;
+	bio->done_internal = FD_INTERNAL;
 	bio->private = strdup(label ?: "");
 	if (!bio->private) {
 		free(bio);
@@ -1460,17 +1617,27 @@ int tfs_faultdev_powercut(struct tfs_bdev *bdev, enum tfs_powercut_policy policy
 		.bdev = bdev,
 		.op = (enum tfs_bio_op)FD_OP_POWERCUT,
 		.buf = &req,
+		.done_internal = FD_INTERNAL,
 		.end_io = powercut_end_io,
 		.private = &w,
 	};
 
+	struct fault_dev *d = to_fd(bdev);
+
 	if (policy >= TFS_POWERCUT_NR)
 		return -TFS_ERR_invalid_argument;
-	enqueue(to_fd(bdev), &bio);
+	/* Like a drain, the cut runs even on a paused device (with what is queued before it). */
+	pthread_mutex_lock(&d->lock);
+	d->draining++;
+	pthread_mutex_unlock(&d->lock);
+	enqueue(d, &bio);
 	pthread_mutex_lock(&w.lock);
 	while (!w.done)
 		pthread_cond_wait(&w.cond, &w.lock);
 	pthread_mutex_unlock(&w.lock);
+	pthread_mutex_lock(&d->lock);
+	d->draining--;
+	pthread_mutex_unlock(&d->lock);
 	return req.ret;
 }
 
@@ -1655,7 +1822,8 @@ void tfs_faultdev_trace_to_text(struct printbuf *out, struct tfs_bdev *bdev)
 		prt_printf(out, "#%llu", (unsigned long long)e->index);
 		if (e->op == TFS_OP_write || e->op == TFS_OP_discard)
 			prt_printf(out, " w%llu", (unsigned long long)e->write_index);
-		prt_printf(out, " %s %s %llu+%llu", bdev->path, tfs_bio_op_names[e->op],
+		prt_printf(out, " %s %s %llu+%llu", bdev->path,
+			   e->op < TFS_OP_NR ? tfs_bio_op_names[e->op] : "bad-op",
 			   (unsigned long long)e->offset, (unsigned long long)e->len);
 		if (e->flags & TFS_BIO_FUA)
 			prt_str(out, " fua");
@@ -1727,9 +1895,11 @@ int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path)
 	bool ok;
 
 	if (!f) {
+		int err = -errno; /* before fprintf can change it */
+
 		fprintf(stderr, "tinyfs: fault: %s: cannot write the trace to %s: %s\n", bdev->path,
-			path, strerror(errno));
-		return -errno;
+			path, tfs_err_str(err));
+		return err;
 	}
 	pthread_mutex_lock(&d->lock);
 	ok = fwrite(TRACE_MAGIC, 8, 1, f) == 1;
@@ -1784,9 +1954,11 @@ int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 u
 	int ret = 0;
 
 	if (!f) {
+		int err = -errno; /* before fprintf can change it */
+
 		fprintf(stderr, "tinyfs: fault: cannot read the trace %s: %s\n", path,
-			strerror(errno));
-		return -errno;
+			tfs_err_str(err));
+		return err;
 	}
 	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, TRACE_MAGIC, 8)) {
 		fprintf(stderr, "tinyfs: fault: %s is not a tinyfs trace\n", path);

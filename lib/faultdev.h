@@ -23,7 +23,9 @@
  * the lower device to the crash image: the durable image plus the logged
  * writes a policy keeps, in completion order; the sector (512 or 4096 bytes,
  * never smaller than the lower's logical block size) is the unit of
- * atomicity of a torn write.  The device is then frozen: every later op
+ * atomicity: sectors are aligned to the device's start, and a tear, a short
+ * write or a torn power cut keeps or loses each aligned sector a bio touches
+ * (clipped to the bio) as a whole.  The device is then frozen: every later op
  * fails with -TFS_ERR_bdev_powercut.
  *
  * Rules.  Each rule matches ops (by op, tag, offset range), counts the ops it
@@ -170,8 +172,8 @@ u64 tfs_faultdev_nr_injected(struct tfs_bdev *bdev);
 void tfs_faultdev_pause(struct tfs_bdev *bdev, bool paused);
 
 /*
- * Cuts the power now: waits for the worker to go idle, rewrites the lower
- * device to the crash image chosen by policy (keep: writes kept for
+ * Cuts the power now: runs what was queued before (even when paused), then
+ * rewrites the lower device to the crash image chosen by policy (keep: writes kept for
  * prefix; 0: seeded) and freezes the device.  Returns the lower's error if
  * the image could not be written.
  */
@@ -183,11 +185,12 @@ bool tfs_faultdev_frozen(struct tfs_bdev *bdev);
 struct tfs_faultdev_crash {
 	bool happened;
 	enum tfs_powercut_policy policy;
-	unsigned nr_unflushed;	  /* writes in the volatile cache at the cut */
-	const bool *kept;	  /* [nr_unflushed]: in the crash image (FUA ones always) */
-	const u64 *write_index;	  /* [nr_unflushed]: each one's trace write index */
-	int torn;		  /* index of the torn write, or -1 */
-	const bool *torn_sectors; /* [sectors of the torn write]: written */
+	unsigned nr_unflushed;	/* writes in the volatile cache at the cut */
+	const bool *kept;	/* [nr_unflushed]: in the crash image (FUA ones always) */
+	const u64 *write_index; /* [nr_unflushed]: each one's trace write index */
+	int torn;		/* index of the torn write, or -1 */
+	/* [the aligned sectors the torn write touches, clipped to it]: written */
+	const bool *torn_sectors;
 	unsigned nr_torn_sectors;
 };
 /* Valid until the device is closed. */

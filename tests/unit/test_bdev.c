@@ -16,7 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +108,20 @@ static void test_open_errors(void **state)
 	snprintf(path, sizeof(path), "%s/missing", dir);
 	assert_int_equal(tfs_bdev_open(path, 0, &b), -ENOENT);
 	assert_null(b);
+	{
+		/* The message is printed after the failure: printing must not change the code. */
+		pid_t pid = fork();
+		int st;
+
+		assert_true(pid >= 0);
+		if (!pid) {
+			close(2); /* the message's write fails with EBADF */
+			_exit(tfs_bdev_open(path, 0, &b) == -ENOENT ? 0 : 1);
+		}
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
 	assert_true(tfs_err_matches(tfs_bdev_open(dir, 0, &b), EINVAL));
 	assert_null(b);
 }
@@ -582,6 +601,115 @@ static void test_loop_faultdev(void **state)
 	free(r);
 }
 
+/* ---- io_uring_enter failing (seccomp makes it fail in one thread) ---- */
+
+struct enter_fail {
+	struct tfs_bdev *bdev;
+	struct tfs_bio bio;
+	int err;       /* io_uring_enter fails with this in the submitter */
+	int installed; /* 1: filter on; -1: seccomp unavailable */
+	pthread_t submitter;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done, on_submitter;
+};
+
+static void enter_fail_end_io(struct tfs_bio *bio)
+{
+	struct enter_fail *e = bio->private;
+
+	pthread_mutex_lock(&e->lock);
+	e->done = true;
+	e->on_submitter = pthread_equal(pthread_self(), e->submitter);
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void *enter_fail_thread(void *p)
+{
+	struct enter_fail *e = p;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)e->err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = ARRAY_SIZE(f), .filter = f };
+
+	/* This thread only: every io_uring_enter it makes fails with e->err. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		e->installed = -1;
+		return NULL;
+	}
+	e->installed = 1;
+	tfs_bio_submit(&e->bio);
+	return NULL;
+}
+
+/*
+ * A submission io_uring_enter refuses, transiently (EAGAIN, EINTR:
+ * retried, then given up) or for good (EBADF): the bio must still complete,
+ * with the error, on the completion thread, and the device keep working for
+ * the other threads and close.  Before, the SQE stayed unsubmitted and a
+ * synchronous caller, drain or close hung.
+ */
+static void test_submit_errors(void **state)
+{
+	static const int errs[] = { EAGAIN, EINTR, EBADF };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(errs); i++) {
+		struct enter_fail e = {
+			.err = errs[i],
+			.lock = PTHREAD_MUTEX_INITIALIZER,
+			.cond = PTHREAD_COND_INITIALIZER,
+		};
+		struct timespec deadline;
+		u8 *buf, *r;
+
+		assert_int_equal(tfs_bdev_open_uring(img, 0, &e.bdev), 0);
+		buf = tfs_bdev_alloc_buf(e.bdev, 4096);
+		r = tfs_bdev_alloc_buf(e.bdev, 4096);
+		e.bio = (struct tfs_bio){
+			.bdev = e.bdev,
+			.op = TFS_OP_read,
+			.buf = buf,
+			.len = 4096,
+			.end_io = enter_fail_end_io,
+			.private = &e,
+		};
+		assert_int_equal(pthread_create(&e.submitter, NULL, enter_fail_thread, &e), 0);
+		pthread_join(e.submitter, NULL);
+		if (e.installed < 0) {
+			tfs_bdev_close(e.bdev);
+			free(buf);
+			free(r);
+			skip(); /* seccomp unavailable here */
+		}
+		/* Not a timing: a bound so a hang fails instead of waiting for meson. */
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_sec += 10;
+		pthread_mutex_lock(&e.lock);
+		while (!e.done && pthread_cond_timedwait(&e.cond, &e.lock, &deadline) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&e.lock);
+		if (!e.done)
+			print_error("errno %d: end_io never ran\n", errs[i]);
+		assert_true(e.done);
+		assert_false(e.on_submitter);
+		assert_int_equal(e.bio.result, -errs[i]);
+		assert_true(e.bdev->counters.errors[TFS_OP_read] >= 1);
+
+		/* The other threads' I/O still works. */
+		assert_int_equal(tfs_bdev_write(e.bdev, buf, 4096, 8192, 0, TFS_TAG_data), 0);
+		assert_int_equal(tfs_bdev_read(e.bdev, r, 4096, 8192, TFS_TAG_data), 0);
+		tfs_bdev_drain(e.bdev);
+		tfs_bdev_close(e.bdev);
+		free(buf);
+		free(r);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -596,6 +724,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_close_drains),
 		cmocka_unit_test(test_short_read),
+		cmocka_unit_test(test_submit_errors),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),

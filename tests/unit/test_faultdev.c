@@ -1141,11 +1141,380 @@ static void test_env_via_open(void **state)
 		struct tfs_bdev *b;
 
 		setenv("TFS_FAULTS", "dev #0 write explode", 1);
-		_exit(tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid ? 0 : 1);
+		/* Every open, not only the first: a later one must not run without its faults. */
+		_exit(tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid &&
+				      tfs_bdev_open(img, 0, &b) == -TFS_ERR_fault_spec_invalid
+			      ? 0
+			      : 1);
 	}
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* ---- bad input from callers ---- */
+
+static void count_end_io(struct tfs_bio *bio)
+{
+	struct order *o = bio->private;
+
+	pthread_mutex_lock(&o->lock);
+	o->results[o->nr++] = bio->result;
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* An op no caller may use is refused with a code, whatever its value: never run as internal. */
+static void test_unknown_op(void **state)
+{
+	struct tfs_bdev *f = fresh(90);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *buf = tfs_bdev_alloc_buf(f, 4096);
+	struct tfs_bio *bios = calloc(4, sizeof(*bios));
+	int ops[4] = { TFS_OP_NR, TFS_OP_NR + 1, TFS_OP_NR + 2, 1000 };
+
+	for (unsigned i = 0; i < 4; i++) {
+		bios[i] = (struct tfs_bio){
+			.bdev = f,
+			.op = (enum tfs_bio_op)ops[i],
+			.buf = buf,
+			.len = 4096,
+			.end_io = count_end_io,
+			.private = &o,
+		};
+		tfs_bio_submit(&bios[i]);
+	}
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 4);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(o.results[i], -TFS_ERR_invalid_argument);
+	assert_false(tfs_faultdev_frozen(f));
+	assert_int_equal(wr(f, 0, 4096, 1, 0), 0);
+	{
+		struct printbuf out = PRINTBUF;
+
+		tfs_faultdev_trace_to_text(&out, f);
+		assert_non_null(strstr(printbuf_str(&out), "bad-op"));
+		printbuf_exit(&out);
+	}
+	tfs_bdev_close(f);
+	check_image(img);
+	free(bios);
+	free(buf);
+}
+
+/* A fault device over a 512-byte-block lower (buffered), with 4096-byte sectors. */
+static struct tfs_bdev *fresh_4096_over_512(u64 seed)
+{
+	struct tfs_bdev *lower, *f;
+
+	tfs_faultdev_registry_reset();
+	fresh_image(seed);
+	assert_int_equal(tfs_bdev_open_uring(img, TFS_BDEV_BUFFERED, &lower), 0);
+	assert_int_equal(lower->logical_block_size, 512);
+	assert_int_equal(tfs_faultdev_create(lower, true, &f), 0);
+	tfs_faultdev_set_seed(f, seed);
+	assert_int_equal(tfs_faultdev_set_sector_size(f, 4096), 0);
+	return f;
+}
+
+/*
+ * Every aligned 4096-byte sector of [0, 12288) holds either the old image
+ * or the image with the whole write applied: the sector is the unit of
+ * atomicity, so no fault may split one.  Returns the sectors that are new.
+ */
+static unsigned check_atomic_sectors(const u8 *old, const u8 *b, u64 off, size_t len)
+{
+	u8 *got = malloc(IMG_SIZE), *all_new = malloc(IMG_SIZE);
+	unsigned nr_new = 0;
+
+	read_file(img, got, IMG_SIZE);
+	memcpy(all_new, old, IMG_SIZE);
+	memcpy(all_new + off, b, len);
+	for (unsigned s = 0; s < 3; s++) {
+		bool is_new = !memcmp(got + s * 4096, all_new + s * 4096, 4096);
+		bool is_old = !memcmp(got + s * 4096, old + s * 4096, 4096);
+
+		if (!is_new && !is_old)
+			print_error("aligned sector %u is torn\n", s);
+		assert_true(is_new || is_old);
+		nr_new += is_new && !is_old;
+	}
+	assert_memory_equal(got + 12288, old + 12288, IMG_SIZE - 12288);
+	free(got);
+	free(all_new);
+	return nr_new;
+}
+
+/* Tear, short and torn power cuts cut an unaligned bio at aligned sector boundaries. */
+static void test_sector_aligned_pieces(void **state)
+{
+	u8 *old = malloc(IMG_SIZE), *b;
+	struct tfs_bdev *f;
+	struct tfs_faultdev_crash c;
+
+	/* tear=1: the first piece is [512, 4096), the rest of aligned sector 0. */
+	f = fresh_4096_over_512(100);
+	memcpy(old, model, IMG_SIZE);
+	b = buf_new(f, 8192, 1);
+	rule(f, "write nth=1 tear=1");
+	assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+	tfs_bdev_close(f);
+	assert_int_equal(check_atomic_sectors(old, b, 512, 8192), 1);
+
+	/* Seeded tears. */
+	for (u64 seed = 101; seed < 109; seed++) {
+		f = fresh_4096_over_512(seed);
+		memcpy(old, model, IMG_SIZE);
+		rule(f, "write nth=1 tear");
+		assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+		tfs_bdev_close(f);
+		assert_true(check_atomic_sectors(old, b, 512, 8192) < 3);
+	}
+
+	/* short=4096: done up to the sector boundary at 4096, not 512 + 4096. */
+	f = fresh_4096_over_512(110);
+	memcpy(old, model, IMG_SIZE);
+	rule(f, "write nth=1 short=4096");
+	assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), -TFS_ERR_bdev_short_io);
+	tfs_bdev_close(f);
+	assert_int_equal(check_atomic_sectors(old, b, 512, 8192), 1);
+
+	/* A torn power cut: three pieces, each whole or not at all. */
+	for (u64 seed = 111; seed < 119; seed++) {
+		f = fresh_4096_over_512(seed);
+		memcpy(old, model, IMG_SIZE);
+		assert_int_equal(tfs_bdev_write(f, b, 8192, 512, 0, TFS_TAG_data), 0);
+		assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_torn, 0), 0);
+		tfs_faultdev_crash_info(f, &c);
+		assert_int_equal(c.torn, 0);
+		assert_int_equal(c.nr_torn_sectors, 3);
+		tfs_bdev_close(f);
+		assert_true(check_atomic_sectors(old, b, 512, 8192) < 3);
+	}
+	free(b);
+	free(old);
+}
+
+/* Prefix and torn power cuts follow completion order (end_io), not execution order. */
+static void test_powercut_completion_order(void **state)
+{
+	static const enum tfs_powercut_policy policies[] = { TFS_POWERCUT_prefix,
+							     TFS_POWERCUT_torn };
+
+	for (unsigned p = 0; p < ARRAY_SIZE(policies); p++) {
+		struct tfs_bdev *f = fresh(120);
+		struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+		u8 *b = buf_new(f, 8192, 5);
+		struct tfs_bio w[2];
+		struct tfs_faultdev_crash c;
+
+		memcpy(durable, model, IMG_SIZE);
+		rule(f, "write nth=1 reorder");
+		tfs_faultdev_pause(f, true);
+		for (unsigned i = 0; i < 2; i++) {
+			w[i] = (struct tfs_bio){
+				.bdev = f,
+				.op = TFS_OP_write,
+				.offset = (u64)i * 4096,
+				.buf = b + i * 4096,
+				.len = 4096,
+				.end_io = order_end_io,
+				.private = &o,
+			};
+			tfs_bio_submit(&w[i]);
+		}
+		tfs_faultdev_pause(f, false);
+		tfs_bdev_drain(f);
+		assert_int_equal(o.nr, 2);
+		assert_int_equal(o.ids[0], 1); /* W2 completed first */
+		assert_int_equal(o.ids[1], 0);
+
+		assert_int_equal(tfs_faultdev_powercut(f, policies[p], 1), 0);
+		tfs_faultdev_crash_info(f, &c);
+		assert_int_equal(c.nr_unflushed, 2);
+		memcpy(model, durable, IMG_SIZE);
+		if (policies[p] == TFS_POWERCUT_prefix) {
+			/* The first completed is W2: it is the one kept. */
+			assert_false(c.kept[0]);
+			assert_true(c.kept[1]);
+			assert_int_equal(c.torn, -1);
+			memcpy(model + 4096, b + 4096, 4096);
+		} else {
+			/* The last completed is W1: it is the torn one (one sector, lost). */
+			assert_int_equal(c.torn, 0);
+			assert_true(c.kept[1]);
+			memcpy(model + 4096, b + 4096, 4096);
+			for (unsigned s = 0; s < c.nr_torn_sectors; s++)
+				if (c.torn_sectors[s])
+					memcpy(model + s * SECT, b + s * SECT, SECT);
+		}
+		tfs_bdev_close(f);
+		check_image(img);
+		free(b);
+	}
+}
+
+/* ---- readers while the worker runs ---- */
+
+struct monitor {
+	struct tfs_bdev *f;
+	int stop;
+	u64 seen;
+};
+
+/* Reads the cache and the newest trace entries (their pieces too) as fast as it can. */
+static void *monitor_thread(void *p)
+{
+	struct monitor *m = p;
+
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+		struct printbuf out = PRINTBUF;
+		unsigned n = tfs_faultdev_trace_nr(m->f);
+
+		m->seen += tfs_faultdev_nr_unflushed(m->f);
+		tfs_bdev_to_text(&out, m->f);
+		m->seen += out.pos;
+		printbuf_exit(&out);
+		for (unsigned i = n > 4 ? n - 4 : 0; i < n; i++) {
+			const struct tfs_fault_trace_entry *e = tfs_faultdev_trace_entry(m->f, i);
+
+			for (unsigned k = 0; k < e->nr_pieces; k++)
+				if (e->pieces[k].data)
+					m->seen += ((const u8 *)e->pieces[k].data)[0];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * The cache log and the trace are read under the lock by other threads
+ * while the worker changes them: every change must be under the lock too,
+ * and a trace entry must be complete before others can see it (ASan
+ * catches the use-after-free of a realloc'd log or piece array).
+ */
+static void test_readers_during_io(void **state)
+{
+	struct tfs_bdev *f = fresh(130);
+	struct monitor m = { .f = f };
+	u8 *b = buf_new(f, 8 * SECT, 1);
+	pthread_t t;
+
+	rule(f, "write every=2 tear");
+	assert_int_equal(pthread_create(&t, NULL, monitor_thread, &m), 0);
+	for (unsigned round = 0; round < 6; round++) {
+		for (unsigned i = 0; i < 600; i++)
+			assert_int_equal(tfs_bdev_write(f, b, 8 * SECT, (u64)(i % 256) * 4096, 0,
+							TFS_TAG_data),
+					 0);
+		assert_int_equal(tfs_bdev_flush(f), 0);
+	}
+	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	assert_true(m.seen > 0);
+	assert_int_equal(tfs_faultdev_trace_nr(f), 6 * 601);
+	tfs_bdev_close(f);
+	free(b);
+}
+
+struct adder {
+	struct tfs_bdev *f;
+	int stop;
+};
+
+static void *adder_thread(void *p)
+{
+	struct adder *a = p;
+	struct tfs_fault_rule never = { .ops = 1u << TFS_OP_discard, .action = TFS_FAULT_ACT_drop };
+	struct tfs_fault_rule w = { .ops = 1u << TFS_OP_write,
+				    .every = 1,
+				    .action = TFS_FAULT_ACT_drop };
+
+	for (unsigned i = 0; !__atomic_load_n(&a->stop, __ATOMIC_ACQUIRE); i++) {
+		tfs_faultdev_add_rule(a->f, &never);
+		if (i % 64 == 63) {
+			tfs_faultdev_clear_rules(a->f);
+			tfs_faultdev_add_rule(a->f, &w);
+		}
+	}
+	return NULL;
+}
+
+/* Rules added while rules fire: the reproduction line must not read the rule array unlocked. */
+static void test_add_rules_during_io(void **state)
+{
+	struct tfs_bdev *f = fresh(140);
+	struct tfs_fault_rule w = { .ops = 1u << TFS_OP_write,
+				    .every = 1,
+				    .action = TFS_FAULT_ACT_drop };
+	struct adder a = { .f = f };
+	u8 *b = buf_new(f, SECT, 1);
+	pthread_t t;
+
+	tfs_faultdev_set_trace(f, false);
+	assert_int_equal(tfs_faultdev_add_rule(f, &w), 0);
+	assert_int_equal(pthread_create(&t, NULL, adder_thread, &a), 0);
+	for (unsigned i = 0; i < 3000; i++)
+		assert_int_equal(tfs_bdev_write(f, b, SECT, 0, 0, TFS_TAG_data), 0);
+	__atomic_store_n(&a.stop, 1, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	assert_true(tfs_faultdev_nr_injected(f) > 0);
+	tfs_bdev_close(f);
+	free(b);
+}
+
+/* A power cut on a paused device runs what is queued before it, then cuts: it never waits forever. */
+static void test_powercut_paused(void **state)
+{
+	struct tfs_bdev *f = fresh(150);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *b = buf_new(f, 4096, 3);
+	struct tfs_bio w = {
+		.bdev = f,
+		.op = TFS_OP_write,
+		.offset = 4096,
+		.buf = b,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = &o,
+	};
+
+	tfs_faultdev_pause(f, true);
+	tfs_bio_submit(&w);
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	assert_true(tfs_faultdev_frozen(f));
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 1);
+	assert_int_equal(o.results[0], 0); /* ran before the cut, then lost */
+	tfs_bdev_close(f);
+	check_image(img);
+	free(b);
+}
+
+/* A completion held back (delay) past a power cut reports the cut: the write was never acknowledged. */
+static void test_held_after_powercut(void **state)
+{
+	struct tfs_bdev *f = fresh(160);
+	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	u8 *b = buf_new(f, 4096, 4);
+	struct tfs_bio w = {
+		.bdev = f,
+		.op = TFS_OP_write,
+		.offset = 4096,
+		.buf = b,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = &o,
+	};
+
+	rule(f, "write nth=1 delay=100000");
+	tfs_bio_submit(&w);
+	assert_int_equal(tfs_faultdev_powercut(f, TFS_POWERCUT_none, 0), 0);
+	tfs_bdev_drain(f);
+	assert_int_equal(o.nr, 1);
+	assert_int_equal(o.results[0], -TFS_ERR_bdev_powercut);
+	tfs_bdev_close(f);
+	check_image(img);
+	free(b);
 }
 
 int main(void)
@@ -1172,6 +1541,13 @@ int main(void)
 		cmocka_unit_test(test_spec_env_stacking),
 		cmocka_unit_test(test_repro_line),
 		cmocka_unit_test(test_stacked_async),
+		cmocka_unit_test(test_unknown_op),
+		cmocka_unit_test(test_sector_aligned_pieces),
+		cmocka_unit_test(test_powercut_completion_order),
+		cmocka_unit_test(test_readers_during_io),
+		cmocka_unit_test(test_add_rules_during_io),
+		cmocka_unit_test(test_powercut_paused),
+		cmocka_unit_test(test_held_after_powercut),
 	};
 
 	int ret;
