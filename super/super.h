@@ -71,7 +71,7 @@ void tfs_sb_exit(struct tfs_sb_handle *h);
 /*
  * Checks the layout sector (magic, checksum, version, copies 4 KiB aligned,
  * in order, not overlapping, none ending past 2^64: sums of offsets and
- * sizes never wrap after this).  Returns 0 or -TFS_ERR_invalid_sb_layout.
+ * sizes never wrap after this; pad bytes zero).  Returns 0 or -TFS_ERR_invalid_sb_layout.
  */
 int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
 
@@ -81,7 +81,10 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * member and each field type its own checks).  dev_size (0: unknown) is the
  * device's size in bytes: the layout's copies and this device's member must
  * fit in it.  This device's first bucket must start past the last copy; its
- * journal buckets lie in [first_bucket, nbuckets), each once.  Returns 0 or
+ * journal buckets lie in [first_bucket, nbuckets), each once.  Every pad
+ * and reserved byte (of the fixed part, the layout, the members and clean
+ * fields and their entries) must be zero, so later versions may use them;
+ * the message names field, byte and offset.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */
