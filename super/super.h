@@ -80,8 +80,10 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * checksum first, then each field in the order of the struct; for each
  * member and each field type its own checks).  dev_size (0: unknown) is the
  * device's size in bytes: the layout's copies and this device's member must
- * fit in it.  This device's first bucket must start past the last copy; its
- * journal buckets lie in [first_bucket, nbuckets), each once.  Every pad
+ * fit in it.  This device's first bucket must start past the last copy; it
+ * has a journal field when its state is rw (it may get metadata), and a
+ * journal field lists at least TFS_JOURNAL_MIN_BUCKETS buckets (what mkfs
+ * enforces), each in [first_bucket, nbuckets), each once.  Every pad
  * and reserved byte (of the fixed part, the layout, the members and clean
  * fields and their entries) must be zero, so later versions may use them;
  * the message names field, byte and offset.  Returns 0 or

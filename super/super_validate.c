@@ -269,6 +269,10 @@ static int validate_journal(const struct tfs_sb *sb, const struct tfs_sb_field *
 	u64 *sorted;
 	int ret = 0;
 
+	/* The same minimum mkfs enforces (super/format.c). */
+	if (nr < TFS_JOURNAL_MIN_BUCKETS)
+		return fail(invalid_sb_journal, "journal: %u buckets, fewer than %u", nr,
+			    TFS_JOURNAL_MIN_BUCKETS);
 	for (unsigned i = 0; i < nr; i++) {
 		u64 b = le64_to_cpu(j->buckets[i]);
 
@@ -468,6 +472,13 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		return ret;
 
 	f = tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+	/*
+	 * A rw member may be given metadata at any time, and metadata is
+	 * journalled first: without a journal here there is nowhere to put it.
+	 */
+	if (!f && tfs_sb_this_member(sb)->state == TFS_MEMBER_rw)
+		return fail(invalid_sb_journal, "journal: no journal field, but member %u is rw",
+			    sb->dev_idx);
 	if (f && (ret = validate_journal(sb, f, err)))
 		return ret;
 
