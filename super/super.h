@@ -16,8 +16,18 @@
  *  - Reading tries every copy the layout lists; the valid copy with the
  *    highest seq wins.  A copy whose embedded layout is not byte for byte
  *    the (valid) layout sector's is bad, so the layout a handle holds, and
- *    hence the set of copies every write updates, is always the sector's.  A bad copy is never fatal while another is valid: a
- *    warning naming the bad copy and the one used goes to stderr.
+ *    hence the set of copies every write updates, is always the sector's.
+ *    A bad copy is never fatal while another is valid: a warning naming
+ *    the bad copy and the one used goes to stderr.
+ *  - Seq only orders copies of one filesystem: a stale copy left on the
+ *    device by an older filesystem may have any seq.  The copies of the
+ *    current filesystem are those whose uuid and user_uuid equal the
+ *    reference copy's: the primary when it is valid (mkfs of the current
+ *    filesystem writes it, every write rewrites it first; the layout
+ *    sector records no uuid to compare with), else the valid copy with the
+ *    highest seq.  Any other valid copy is bad (-TFS_ERR_invalid_sb_uuid,
+ *    counted in copies_bad) and never chosen, whatever its seq; its
+ *    warning names its offset and the reference's.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
  *    a flush, then all backups, a flush; a device whose primary or flush
  *    failed keeps its old backup (see tfs_sb_write_all()).
