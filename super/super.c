@@ -326,6 +326,59 @@ static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb
 	return 0;
 }
 
+/*
+ * Which valid copy to use, or -1.  Seq only orders copies of one
+ * filesystem: a copy left by an older mkfs on the same device may carry any
+ * seq.  The layout sector records no uuid, so the reference is the primary
+ * when it is valid (mkfs of the current filesystem wrote it, and every
+ * write rewrites it first), else the valid copy with the highest seq.  A
+ * valid copy whose uuid or user_uuid differs from the reference's is turned
+ * into a bad one (code and reason set, freed); the newest of the rest wins.
+ */
+static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies, int *codes,
+		     struct printbuf *why)
+{
+	int ref = -1, best = -1;
+
+	for (unsigned i = 0; i < layout->nr_superblocks; i++)
+		if (!codes[i] &&
+		    (ref < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[ref]->seq)))
+			ref = (int)i;
+	if (!codes[0])
+		ref = 0;
+	if (ref < 0)
+		return -1;
+
+	for (unsigned i = 0; i < layout->nr_superblocks; i++) {
+		const struct tfs_sb *sb = copies[i], *rsb = copies[ref];
+		bool internal;
+
+		if (codes[i] || (int)i == ref)
+			continue;
+		internal = memcmp(sb->uuid, rsb->uuid, 16);
+		if (internal || memcmp(sb->user_uuid, rsb->user_uuid, 16)) {
+			const char *name = internal ? "uuid" : "user_uuid";
+
+			prt_printf(&why[i], "%s ", name);
+			prt_uuid(&why[i], internal ? sb->uuid : sb->user_uuid);
+			prt_printf(&why[i], " (seq %llu) differs from %s ",
+				   (unsigned long long)le64_to_cpu(sb->seq), name);
+			prt_uuid(&why[i], internal ? rsb->uuid : rsb->user_uuid);
+			prt_printf(&why[i],
+				   " of the copy at %llu: another filesystem's copy, ignored",
+				   (unsigned long long)le64_to_cpu(layout->sb_offset[ref]));
+			codes[i] = -TFS_ERR_invalid_sb_uuid;
+			free(copies[i]);
+			copies[i] = NULL;
+		}
+	}
+	for (unsigned i = 0; i < layout->nr_superblocks; i++)
+		if (!codes[i] &&
+		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
+			best = (int)i;
+	return best;
+}
+
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err)
 {
 	struct printbuf why[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
@@ -405,14 +458,12 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 				codes[k] = 0;
 				printbuf_exit(&why[k]);
 			}
-			best = -1;
 			i = -1U;
 			continue;
 		}
-		if (!codes[i] &&
-		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
-			best = (int)i;
 	}
+
+	best = pick_copy(&layout, copies, codes, why);
 
 	if (layout_why.pos && best >= 0)
 		fprintf(stderr,

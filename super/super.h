@@ -16,8 +16,18 @@
  *  - Reading tries every copy the layout lists; the valid copy with the
  *    highest seq wins.  A copy whose embedded layout is not byte for byte
  *    the (valid) layout sector's is bad, so the layout a handle holds, and
- *    hence the set of copies every write updates, is always the sector's.  A bad copy is never fatal while another is valid: a
- *    warning naming the bad copy and the one used goes to stderr.
+ *    hence the set of copies every write updates, is always the sector's.
+ *    A bad copy is never fatal while another is valid: a warning naming
+ *    the bad copy and the one used goes to stderr.
+ *  - Seq only orders copies of one filesystem: a stale copy left on the
+ *    device by an older filesystem may have any seq.  The copies of the
+ *    current filesystem are those whose uuid and user_uuid equal the
+ *    reference copy's: the primary when it is valid (mkfs of the current
+ *    filesystem writes it, every write rewrites it first; the layout
+ *    sector records no uuid to compare with), else the valid copy with the
+ *    highest seq.  Any other valid copy is bad (-TFS_ERR_invalid_sb_uuid,
+ *    counted in copies_bad) and never chosen, whatever its seq; its
+ *    warning names its offset and the reference's.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
  *    a flush, then all backups, a flush; a device whose primary or flush
  *    failed keeps its old backup (see tfs_sb_write_all()).
@@ -71,7 +81,7 @@ void tfs_sb_exit(struct tfs_sb_handle *h);
 /*
  * Checks the layout sector (magic, checksum, version, copies 4 KiB aligned,
  * in order, not overlapping, none ending past 2^64: sums of offsets and
- * sizes never wrap after this).  Returns 0 or -TFS_ERR_invalid_sb_layout.
+ * sizes never wrap after this; pad bytes zero).  Returns 0 or -TFS_ERR_invalid_sb_layout.
  */
 int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
 
@@ -80,8 +90,13 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * checksum first, then each field in the order of the struct; for each
  * member and each field type its own checks).  dev_size (0: unknown) is the
  * device's size in bytes: the layout's copies and this device's member must
- * fit in it.  This device's first bucket must start past the last copy; its
- * journal buckets lie in [first_bucket, nbuckets), each once.  Returns 0 or
+ * fit in it.  This device's first bucket must start past the last copy; it
+ * has a journal field when its state is rw (it may get metadata), and a
+ * journal field lists at least TFS_JOURNAL_MIN_BUCKETS buckets (what mkfs
+ * enforces), each in [first_bucket, nbuckets), each once.  Every pad
+ * and reserved byte (of the fixed part, the layout, the members and clean
+ * fields and their entries) must be zero, so later versions may use them;
+ * the message names field, byte and offset.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */

@@ -63,6 +63,10 @@ enum tfs_sb_version {
 #define TFS_BUCKET_SIZE_MAX (1U << 30)
 /* A member has at least this many buckets past first_bucket. */
 #define TFS_MIN_BUCKETS 32
+/*
+ * A journal field lists at least this many buckets: mkfs never makes fewer
+ * and validation refuses fewer.
+ */
 #define TFS_JOURNAL_MIN_BUCKETS 8
 
 /*

@@ -21,6 +21,31 @@
 
 typedef unsigned long long ull;
 
+/* Index of the first nonzero byte of p[0..len), or -1. */
+static int first_nonzero(const u8 *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Fails with `code` when a byte of s->field is not zero: padding and
+ * reserved bytes must be zero so a later version can give them a meaning
+ * (an incompatible feature) that older readers refuse.  The offset is the
+ * byte's within *s (the tables of docs/on-disk-format.md).
+ */
+#define check_zero(code, s, field, fmt, ...)                                                       \
+	do {                                                                                       \
+		size_t _off = offsetof(typeof(*(s)), field);                                       \
+		int _i = first_nonzero((const u8 *)(s) + _off, sizeof((s)->field));                \
+                                                                                                   \
+		if (_i >= 0)                                                                       \
+			return fail(code, fmt #field " byte %d (offset %zu) is 0x%02x, must be 0", \
+				    ##__VA_ARGS__, _i, _off + _i, ((const u8 *)(s))[_off + _i]);   \
+	} while (0)
+
 static bool uuid_is_zero(const u8 *u)
 {
 	for (unsigned i = 0; i < 16; i++)
@@ -89,6 +114,7 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 	if (le32_to_cpu(l->csum) != tfs_sb_layout_csum(l))
 		return fail(invalid_sb_layout, "layout: checksum 0x%08x, computed 0x%08x",
 			    le32_to_cpu(l->csum), tfs_sb_layout_csum(l));
+	check_zero(invalid_sb_layout, l, pad0, "layout: ");
 	if (l->version != 1)
 		return fail(invalid_sb_layout, "layout: version %u unknown", l->version);
 
@@ -101,6 +127,7 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 	if (!l->nr_superblocks || l->nr_superblocks > TFS_SB_LAYOUT_MAX_COPIES)
 		return fail(invalid_sb_layout, "layout: nr_superblocks %u not in [1, %u]",
 			    l->nr_superblocks, TFS_SB_LAYOUT_MAX_COPIES);
+	check_zero(invalid_sb_layout, l, pad1, "layout: ");
 	if (le64_to_cpu(l->sb_offset[0]) != TFS_SB_OFFSET)
 		return fail(invalid_sb_layout, "layout: primary at %llu, not %u",
 			    (ull)le64_to_cpu(l->sb_offset[0]), TFS_SB_OFFSET);
@@ -126,6 +153,7 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 		if (l->sb_offset[i])
 			return fail(invalid_sb_layout, "layout: unused offset %u is %llu, not 0", i,
 				    (ull)le64_to_cpu(l->sb_offset[i]));
+	check_zero(invalid_sb_layout, l, pad2, "layout: ");
 	return 0;
 }
 
@@ -153,6 +181,8 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 		return fail(invalid_sb_members,
 			    "members: member_bytes %u is not a multiple of 8 of at least %zu", mb,
 			    sizeof(struct tfs_member));
+	check_zero(invalid_sb_members, mf, pad0, "members: ");
+	check_zero(invalid_sb_members, mf, pad1, "members: ");
 
 	unsigned nr = (bytes - (unsigned)sizeof(*mf)) / mb;
 
@@ -203,6 +233,7 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 		if (m->discard > 1)
 			return fail(invalid_sb_members, "member %u: discard %u is not 0 or 1", i,
 				    m->discard);
+		check_zero(invalid_sb_members, m, pad0, "member %u: ", i);
 		bad = label_bad_char(m->label, sizeof(m->label));
 		if (bad >= 0)
 			return fail(invalid_sb_members, "member %u: label: bad byte 0x%02x at %d",
@@ -238,6 +269,10 @@ static int validate_journal(const struct tfs_sb *sb, const struct tfs_sb_field *
 	u64 *sorted;
 	int ret = 0;
 
+	/* The same minimum mkfs enforces (super/format.c). */
+	if (nr < TFS_JOURNAL_MIN_BUCKETS)
+		return fail(invalid_sb_journal, "journal: %u buckets, fewer than %u", nr,
+			    TFS_JOURNAL_MIN_BUCKETS);
 	for (unsigned i = 0; i < nr; i++) {
 		u64 b = le64_to_cpu(j->buckets[i]);
 
@@ -276,6 +311,7 @@ static int validate_clean(const struct tfs_sb *sb, const struct tfs_sb_field *f,
 	if (u64s < sizeof(*c) / 8)
 		return fail(invalid_sb_clean, "clean: field of %u bytes, smaller than its header",
 			    u64s * 8);
+	check_zero(invalid_sb_clean, c, pad0, "clean: ");
 	while (pos < u64s) {
 		const struct tfs_clean_entry *e = (const void *)((const __le64 *)c + pos);
 		unsigned eu = le16_to_cpu(e->u64s);
@@ -285,6 +321,7 @@ static int validate_clean(const struct tfs_sb *sb, const struct tfs_sb_field *f,
 		if (pos + eu > u64s)
 			return fail(invalid_sb_clean,
 				    "clean: entry %u (%u u64s) runs past the field", idx, eu);
+		check_zero(invalid_sb_clean, e, pad, "clean: entry %u: ", idx);
 		pos += eu;
 		idx++;
 	}
@@ -323,6 +360,8 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 	if (sb->features)
 		return fail(invalid_sb_version, "unknown incompatible features 0x%llx",
 			    (ull)le64_to_cpu(sb->features));
+	/* Like features: what a later version may use, refused until then. */
+	check_zero(invalid_sb_version, sb, reserved, "");
 
 	ret = tfs_sb_layout_validate(&sb->layout, err);
 	if (ret)
@@ -393,6 +432,7 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		return fail(invalid_sb_options, "data_csum_type %u unknown", sb->data_csum_type);
 	if (sb->error_action >= TFS_ON_ERROR_NR)
 		return fail(invalid_sb_options, "error_action %u unknown", sb->error_action);
+	check_zero(invalid_sb_options, sb, pad0, "");
 	if (le16_to_cpu(sb->flags) & ~TFS_SB_FLAG_CLEAN)
 		return fail(invalid_sb_options, "unknown flags 0x%x", le16_to_cpu(sb->flags));
 
@@ -432,6 +472,13 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		return ret;
 
 	f = tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+	/*
+	 * A rw member may be given metadata at any time, and metadata is
+	 * journalled first: without a journal here there is nowhere to put it.
+	 */
+	if (!f && tfs_sb_this_member(sb)->state == TFS_MEMBER_rw)
+		return fail(invalid_sb_journal, "journal: no journal field, but member %u is rw",
+			    sb->dev_idx);
 	if (f && (ret = validate_journal(sb, f, err)))
 		return ret;
 

@@ -137,9 +137,9 @@ static void test_round_trip_one(void **state)
 	assert_int_equal(le64_to_cpu(m->nbuckets) * 16384, DEV_SIZE);
 
 	/* Change, write, read again: seq bumped, the change kept. */
-	u64 b[3] = { 20, 7, 30 };
+	u64 b[9] = { 20, 7, 30, 8, 9, 10, 11, 12, 13 };
 
-	assert_int_equal(tfs_sb_set_journal_buckets(&f->hs[0], b, 3), 0);
+	assert_int_equal(tfs_sb_set_journal_buckets(&f->hs[0], b, 9), 0);
 	struct printbuf err = PRINTBUF;
 
 	assert_int_equal(tfs_sb_write(&f->hs[0], &err), 0);
@@ -147,10 +147,9 @@ static void test_round_trip_one(void **state)
 	read_dev(f, 0, &h);
 	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
 	jb = tfs_sb_journal_buckets(h.sb, &nr);
-	assert_int_equal(nr, 3);
-	assert_int_equal(le64_to_cpu(jb[0]), 20);
-	assert_int_equal(le64_to_cpu(jb[1]), 7);
-	assert_int_equal(le64_to_cpu(jb[2]), 30);
+	assert_int_equal(nr, 9);
+	for (unsigned i = 0; i < 9; i++)
+		assert_int_equal(le64_to_cpu(jb[i]), b[i]);
 	printbuf_exit(&err);
 	tfs_sb_exit(&h);
 }
@@ -351,6 +350,153 @@ static void test_copy_layout_mismatch(void **state)
 	printbuf_exit(&err);
 }
 
+/*
+ * mkfs of another filesystem (uuid and user_uuid bytes as given) on path,
+ * then `writes` superblock writes: its copies get seq writes + 1.
+ */
+static void mkfs_other(const char *path, u8 uuid, u8 user_uuid, unsigned writes)
+{
+	struct tfs_format_opts o = { .time = 1600000000, .label = "older" };
+	struct tfs_format_dev d = { .size = DEV_SIZE };
+	struct tfs_sb_handle h = { 0 }, *hp = &h;
+	struct printbuf err = PRINTBUF;
+	int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)DEV_SIZE), 0);
+	close(fd);
+	memset(o.uuid, uuid, 16);
+	memset(o.user_uuid, user_uuid, 16);
+	memset(d.uuid, 0x77, 16);
+	assert_int_equal(tfs_format_plan(&o, &d, 1, &h, &err), 0);
+	assert_int_equal(tfs_bdev_open(path, 0, &h.bdev), 0);
+	h.owns_bdev = true;
+	assert_int_equal(tfs_format_write(&hp, 1, &err), 0);
+	for (unsigned i = 0; i < writes; i++)
+		assert_int_equal(tfs_sb_write(&h, &err), 0);
+	assert_string_equal(printbuf_str(&err), "");
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+}
+
+/* Reads device i into h with stderr captured into *out (malloc()ed). */
+static void read_dev_stderr(struct fixture *f, unsigned i, struct tfs_sb_handle *h, char **out)
+{
+	char path[128];
+	int saved, fd;
+	off_t len;
+
+	snprintf(path, sizeof(path), "%s/stderr.txt", f->dir);
+	fflush(stderr);
+	saved = dup(2);
+	fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0644);
+	assert_true(saved >= 0 && fd >= 0);
+	assert_true(dup2(fd, 2) >= 0);
+	read_dev(f, i, h);
+	fflush(stderr);
+	assert_true(dup2(saved, 2) >= 0);
+	close(saved);
+	len = lseek(fd, 0, SEEK_END);
+	*out = calloc(1, (size_t)len + 1);
+	assert_non_null(*out);
+	assert_int_equal(pread(fd, *out, (size_t)len, 0), len);
+	close(fd);
+	unlink(path);
+}
+
+/*
+ * A stale backup of another filesystem (another mkfs on the device, a
+ * higher seq, a valid checksum) is ignored with a warning naming both
+ * offsets; the current filesystem's primary is used, and the next write
+ * replaces the stale copy.
+ */
+static void graft_backup(struct fixture *f, u8 uuid, u8 user_uuid, const char *what,
+			 const char *theirs, const char *ours)
+{
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF, want = PRINTBUF;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+	struct tfs_sb *sb = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	char *warn;
+
+	format(f, 1);
+	snprintf(f->path[1], sizeof(f->path[1]), "%s/other.img", f->dir);
+	mkfs_other(f->path[1], uuid, user_uuid, 4);
+	peek(f->path[1], backup, sb, TFS_SB_MAX_SIZE_DEFAULT);
+	/* On its own the grafted copy is valid, and newer. */
+	assert_int_equal(le64_to_cpu(sb->seq), 5);
+	assert_int_equal(tfs_sb_validate(sb, TFS_SB_MAX_SIZE_DEFAULT, DEV_SIZE, &err), 0);
+	poke(f->path[0], backup, sb, TFS_SB_MAX_SIZE_DEFAULT);
+
+	read_dev_stderr(f, 0, &h, &warn);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 1);
+	assert_int_equal(h.sb->uuid[0], 0x11);
+	assert_int_equal(h.sb->user_uuid[0], 0x22);
+	assert_string_equal(h.sb->label, "round trip");
+	assert_int_equal(h.copies_bad, 1);
+	prt_printf(&want,
+		   "warning: %s: superblock at 36864: %s %s (seq 5) differs from %s %s of the copy "
+		   "at 4096: another filesystem's copy, ignored; using the copy at 4096 (seq 1)\n",
+		   f->path[0], what, theirs, what, ours);
+	assert_string_equal(warn, printbuf_str(&want));
+	free(warn);
+
+	/* Writing from it: seq 2 (the stale seq 5 counts for nothing), both copies ours. */
+	tfs_bdev_close(h.bdev);
+	assert_int_equal(tfs_bdev_open(f->path[0], 0, &h.bdev), 0);
+	assert_int_equal(tfs_sb_write(&h, &err), 0);
+	tfs_sb_exit(&h);
+	read_dev_stderr(f, 0, &h, &warn);
+	assert_string_equal(warn, "");
+	assert_int_equal(h.copies_bad, 0);
+	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
+	peek(f->path[0], backup, sb, 4096);
+	assert_int_equal(le64_to_cpu(sb->seq), 2);
+	assert_int_equal(sb->uuid[0], 0x11);
+	free(warn);
+	tfs_sb_exit(&h);
+	free(sb);
+	printbuf_exit(&err);
+	printbuf_exit(&want);
+}
+
+static void test_foreign_backup_uuid(void **state)
+{
+	graft_backup(*state, 0x55, 0x66, "uuid", "55555555-5555-5555-5555-555555555555",
+		     "11111111-1111-1111-1111-111111111111");
+}
+
+/* Same internal uuid (mkfs --uuid reuse), another user_uuid: still another filesystem. */
+static void test_foreign_backup_user_uuid(void **state)
+{
+	graft_backup(*state, 0x11, 0x66, "user_uuid", "66666666-6666-6666-6666-666666666666",
+		     "22222222-2222-2222-2222-222222222222");
+}
+
+/* With the primary bad the reference is the newest valid copy, whatever its uuid. */
+static void test_foreign_backup_primary_bad(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_handle h;
+	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
+	void *buf = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	u8 byte = 0xff;
+
+	format(f, 1);
+	snprintf(f->path[1], sizeof(f->path[1]), "%s/other.img", f->dir);
+	mkfs_other(f->path[1], 0x55, 0x66, 1);
+	peek(f->path[1], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
+	read_dev(f, 0, &h);
+	assert_int_equal(h.read_offset, backup);
+	assert_int_equal(h.sb->uuid[0], 0x55);
+	assert_int_equal(h.copies_bad, 1);
+	tfs_sb_exit(&h);
+	free(buf);
+}
+
 static void test_no_valid_copy(void **state)
 {
 	struct fixture *f = *state;
@@ -425,6 +571,11 @@ static void test_field_resize(void **state)
 	assert_int_equal(ret, 0);
 	assert_null(tfs_sb_journal_buckets(h->sb, &nr));
 	assert_int_equal(nr, 0);
+	h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
+	/* A rw member needs its journal; a spare one does not. */
+	assert_int_equal(tfs_sb_validate(h->sb, h->sb_bytes, 0, &err), -TFS_ERR_invalid_sb_journal);
+	printbuf_reset(&err);
+	tfs_sb_this_member(h->sb)->state = TFS_MEMBER_spare;
 	h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
 	assert_int_equal(tfs_sb_validate(h->sb, h->sb_bytes, 0, &err), 0);
 	printbuf_exit(&err);
@@ -564,6 +715,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_backup_uuid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_backup_user_uuid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_backup_primary_bad, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_valid_copy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),

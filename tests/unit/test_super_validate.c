@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,22 @@ MUT(journal_high, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FI
 			  ->buckets[2] = cpu_to_le64(256))
 MUT(journal_dup, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
 			 ->buckets[3] = cpu_to_le64(5))
+/* Padding and reserved bytes: a later version may give them a meaning. */
+MUT(sb_pad0, sb->pad0 = 0x5a)
+MUT(sb_reserved, ((u8 *)sb->reserved)[3] = 0x5a)
+MUT(sb_reserved_last, ((u8 *)sb->reserved)[39] = 1)
+MUT(layout_pad0, sb->layout.pad0 = cpu_to_le32(0x100);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_pad1, sb->layout.pad1 = cpu_to_le16(7);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_pad2, sb->layout.pad2[423] = 0x80;
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(members_pad0, ((struct tfs_sb_field_members *)tfs_sb_field_get(sb, TFS_SB_FIELD_members))
+			  ->pad0 = cpu_to_le16(0x200))
+MUT(members_pad1, ((struct tfs_sb_field_members *)tfs_sb_field_get(sb, TFS_SB_FIELD_members))
+			  ->pad1 = cpu_to_le32(0x3000000))
+MUT(member_pad0, m0(sb, 1)->pad0 = 0x5a)
+MUT(journal_none, tfs_sb_field_get(sb, TFS_SB_FIELD_journal)->type = cpu_to_le32(77))
 MUT(clean_flag, sb->flags = cpu_to_le16(TFS_SB_FLAG_CLEAN))
 
 static const struct vcase cases[] = {
@@ -228,6 +245,26 @@ static const struct vcase cases[] = {
 	  "journal: bucket 256 (entry 2) >= nbuckets 256" },
 	{ "journal_dup", mut_journal_dup, false, -TFS_ERR_invalid_sb_journal,
 	  "journal: bucket 5 listed twice" },
+	{ "sb_pad0", mut_sb_pad0, false, -TFS_ERR_invalid_sb_options,
+	  "pad0 byte 0 (offset 111) is 0x5a, must be 0" },
+	{ "sb_reserved", mut_sb_reserved, false, -TFS_ERR_invalid_sb_version,
+	  "reserved byte 3 (offset 139) is 0x5a, must be 0" },
+	{ "sb_reserved_last", mut_sb_reserved_last, false, -TFS_ERR_invalid_sb_version,
+	  "reserved byte 39 (offset 175) is 0x01, must be 0" },
+	{ "layout_pad0", mut_layout_pad0, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: pad0 byte 1 (offset 5) is 0x01, must be 0" },
+	{ "layout_pad1", mut_layout_pad1, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: pad1 byte 0 (offset 18) is 0x07, must be 0" },
+	{ "layout_pad2", mut_layout_pad2, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: pad2 byte 423 (offset 511) is 0x80, must be 0" },
+	{ "members_pad0", mut_members_pad0, false, -TFS_ERR_invalid_sb_members,
+	  "members: pad0 byte 1 (offset 11) is 0x02, must be 0" },
+	{ "members_pad1", mut_members_pad1, false, -TFS_ERR_invalid_sb_members,
+	  "members: pad1 byte 3 (offset 15) is 0x03, must be 0" },
+	{ "member_pad0", mut_member_pad0, false, -TFS_ERR_invalid_sb_members,
+	  "member 1: pad0 byte 0 (offset 39) is 0x5a, must be 0" },
+	{ "journal_none", mut_journal_none, false, -TFS_ERR_invalid_sb_journal,
+	  "journal: no journal field, but member 0 is rw" },
 	{ "clean_flag", mut_clean_flag, false, -TFS_ERR_invalid_sb_clean,
 	  "flag clean set but no clean field" },
 	/* The checksum itself: no resum after the change. */
@@ -309,6 +346,25 @@ static void test_clean_entries(void **state)
 			 -TFS_ERR_invalid_sb_clean);
 	assert_string_equal(printbuf_str(&err), "clean: entry 0 (9 u64s) runs past the field");
 	printbuf_reset(&err);
+	/* The padding of the field and of an entry. */
+	((struct tfs_clean_entry *)(c->entries))->u64s = cpu_to_le16(3);
+	c->pad0 = cpu_to_le32(0x5a);
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err),
+			 -TFS_ERR_invalid_sb_clean);
+	assert_string_equal(printbuf_str(&err),
+			    "clean: pad0 byte 0 (offset 12) is 0x5a, must be 0");
+	printbuf_reset(&err);
+	c->pad0 = 0;
+	e = (void *)((__le64 *)c->entries + 3);
+	e->pad[2] = 0x11;
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err),
+			 -TFS_ERR_invalid_sb_clean);
+	assert_string_equal(printbuf_str(&err),
+			    "clean: entry 1: pad byte 2 (offset 7) is 0x11, must be 0");
+	printbuf_reset(&err);
+	e->pad[2] = 0;
 	((struct tfs_clean_entry *)(c->entries))->u64s = 0;
 	resum(hs[0].sb);
 	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE, &err),
@@ -363,6 +419,46 @@ static void test_layout_overflow(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+/* The journal's length: mkfs's minimum is validation's; no field only when not rw. */
+static void test_journal_min(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	u64 first, b[TFS_JOURNAL_MIN_BUCKETS];
+	char msg[64];
+
+	make_sb(hs);
+	first = le64_to_cpu(tfs_sb_member(hs[0].sb, 0)->first_bucket);
+	for (unsigned i = 0; i < TFS_JOURNAL_MIN_BUCKETS; i++)
+		b[i] = first + TFS_JOURNAL_MIN_BUCKETS - 1 - i;
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b, TFS_JOURNAL_MIN_BUCKETS), 0);
+	resum(hs[0].sb);
+	expect(&hs[0], 0, "");
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b, TFS_JOURNAL_MIN_BUCKETS - 1), 0);
+	resum(hs[0].sb);
+	snprintf(msg, sizeof(msg), "journal: %u buckets, fewer than %u",
+		 TFS_JOURNAL_MIN_BUCKETS - 1, TFS_JOURNAL_MIN_BUCKETS);
+	expect(&hs[0], -TFS_ERR_invalid_sb_journal, msg);
+	/* The minimum holds for any journal field, whatever the state. */
+	tfs_sb_member(hs[0].sb, 0)->state = TFS_MEMBER_ro;
+	resum(hs[0].sb);
+	expect(&hs[0], -TFS_ERR_invalid_sb_journal, msg);
+	/* No journal field: fine for ro, failed and spare, not for rw. */
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], NULL, 0), 0);
+	for (unsigned st = 0; st < TFS_MEMBER_STATE_NR; st++) {
+		tfs_sb_member(hs[0].sb, 0)->state = (u8)st;
+		resum(hs[0].sb);
+		expect(&hs[0], st == TFS_MEMBER_rw ? -TFS_ERR_invalid_sb_journal : 0,
+		       st == TFS_MEMBER_rw ? "journal: no journal field, but member 0 is rw" : "");
+	}
+	/* Only this device's member counts: member 1's state says nothing here. */
+	tfs_sb_member(hs[0].sb, 0)->state = TFS_MEMBER_spare;
+	tfs_sb_member(hs[0].sb, 1)->state = TFS_MEMBER_rw;
+	resum(hs[0].sb);
+	expect(&hs[0], 0, "");
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
 static void test_label_utf8_ok(void **state)
 {
 	struct tfs_sb_handle hs[2];
@@ -381,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
 		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
 		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
+		cmocka_unit_test(test_journal_min),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
