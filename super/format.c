@@ -244,13 +244,7 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 
 	struct tfs_sb_layout *l = &sb->layout;
 
-	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
-	l->version = 1;
-	l->nr_superblocks = 2;
-	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
-	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
-	l->sb_offset[1] = cpu_to_le64(TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
-	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
+	tfs_sb_layout_init_default(l);
 
 	struct tfs_sb_handle tmp = { .sb = sb, .sb_bytes = TFS_SB_MAX_SIZE_DEFAULT };
 	unsigned mu64s =

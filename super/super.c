@@ -244,11 +244,11 @@ static unsigned bdev_lbs(const struct tfs_bdev *bdev)
 }
 
 /*
- * The layout mkfs writes (primary and the standard backup), used when the
- * layout sector is bad: whatever destroyed it (a GPT over the first 17 KiB)
- * may have taken the primary too, and the backup must still be found.
+ * Also the layout read falls back to when the layout sector is bad: whatever
+ * destroyed it (a GPT over the first 17 KiB) may have taken the primary too,
+ * and the backup must still be found.
  */
-static void default_layout(struct tfs_sb_layout *l)
+void tfs_sb_layout_init_default(struct tfs_sb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
@@ -417,7 +417,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 		 * embedded layout then tells us where the copies really are.
 		 */
 		layout_bad = true;
-		default_layout(&layout);
+		tfs_sb_layout_init_default(&layout);
 	}
 
 	for (unsigned i = 0; i < layout.nr_superblocks; i++) {

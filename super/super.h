@@ -113,6 +113,10 @@ int tfs_label_bad_byte(const char *label, size_t len);
 u32 tfs_sb_csum(const struct tfs_sb *sb);
 /* crc32c the layout's csum field must hold. */
 u32 tfs_sb_layout_csum(const struct tfs_sb_layout *l);
+
+/* Fills l with the layout mkfs writes: the primary at TFS_SB_OFFSET and one
+ * backup right after its maximum size, checksummed. */
+void tfs_sb_layout_init_default(struct tfs_sb_layout *l);
 /* Bytes of the copy: the fixed part plus the fields. */
 static inline size_t tfs_sb_bytes(const struct tfs_sb *sb)
 {
