@@ -464,6 +464,14 @@ void tfs_journal_entry_close_locked(struct tfs_journal *j)
 	} else {
 		j->nr_noflush_entries++;
 	}
+	/*
+	 * last_seq is taken now, not when the write is prepared: once the
+	 * entry is closed, newer updates go to newer entries, and a pin moved
+	 * out of an older seq into one of them would let a later last_seq skip
+	 * that older seq although its only newer copy is not on disk yet.  The
+	 * entry's own pin keeps last_seq <= seq.
+	 */
+	b->last_seq = j->last_seq;
 	b->state = TFS_JBUF_CLOSED;
 	if (!j->halted)
 		tfs_journal_buf_alloc_space_locked(j, b);

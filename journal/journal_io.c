@@ -203,8 +203,7 @@ static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_
 		bl->end = cpu_to_le64(j->blacklist_end);
 		u64s += tfs_jset_entry_u64s(sizeof(*bl) / 8);
 	}
-	/* The entry's own pin keeps last_seq <= seq. */
-	b->last_seq = j->last_seq;
+	/* b->last_seq was set when the entry closed (tfs_journal_entry_close_locked()). */
 	js->magic = cpu_to_le64(j->magic);
 	js->seq = cpu_to_le64(b->seq);
 	js->last_seq = cpu_to_le64(b->last_seq);
