@@ -237,16 +237,18 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 				d->cur_offset = rd->cur_offset;
 				/*
 				 * Buckets replay still needs are the ones before cur_idx
-				 * (ring order) holding seqs >= last_seq.
+				 * (ring order) holding seqs >= last_seq.  A crash can
+				 * leave holes among them (a lost NO_FLUSH write, an
+				 * empty bucket), so never stop at the first one: keep
+				 * everything from the oldest needed bucket to cur_idx.
 				 */
 				d->nr_dirty = 1;
 				for (unsigned n = 1; n < d->nr_buckets; n++) {
 					unsigned b =
 						(d->cur_idx + d->nr_buckets - n) % d->nr_buckets;
 
-					if (!d->bucket_seq[b] || d->bucket_seq[b] < r->last_seq)
-						break;
-					d->nr_dirty++;
+					if (d->bucket_seq[b] && d->bucket_seq[b] >= r->last_seq)
+						d->nr_dirty = n + 1;
 				}
 				d->dirty_idx = (d->cur_idx + d->nr_buckets - (d->nr_dirty - 1)) %
 					       d->nr_buckets;
