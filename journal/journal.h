@@ -143,6 +143,10 @@ void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res);
  * Waits until seq is durable (closing its entry, or writing a newer flush
  * entry, when needed).  Returns 0, or the journal error when err_seq is set
  * and err_seq <= seq, or when the journal halted before seq became durable.
+ * With fewer writable members than metadata_replicas_required and no entry
+ * >= seq left that could still be written as a flush entry, it returns
+ * -TFS_ERR_insufficient_devices (EROFS class; not a journal error: a member
+ * coming back makes it work again) instead of waiting forever.
  * seq 0 and seqs durable before an error always return 0.
  */
 int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq);

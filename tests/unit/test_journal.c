@@ -839,6 +839,43 @@ static void test_start_keeps_buckets_past_a_hole(void **state)
 	jt_cleanup(&t);
 }
 
+/*
+ * flush_seq of a seq written NO_FLUSH once fewer members are writable than
+ * required: an EROFS-class error, not a wait that never ends (stop too).
+ */
+static void test_flush_insufficient_devices(void **state)
+{
+	struct jt t;
+
+	hang_guard(60);
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 1;
+	t.opts.flush_delay_ms = 1000000;
+	assert_int_equal(jt_start(&t), 0);
+	s64 s = jt_commit(t.j, 1, 1, 0);
+
+	assert_true(jt_wait_ondisk(t.j, s)); /* written NO_FLUSH, not durable */
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)s);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+	int ret = tfs_journal_flush_seq(t.j, s);
+
+	assert_int_equal(ret, -TFS_ERR_insufficient_devices);
+	assert_int_equal(tfs_err_class(ret), -EROFS);
+	/* Nothing failed: back when the member is. */
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, true), 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+
+	/* Stop's own flush gives up the same way. */
+	s = jt_commit(t.j, 2, 2, 0);
+	assert_true(jt_wait_ondisk(t.j, s));
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)s);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+	assert_int_equal(tfs_journal_stop(t.j), -TFS_ERR_insufficient_devices);
+	alarm(0);
+	jt_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -857,6 +894,7 @@ int main(void)
 		cmocka_unit_test(test_last_seq_at_close),
 		cmocka_unit_test(test_stress_powercut),
 		cmocka_unit_test(test_start_keeps_buckets_past_a_hole),
+		cmocka_unit_test(test_flush_insufficient_devices),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
