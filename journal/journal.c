@@ -607,23 +607,17 @@ static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
 		}
 		return j->err ?: -TFS_ERR_journal_halted;
 	}
-	if (journal_nr_writable(j) < j->opts.metadata_replicas_required) {
-		/*
-		 * No new entry can open, so only an entry >= seq that exists
-		 * already (a flush entry, or one still unsubmitted that
-		 * want_flush can promote) can make seq durable; without one,
-		 * waiting would never end.  Not a journal error: nothing failed,
-		 * and a member coming back makes flush_seq work again.
-		 */
-		for (u64 s = max_t(u64, seq, j->seq_done + 1); s <= j->cur_seq; s++) {
-			struct tfs_journal_buf *b = journal_seq_buf(j, s);
-
-			if ((b->must_flush && !b->cancelled) || b->state == TFS_JBUF_OPEN ||
-			    b->state == TFS_JBUF_CLOSED)
-				return 0;
-		}
+	/*
+	 * Too few writable members: no new entry can open, so once nothing
+	 * is open or in flight no flush entry >= seq will ever be written and
+	 * waiting would never end.  Entries still in flight are waited for
+	 * first: one failing halts the journal and that error is the answer.
+	 * Not a journal error itself: nothing failed, and flush_seq works
+	 * again once a member is writable.
+	 */
+	if (j->seq_done == j->cur_seq &&
+	    journal_nr_writable(j) < j->opts.metadata_replicas_required)
 		return -TFS_ERR_insufficient_devices;
-	}
 	return 0;
 }
 
