@@ -817,6 +817,14 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 			j->devs[i].writable = writable;
 			ret = 0;
 		}
+	/*
+	 * The open entry picked its members while this one was writable:
+	 * close it, so the next reservation opens a new entry and meets the
+	 * device check (insufficient_devices) instead of slipping into an
+	 * entry whose write can no longer reach enough replicas.
+	 */
+	if (!ret && !writable)
+		tfs_journal_entry_close_locked(j);
 	pthread_cond_broadcast(&j->wait);
 	pthread_mutex_unlock(&j->lock);
 	return ret;

@@ -179,7 +179,11 @@ void tfs_journal_halt(struct tfs_journal *j);
 void tfs_journal_block(struct tfs_journal *j);
 void tfs_journal_unblock(struct tfs_journal *j);
 
-/* Marks a member (by dev_idx) writable or not; -ENOENT if unknown. */
+/*
+ * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Making
+ * one read-only closes the open entry, so later reservations are checked
+ * against the members left (insufficient_devices when too few).
+ */
 int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable);
 
 /* Snapshot accessors (under the lock). */

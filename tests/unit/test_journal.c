@@ -881,6 +881,51 @@ static void test_flush_insufficient_devices(void **state)
 	alarm(0);
 	jt_cleanup(&t);
 }
+/*
+ * A member going read-only closes the open entry: the next reservation
+ * cannot slip into an entry opened with more members; it gets the EROFS
+ * class, and what was flushed before reads back.
+ */
+static void test_set_unwritable_closes_entry(void **state)
+{
+	struct jt t;
+	struct tfs_journal_res res;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.metadata_replicas = 2;
+	t.opts.metadata_replicas_required = 2;
+	t.opts.write_delay_ms = 100000;
+	assert_int_equal(jt_start(&t), 0);
+	assert_int_equal(jt_commit_pinned(&t, 1, 1, 0), 1);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+	/* An open (empty) entry, opened with both members. */
+	s64 s = jt_commit(t.j, 2, 2, 0);
+
+	assert_true(s > 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	assert_int_equal(tfs_journal_res_get(t.j, &res, 3, 0), 0);
+	tfs_journal_res_put(t.j, &res);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 1, false), 0);
+	int ret = tfs_journal_res_get(t.j, &res, 3, 0);
+
+	if (!ret)
+		tfs_journal_res_put(t.j, &res);
+	assert_int_equal(tfs_err_class(ret), -EROFS);
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	assert_int_equal(m.val[1], 1);
+	assert_int_equal(m.val[2], 2);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
 
 int main(void)
 {
@@ -901,6 +946,7 @@ int main(void)
 		cmocka_unit_test(test_stress_powercut),
 		cmocka_unit_test(test_start_keeps_buckets_past_a_hole),
 		cmocka_unit_test(test_flush_insufficient_devices),
+		cmocka_unit_test(test_set_unwritable_closes_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
