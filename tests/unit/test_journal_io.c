@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
+
 #include "journal_test.h"
 
 static u64 writes_submitted(struct tfs_bdev *b)
@@ -518,6 +520,45 @@ static void test_powercut_every_write(void **state)
 	assert_true(pc_stats.untrusted > 0);
 }
 
+/*
+ * One valid, checksummed entry with seq 2^40 and last_seq 1: the read must
+ * not walk 2^40 seqs; the span is more than any pin fifo holds, so the entry
+ * is reported as corrupt.
+ */
+static void test_read_absurd_span(void **state)
+{
+	static u8 blk[4096] __attribute__((aligned(4096)));
+	struct jset *js = (void *)blk;
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+
+	signal(SIGALRM, SIG_DFL);
+	alarm(60); /* a regression fails instead of hanging */
+	jt_images(&t, 1, 4, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	memset(blk, 0, sizeof(blk));
+	js->magic = cpu_to_le64(tfs_jset_magic(t.opts.uuid));
+	js->seq = cpu_to_le64(1ULL << 40);
+	js->last_seq = cpu_to_le64(1);
+	js->version = cpu_to_le32(TFS_JSET_VERSION);
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	assert_int_equal(tfs_jset_validate(js, sizeof(blk), tfs_jset_magic(t.opts.uuid), &err), 0);
+	assert_int_equal(tfs_bdev_write(t.bdev[0], blk, sizeof(blk), t.buckets[0] * (16 << 10), 0,
+					TFS_TAG_journal),
+			 0);
+	int ret = jt_read(&t, &r, &err);
+
+	assert_int_equal(ret, -TFS_ERR_journal_empty);
+	assert_int_equal(r->nr, 0);
+	assert_int_equal(r->nr_corrupt, 1);
+	tfs_journal_read_free(r);
+	alarm(0);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +568,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_entry),
 		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_read_absurd_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
