@@ -239,9 +239,15 @@ static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_
 			struct tfs_journal_device *d = &j->devs[i];
 			bool ours = false;
 
-			for (unsigned k = 0; k < b->nr_devs; k++)
-				ours |= b->devs[k] == i;
-			if (ours || !d->unflushed || !d->writable)
+			/* Ours: this entry's PREFLUSH write goes to it (not skipped). */
+			for (unsigned k = 0; k < b->nr_bios; k++)
+				ours |= b->bio_dev[k] == i;
+			/*
+			 * Read-only members too: they stopped taking journal
+			 * writes, but what they took before may still be in
+			 * their cache.  A failing flush fails the entry.
+			 */
+			if (ours || !d->unflushed)
 				continue;
 			journal_bio_init(b, d, i, TFS_OP_flush, 0, 0);
 			d->unflushed = false;

@@ -559,6 +559,55 @@ static void test_read_absurd_span(void **state)
 	jt_cleanup(&t);
 }
 
+/*
+ * Replicas 1 over 2 members: a NO_FLUSH entry lands on dev 0, dev 0 goes
+ * read-only, and the flush entry on dev 1 must still flush dev 0's cache, or
+ * flush_seq's success is a lie after a power cut.
+ */
+static void test_flush_reaches_unwritable_member(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.write_delay_ms = 1;
+	t.opts.flush_delay_ms = 1000000;
+	assert_int_equal(jt_start_fault(&t), 0);
+	s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	s64 s2 = jt_commit(t.j, 2, 2, 0);
+
+	assert_true(jt_wait_ondisk(t.j, s2));
+	assert_true(tfs_faultdev_nr_unflushed(t.bdev[0]) + tfs_faultdev_nr_unflushed(t.bdev[1]) >
+		    0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+	s64 s3 = jt_commit(t.j, 3, 3, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s3), 0); /* covers s2 */
+	assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[0]), 0);
+	assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[1]), 0);
+	tfs_journal_halt(t.j);
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	tfs_journal_exit(t.j);
+	t.j = NULL;
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(tfs_faultdev_powercut(t.bdev[i], TFS_POWERCUT_none, 0), 0);
+	jt_close_bdevs(&t);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	assert_int_equal(m.val[1], 1);
+	assert_int_equal(m.val[2], 2);
+	assert_int_equal(m.val[3], 3);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_entry),
 		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_flush_reaches_unwritable_member),
 		cmocka_unit_test(test_read_absurd_span),
 	};
 
