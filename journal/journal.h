@@ -264,6 +264,9 @@ struct tfs_journal_read_dev {
 	u64 *bucket_seq; /* newest good seq per bucket */
 	unsigned nr_buckets;
 	u64 nr_entries, nr_corrupt;
+	unsigned nr_read_errors; /* buckets that could not be read */
+	unsigned bad_bucket;	 /* the first of them */
+	int read_err;		 /* and its error */
 };
 
 struct tfs_journal_read {
@@ -286,7 +289,14 @@ struct tfs_journal_read {
  * that every seq from its last_seq is present: a missing one is reported with
  * its range and -TFS_ERR_journal_gap returned (*ret is still filled so the
  * caller can print it).  -TFS_ERR_journal_empty when nothing valid was
- * found (*ret filled too: a fresh journal).  opts gives uuid and block size.
+ * found (*ret filled too: a fresh journal).  A bucket that cannot be read
+ * fails the read with -TFS_ERR_journal_read (*ret NULL, err naming the
+ * device and bucket) unless a member read without errors holds a good copy
+ * of every seq from the replay start to the highest seq seen: what the
+ * bucket held is unknown, and replaying or continuing without it could lose
+ * acknowledged entries and reuse their seqs.  An entry spanning more seqs
+ * (seq - last_seq) than opts->pin_fifo_size is corrupt.  opts gives uuid,
+ * block size and pin fifo size.
  */
 int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 		     const struct tfs_journal_opts *opts, struct tfs_journal_read **ret,

@@ -514,6 +514,10 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 				"journal: dev %u (%s): reading bucket %u (%llu) failed: %s\n",
 				d->dev_idx, d->bdev->path, b, (unsigned long long)d->buckets[b],
 				tfs_err_str(ret));
+			if (!rd->nr_read_errors++) {
+				rd->bad_bucket = b;
+				rd->read_err = ret;
+			}
 			read_errs++;
 			ret = 0;
 			continue;
@@ -591,6 +595,55 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 out:
 	free(buf);
 	return ret;
+}
+
+/*
+ * With a bucket unreadable anywhere, the read is trusted only if members
+ * read without errors hold a good copy of every seq from `from` to max_seq.
+ */
+static int read_check_errors(const struct tfs_journal_read *r, u64 from, struct printbuf *err)
+{
+	bool clean[TFS_JOURNAL_MAX_DEVS] = { 0 }, any_err = false, any_clean_entry = false;
+	u64 uncovered = 0;
+
+	for (unsigned i = 0; i < r->nr_devs; i++) {
+		clean[i] = !r->devs[i].nr_read_errors;
+		any_err |= !clean[i];
+	}
+	if (!any_err)
+		return 0;
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct tfs_journal_read_entry *e = &r->entries[i];
+		bool ok = false;
+
+		for (unsigned k = 0; k < e->nr_devs; k++)
+			for (unsigned d = 0; d < r->nr_devs; d++)
+				if (r->devs[d].dev_idx == e->devs[k] && clean[d])
+					ok = true;
+		any_clean_entry |= ok;
+		if (e->seq >= from && !ok && !uncovered)
+			uncovered = e->seq;
+	}
+	if (!uncovered && any_clean_entry)
+		return 0;
+	for (unsigned i = 0; i < r->nr_devs; i++) {
+		const struct tfs_journal_read_dev *rd = &r->devs[i];
+
+		if (!rd->nr_read_errors)
+			continue;
+		prt_printf(err, "%sjournal: dev %u: bucket %u unreadable (%s", err->pos ? "; " : "",
+			   rd->dev_idx, rd->bad_bucket, tfs_err_str(rd->read_err));
+		if (rd->nr_read_errors > 1)
+			prt_printf(err, ", %u buckets in all", rd->nr_read_errors);
+		prt_str(err, ")");
+	}
+	if (uncovered)
+		prt_printf(err, "; seq %llu has no copy on a member read without errors",
+			   (unsigned long long)uncovered);
+	else
+		prt_str(err, "; no member read without errors holds any entry");
+	prt_str(err, ": entries may be missing, not trusting the journal");
+	return -TFS_ERR_journal_read;
 }
 
 struct read_bl {
@@ -739,6 +792,9 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	}
 	if (!newest) {
 		free(bl);
+		ret2 = read_check_errors(r, 0, err);
+		if (ret2)
+			goto err;
 		/* Nothing durable in order: start after everything, trusting nothing. */
 		r->blacklist_start = r->nr ? r->entries[0].seq : 0;
 		for (unsigned i = 0; i < r->nr; i++)
@@ -750,6 +806,11 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	}
 	r->newest_seq = newest->seq;
 	r->last_seq = le64_to_cpu(newest->j->last_seq);
+	ret2 = read_check_errors(r, r->last_seq, err);
+	if (ret2) {
+		free(bl);
+		goto err;
+	}
 	if (r->max_seq > r->newest_seq)
 		r->blacklist_start = r->newest_seq + 1;
 	for (unsigned i = 0; i < r->nr; i++)

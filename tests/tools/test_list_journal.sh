@@ -68,6 +68,9 @@ fi
 # 7. --fault: a failing journal read is reported; a bad spec is a usage error.
 run 1 "$tinyfs" list-journal --fault "dev * read tag=journal every=1 fail=EIO" a.img
 has err "no device could be read"
+# One unreadable bucket fails the read too (entries may be missing), naming it.
+run 1 "$tinyfs" list-journal --fault "dev * read tag=journal nth=2 fail=EIO" a.img
+has err "dev 0: bucket 1 unreadable" && hasnt out "replay:"
 run 2 "$tinyfs" list-journal --fault "dev * bogus" a.img && has err "--fault"
 
 [ "$fails" = 0 ] && echo "all list-journal checks passed"

@@ -608,6 +608,67 @@ static void test_flush_reaches_unwritable_member(void **state)
 	jt_cleanup(&t);
 }
 
+/*
+ * A bucket that cannot be read fails the read, naming device and bucket:
+ * acknowledged entries in it must not vanish silently (their seqs would be
+ * reused).  With replicas 2 the other member's good copies are enough.
+ */
+static void test_read_error_fails_read(void **state)
+{
+	enum {
+		PAD = 1800
+	}; /* one entry per 16 KiB bucket */
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+
+	jt_images(&t, 1, 8, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	assert_int_equal(jt_start(&t), 0);
+	for (u64 k = 1; k <= 4; k++) {
+		s64 s = k == 1 ? jt_commit_pinned(&t, k, k, PAD) : jt_commit_big(t.j, k, k, PAD, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s), 0); /* acknowledged */
+	}
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 fail=EIO"), 0);
+	r = NULL;
+	assert_int_equal(jt_read(&t, &r, &err), -TFS_ERR_journal_read);
+	assert_null(r);
+	assert_non_null(strstr(printbuf_str(&err), "dev 0"));
+	assert_non_null(strstr(printbuf_str(&err), "bucket 3"));
+	jt_close_bdevs(&t);
+	jt_cleanup(&t);
+
+	/* Two members, every entry on both: one unreadable bucket is covered. */
+	printbuf_reset(&err);
+	jt_images(&t, 2, 8, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	t.opts.metadata_replicas = 2;
+	assert_int_equal(jt_start(&t), 0);
+	for (u64 k = 1; k <= 4; k++) {
+		s64 s = k == 1 ? jt_commit_pinned(&t, k, k, PAD) : jt_commit_big(t.j, k, k, PAD, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	}
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 fail=EIO"), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	for (u64 k = 1; k <= 4; k++)
+		assert_int_equal(m.val[k], k);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -617,6 +678,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_entry),
 		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_read_error_fails_read),
 		cmocka_unit_test(test_flush_reaches_unwritable_member),
 		cmocka_unit_test(test_read_absurd_span),
 	};
