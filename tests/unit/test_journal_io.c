@@ -669,6 +669,27 @@ static void test_read_error_fails_read(void **state)
 	jt_cleanup(&t);
 }
 
+/* The magic mixes all 16 uuid bytes: swapped or equal halves differ. */
+static void test_magic_mixes_uuid(void **state)
+{
+	u8 a[16], swapped[16], zero[16] = { 0 }, ones[16];
+
+	for (unsigned i = 0; i < 16; i++)
+		a[i] = (u8)(0x40 + i);
+	memcpy(swapped, a + 8, 8);
+	memcpy(swapped + 8, a, 8);
+	memset(ones, 0x11, sizeof(ones));
+	assert_int_not_equal(tfs_jset_magic(a), tfs_jset_magic(swapped));
+	assert_int_not_equal(tfs_jset_magic(zero), tfs_jset_magic(ones));
+	assert_int_not_equal(tfs_jset_magic(zero), TFS_JSET_MAGIC);
+	assert_int_not_equal(tfs_jset_magic(ones), TFS_JSET_MAGIC);
+	/* Stable: the on-disk format depends on it (docs/on-disk-format.md). */
+	assert_int_equal(tfs_jset_magic(a), tfs_jset_magic(a));
+	u32 lo = tfs_crc32c(0, a, 16), hi = tfs_crc32c(lo, a, 16);
+
+	assert_int_equal(tfs_jset_magic(a), TFS_JSET_MAGIC ^ ((u64)hi << 32 | lo));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -678,6 +699,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt_entry),
 		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_magic_mixes_uuid),
 		cmocka_unit_test(test_read_error_fails_read),
 		cmocka_unit_test(test_flush_reaches_unwritable_member),
 		cmocka_unit_test(test_read_absurd_span),
