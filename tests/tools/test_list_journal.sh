@@ -25,6 +25,9 @@ run 0 "$tinyfs" list-journal --seq 3.. a.img && has out "seq $last last_seq" && 
 run 0 "$tinyfs" list-journal --seq ..1 a.img && has out "seq 1 last_seq" && hasnt out "seq 2 last_seq"
 run 2 "$tinyfs" list-journal --seq 5..2 a.img && has err "bad --seq"
 run 2 "$tinyfs" list-journal --seq x a.img
+run 2 "$tinyfs" list-journal --seq 0 a.img && has err "bad --seq"
+run 2 "$tinyfs" list-journal --seq ..0 a.img
+run 0 "$tinyfs" list-journal --seq 2 a.img && has out "seq 2 last_seq" && hasnt out "seq 3 last_seq"
 run 2 "$tinyfs" list-journal
 run 1 "$tinyfs" list-journal nonexistent.img
 
