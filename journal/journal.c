@@ -237,16 +237,18 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 				d->cur_offset = rd->cur_offset;
 				/*
 				 * Buckets replay still needs are the ones before cur_idx
-				 * (ring order) holding seqs >= last_seq.
+				 * (ring order) holding seqs >= last_seq.  A crash can
+				 * leave holes among them (a lost NO_FLUSH write, an
+				 * empty bucket), so never stop at the first one: keep
+				 * everything from the oldest needed bucket to cur_idx.
 				 */
 				d->nr_dirty = 1;
 				for (unsigned n = 1; n < d->nr_buckets; n++) {
 					unsigned b =
 						(d->cur_idx + d->nr_buckets - n) % d->nr_buckets;
 
-					if (!d->bucket_seq[b] || d->bucket_seq[b] < r->last_seq)
-						break;
-					d->nr_dirty++;
+					if (d->bucket_seq[b] && d->bucket_seq[b] >= r->last_seq)
+						d->nr_dirty = n + 1;
 				}
 				d->dirty_idx = (d->cur_idx + d->nr_buckets - (d->nr_dirty - 1)) %
 					       d->nr_buckets;
@@ -464,6 +466,14 @@ void tfs_journal_entry_close_locked(struct tfs_journal *j)
 	} else {
 		j->nr_noflush_entries++;
 	}
+	/*
+	 * last_seq is taken now, not when the write is prepared: once the
+	 * entry is closed, newer updates go to newer entries, and a pin moved
+	 * out of an older seq into one of them would let a later last_seq skip
+	 * that older seq although its only newer copy is not on disk yet.  The
+	 * entry's own pin keeps last_seq <= seq.
+	 */
+	b->last_seq = j->last_seq;
 	b->state = TFS_JBUF_CLOSED;
 	if (!j->halted)
 		tfs_journal_buf_alloc_space_locked(j, b);
@@ -597,6 +607,17 @@ static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
 		}
 		return j->err ?: -TFS_ERR_journal_halted;
 	}
+	/*
+	 * Too few writable members: no new entry can open, so once nothing
+	 * is open or in flight no flush entry >= seq will ever be written and
+	 * waiting would never end.  Entries still in flight are waited for
+	 * first: one failing halts the journal and that error is the answer.
+	 * Not a journal error itself: nothing failed, and flush_seq works
+	 * again once a member is writable.
+	 */
+	if (j->seq_done == j->cur_seq &&
+	    journal_nr_writable(j) < j->opts.metadata_replicas_required)
+		return -TFS_ERR_insufficient_devices;
 	return 0;
 }
 
@@ -796,6 +817,14 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 			j->devs[i].writable = writable;
 			ret = 0;
 		}
+	/*
+	 * The open entry picked its members while this one was writable:
+	 * close it, so the next reservation opens a new entry and meets the
+	 * device check (insufficient_devices) instead of slipping into an
+	 * entry whose write can no longer reach enough replicas.
+	 */
+	if (!ret && !writable)
+		tfs_journal_entry_close_locked(j);
 	pthread_cond_broadcast(&j->wait);
 	pthread_mutex_unlock(&j->lock);
 	return ret;

@@ -143,6 +143,10 @@ void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res);
  * Waits until seq is durable (closing its entry, or writing a newer flush
  * entry, when needed).  Returns 0, or the journal error when err_seq is set
  * and err_seq <= seq, or when the journal halted before seq became durable.
+ * With fewer writable members than metadata_replicas_required and no entry
+ * >= seq left that could still be written as a flush entry, it returns
+ * -TFS_ERR_insufficient_devices (EROFS class; not a journal error: a member
+ * coming back makes it work again) instead of waiting forever.
  * seq 0 and seqs durable before an error always return 0.
  */
 int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq);
@@ -175,7 +179,11 @@ void tfs_journal_halt(struct tfs_journal *j);
 void tfs_journal_block(struct tfs_journal *j);
 void tfs_journal_unblock(struct tfs_journal *j);
 
-/* Marks a member (by dev_idx) writable or not; -ENOENT if unknown. */
+/*
+ * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Making
+ * one read-only closes the open entry, so later reservations are checked
+ * against the members left (insufficient_devices when too few).
+ */
 int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable);
 
 /* Snapshot accessors (under the lock). */
@@ -256,6 +264,9 @@ struct tfs_journal_read_dev {
 	u64 *bucket_seq; /* newest good seq per bucket */
 	unsigned nr_buckets;
 	u64 nr_entries, nr_corrupt;
+	unsigned nr_read_errors; /* buckets that could not be read */
+	unsigned bad_bucket;	 /* the first of them */
+	int read_err;		 /* and its error */
 };
 
 struct tfs_journal_read {
@@ -278,7 +289,14 @@ struct tfs_journal_read {
  * that every seq from its last_seq is present: a missing one is reported with
  * its range and -TFS_ERR_journal_gap returned (*ret is still filled so the
  * caller can print it).  -TFS_ERR_journal_empty when nothing valid was
- * found (*ret filled too: a fresh journal).  opts gives uuid and block size.
+ * found (*ret filled too: a fresh journal).  A bucket that cannot be read
+ * fails the read with -TFS_ERR_journal_read (*ret NULL, err naming the
+ * device and bucket) unless a member read without errors holds a good copy
+ * of every seq from the replay start to the highest seq seen: what the
+ * bucket held is unknown, and replaying or continuing without it could lose
+ * acknowledged entries and reuse their seqs.  An entry spanning more seqs
+ * (seq - last_seq) than opts->pin_fifo_size is corrupt.  opts gives uuid,
+ * block size and pin fifo size.
  */
 int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 		     const struct tfs_journal_opts *opts, struct tfs_journal_read **ret,

@@ -15,8 +15,8 @@
  * endian.  The checksum (crc32c, in the low 32 bits of csum) covers every
  * byte from magic to the end of the sub-entries; padding is not covered.
  *
- * The magic is TFS_JSET_MAGIC xor both halves of the filesystem's uuid
- * (tfs_jset_magic()), so an entry left behind by another filesystem on the
+ * The magic is TFS_JSET_MAGIC xor two chained crc32c of the filesystem's
+ * uuid (tfs_jset_magic()), so an entry left behind by another filesystem on the
  * same device never validates as ours.
  *
  * A zero-filled hole in the sub-entries (a reservation its owner did not
@@ -27,6 +27,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "lib/checksum.h"
 #include "lib/types.h"
 
 #define TFS_JSET_MAGIC 0x6c6e726a73667474ULL /* "ttfsjrnl" */
@@ -121,11 +122,14 @@ static_assert(offsetof(struct jset, _data) == 48, "jset._data");
 /* The magic of this filesystem's entries. */
 static inline u64 tfs_jset_magic(const u8 uuid[16])
 {
-	u64 a, b;
+	/*
+	 * Two chained crc32c of all 16 bytes: order matters, so uuids with
+	 * swapped or equal halves (all-zero included) get different magics.
+	 */
+	u32 lo = tfs_crc32c(0, uuid, 16);
+	u32 hi = tfs_crc32c(lo, uuid, 16);
 
-	memcpy(&a, uuid, 8);
-	memcpy(&b, uuid + 8, 8);
-	return TFS_JSET_MAGIC ^ le64_to_cpu(a) ^ le64_to_cpu(b);
+	return TFS_JSET_MAGIC ^ ((u64)hi << 32 | lo);
 }
 
 /* Bytes of a jset with u64s words of sub-entries, before padding. */

@@ -203,8 +203,7 @@ static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_
 		bl->end = cpu_to_le64(j->blacklist_end);
 		u64s += tfs_jset_entry_u64s(sizeof(*bl) / 8);
 	}
-	/* The entry's own pin keeps last_seq <= seq. */
-	b->last_seq = j->last_seq;
+	/* b->last_seq was set when the entry closed (tfs_journal_entry_close_locked()). */
 	js->magic = cpu_to_le64(j->magic);
 	js->seq = cpu_to_le64(b->seq);
 	js->last_seq = cpu_to_le64(b->last_seq);
@@ -240,9 +239,15 @@ static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_
 			struct tfs_journal_device *d = &j->devs[i];
 			bool ours = false;
 
-			for (unsigned k = 0; k < b->nr_devs; k++)
-				ours |= b->devs[k] == i;
-			if (ours || !d->unflushed || !d->writable)
+			/* Ours: this entry's PREFLUSH write goes to it (not skipped). */
+			for (unsigned k = 0; k < b->nr_bios; k++)
+				ours |= b->bio_dev[k] == i;
+			/*
+			 * Read-only members too: they stopped taking journal
+			 * writes, but what they took before may still be in
+			 * their cache.  A failing flush fails the entry.
+			 */
+			if (ours || !d->unflushed)
 				continue;
 			journal_bio_init(b, d, i, TFS_OP_flush, 0, 0);
 			d->unflushed = false;
@@ -509,6 +514,10 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 				"journal: dev %u (%s): reading bucket %u (%llu) failed: %s\n",
 				d->dev_idx, d->bdev->path, b, (unsigned long long)d->buckets[b],
 				tfs_err_str(ret));
+			if (!rd->nr_read_errors++) {
+				rd->bad_bucket = b;
+				rd->read_err = ret;
+			}
 			read_errs++;
 			ret = 0;
 			continue;
@@ -537,9 +546,34 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 				off += opts->block_size;
 				continue;
 			}
+			u64 seq = le64_to_cpu(js->seq);
+
+			/*
+			 * A writer's entry never spans more seqs than its pin
+			 * fifo holds (last_seq..seq are all in it); more is
+			 * garbage that happens to checksum, and trusting it
+			 * would make seq ranges absurd.
+			 */
+			if (opts->pin_fifo_size &&
+			    seq - le64_to_cpu(js->last_seq) >= opts->pin_fifo_size) {
+				fprintf(stderr,
+					"journal: dev %u (%s) bucket %u (%llu) offset %u: corrupt "
+					"entry: seq %llu, last_seq %llu: spans more seqs than a pin "
+					"fifo of %u holds (%s)\n",
+					d->dev_idx, d->bdev->path, b,
+					(unsigned long long)d->buckets[b], off,
+					(unsigned long long)seq,
+					(unsigned long long)le64_to_cpu(js->last_seq),
+					opts->pin_fifo_size,
+					tfs_err_str(-TFS_ERR_journal_entry_invalid));
+				printbuf_exit(&msg);
+				r->nr_corrupt++;
+				rd->nr_corrupt++;
+				off += opts->block_size;
+				continue;
+			}
 			printbuf_exit(&msg);
 
-			u64 seq = le64_to_cpu(js->seq);
 			u32 bytes =
 				round_up(tfs_jset_bytes(le32_to_cpu(js->u64s)), opts->block_size);
 
@@ -563,22 +597,138 @@ out:
 	return ret;
 }
 
-static bool read_blacklisted(const struct tfs_journal_read *r, u64 seq)
+/*
+ * With a bucket unreadable anywhere, the read is trusted only if members
+ * read without errors hold a good copy of every seq from `from` to max_seq.
+ */
+static int read_check_errors(const struct tfs_journal_read *r, u64 from, struct printbuf *err)
 {
+	bool clean[TFS_JOURNAL_MAX_DEVS] = { 0 }, any_err = false, any_clean_entry = false;
+	u64 uncovered = 0;
+
+	for (unsigned i = 0; i < r->nr_devs; i++) {
+		clean[i] = !r->devs[i].nr_read_errors;
+		any_err |= !clean[i];
+	}
+	if (!any_err)
+		return 0;
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct tfs_journal_read_entry *e = &r->entries[i];
+		bool ok = false;
+
+		for (unsigned k = 0; k < e->nr_devs; k++)
+			for (unsigned d = 0; d < r->nr_devs; d++)
+				if (r->devs[d].dev_idx == e->devs[k] && clean[d])
+					ok = true;
+		any_clean_entry |= ok;
+		if (e->seq >= from && !ok && !uncovered)
+			uncovered = e->seq;
+	}
+	if (!uncovered && any_clean_entry)
+		return 0;
+	for (unsigned i = 0; i < r->nr_devs; i++) {
+		const struct tfs_journal_read_dev *rd = &r->devs[i];
+
+		if (!rd->nr_read_errors)
+			continue;
+		prt_printf(err, "%sjournal: dev %u: bucket %u unreadable (%s", err->pos ? "; " : "",
+			   rd->dev_idx, rd->bad_bucket, tfs_err_str(rd->read_err));
+		if (rd->nr_read_errors > 1)
+			prt_printf(err, ", %u buckets in all", rd->nr_read_errors);
+		prt_str(err, ")");
+	}
+	if (uncovered)
+		prt_printf(err, "; seq %llu has no copy on a member read without errors",
+			   (unsigned long long)uncovered);
+	else
+		prt_str(err, "; no member read without errors holds any entry");
+	prt_str(err, ": entries may be missing, not trusting the journal");
+	return -TFS_ERR_journal_read;
+}
+
+struct read_bl {
+	u64 start, end;
+};
+
+/* Every blacklist range of every entry read (few: one per run). */
+static int read_blacklist_collect(const struct tfs_journal_read *r, struct read_bl **ret,
+				  unsigned *nr)
+{
+	struct read_bl *bl = NULL;
+	unsigned n = 0, size = 0;
+
 	for (unsigned i = 0; i < r->nr; i++) {
 		const struct jset *js = r->entries[i].j;
 		const __le64 *end = js->_data + le32_to_cpu(js->u64s);
 
 		for (const struct jset_entry *e = (const void *)js->_data; (const __le64 *)e < end;
 		     e = tfs_jset_entry_next((struct jset_entry *)e)) {
-			const struct jset_blacklist *bl = (const void *)e->_data;
+			const struct jset_blacklist *b = (const void *)e->_data;
 
-			if (e->type == TFS_JSET_ENTRY_blacklist && seq >= le64_to_cpu(bl->start) &&
-			    seq <= le64_to_cpu(bl->end))
-				return true;
+			if (e->type != TFS_JSET_ENTRY_blacklist)
+				continue;
+			if (n == size) {
+				size = size ? 2 * size : 8;
+				void *p = realloc(bl, size * sizeof(*bl));
+
+				if (!p) {
+					free(bl);
+					return -ENOMEM;
+				}
+				bl = p;
+			}
+			bl[n++] = (struct read_bl){ le64_to_cpu(b->start), le64_to_cpu(b->end) };
 		}
 	}
-	return false;
+	*ret = bl;
+	*nr = n;
+	return 0;
+}
+
+/* The end of a blacklist range holding seq, or 0. */
+static u64 read_blacklisted_to(const struct read_bl *bl, unsigned nr, u64 seq)
+{
+	u64 to = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		if (seq >= bl[i].start && seq <= bl[i].end)
+			to = max_t(u64, to, bl[i].end);
+	return to;
+}
+
+/*
+ * Seqs lo..hi are not on any member: counts and reports the parts no
+ * blacklist range voids, range by range (never seq by seq: a corrupt seq
+ * can make the range huge).
+ */
+static void read_report_gap(struct tfs_journal_read *r, const struct read_bl *bl, unsigned nr,
+			    u64 lo, u64 hi, struct printbuf *err)
+{
+	u64 s = lo;
+
+	while (s <= hi) {
+		u64 to = read_blacklisted_to(bl, nr, s);
+
+		if (to) {
+			if (to >= hi)
+				break;
+			s = to + 1;
+			continue;
+		}
+		/* Up to the next blacklist range starting inside. */
+		u64 end = hi;
+
+		for (unsigned i = 0; i < nr; i++)
+			if (bl[i].start > s && bl[i].start <= end)
+				end = bl[i].start - 1;
+		r->nr_gaps += end - s + 1;
+		prt_printf(err, "%sjournal: seqs %llu..%llu missing (replay needs %llu..%llu)",
+			   err->pos ? "; " : "", (unsigned long long)s, (unsigned long long)end,
+			   (unsigned long long)r->last_seq, (unsigned long long)r->newest_seq);
+		if (end >= hi)
+			break;
+		s = end + 1;
+	}
 }
 
 int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
@@ -623,17 +773,28 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	if (r->nr)
 		qsort(r->entries, r->nr, sizeof(*r->entries), read_entry_cmp);
 
+	struct read_bl *bl = NULL;
+	unsigned nr_bl = 0;
+
+	ret2 = read_blacklist_collect(r, &bl, &nr_bl);
+	if (ret2)
+		goto err;
+
 	const struct tfs_journal_read_entry *newest = NULL;
 
 	for (unsigned i = 0; i < r->nr; i++) {
 		struct tfs_journal_read_entry *e = &r->entries[i];
 
 		r->max_seq = max_t(u64, r->max_seq, e->seq);
-		e->blacklisted = read_blacklisted(r, e->seq);
+		e->blacklisted = read_blacklisted_to(bl, nr_bl, e->seq) != 0;
 		if (!e->blacklisted && !(le32_to_cpu(e->j->flags) & TFS_JSET_no_flush))
 			newest = e;
 	}
 	if (!newest) {
+		free(bl);
+		ret2 = read_check_errors(r, 0, err);
+		if (ret2)
+			goto err;
 		/* Nothing durable in order: start after everything, trusting nothing. */
 		r->blacklist_start = r->nr ? r->entries[0].seq : 0;
 		for (unsigned i = 0; i < r->nr; i++)
@@ -645,35 +806,34 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	}
 	r->newest_seq = newest->seq;
 	r->last_seq = le64_to_cpu(newest->j->last_seq);
+	ret2 = read_check_errors(r, r->last_seq, err);
+	if (ret2) {
+		free(bl);
+		goto err;
+	}
 	if (r->max_seq > r->newest_seq)
 		r->blacklist_start = r->newest_seq + 1;
 	for (unsigned i = 0; i < r->nr; i++)
 		if (r->entries[i].seq > r->newest_seq && !r->entries[i].blacklisted)
 			r->entries[i].after_flush = true;
 
-	/* Continuity: every seq replay needs must be here (void ones excepted). */
-	u64 gap_lo = 0;
-	unsigned i = 0;
+	/*
+	 * Continuity: every seq replay needs must be here (void ones
+	 * excepted).  Gaps are found between sorted neighbours, never by
+	 * walking seqs one by one.
+	 */
+	u64 want = max_t(u64, r->last_seq, 1);
 
-	for (u64 s = max_t(u64, r->last_seq, 1); s <= r->newest_seq + 1; s++) {
-		while (i < r->nr && r->entries[i].seq < s)
-			i++;
-		bool have = s > r->newest_seq || (i < r->nr && r->entries[i].seq == s) ||
-			    read_blacklisted(r, s);
+	for (unsigned i = 0; i < r->nr && r->entries[i].seq <= r->newest_seq; i++) {
+		u64 seq = r->entries[i].seq;
 
-		if (!have) {
-			if (!gap_lo)
-				gap_lo = s;
-			r->nr_gaps++;
-		} else if (gap_lo) {
-			prt_printf(err,
-				   "%sjournal: seqs %llu..%llu missing (replay needs %llu..%llu)",
-				   err->pos ? "; " : "", (unsigned long long)gap_lo,
-				   (unsigned long long)(s - 1), (unsigned long long)r->last_seq,
-				   (unsigned long long)r->newest_seq);
-			gap_lo = 0;
-		}
+		if (seq < want)
+			continue;
+		if (seq > want)
+			read_report_gap(r, bl, nr_bl, want, seq - 1, err);
+		want = seq + 1;
 	}
+	free(bl);
 	*ret = r;
 	return r->nr_gaps ? -TFS_ERR_journal_gap : 0;
 err:

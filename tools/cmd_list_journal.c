@@ -24,7 +24,9 @@ static void list_journal_usage(FILE *f)
 		"and prints them in seq order (seq, flags, sizes, sub-entries), after a\n"
 		"summary: the range replay would use, untrusted and missing seqs.\n"
 		"\n"
-		"      --seq FROM..TO   only entries with FROM <= seq <= TO (FROM.. and ..TO too)\n"
+		"      --seq FROM..TO   only entries with FROM <= seq <= TO; FROM.. has no upper\n"
+		"                       bound, ..TO no lower one, N alone is seq N; seqs start\n"
+		"                       at 1, so 0 and an empty range are usage errors\n"
 		"      --fault SPEC     arm fault rules (see TFS_FAULTS in the README)\n"
 		"  -h, --help           this text\n"
 		"\n"
@@ -39,7 +41,8 @@ static int parse_seq_range(const char *s, u64 *from, u64 *to)
 	char a[32] = "", b[32] = "";
 
 	if (!dots) {
-		if (tfs_parse_uint(s, 0, UINT64_MAX, from))
+		/* Seqs start at 1; 0 would mean "no limit" below. */
+		if (tfs_parse_uint(s, 1, UINT64_MAX, from))
 			return -EINVAL;
 		*to = *from;
 		return 0;

@@ -25,6 +25,9 @@ run 0 "$tinyfs" list-journal --seq 3.. a.img && has out "seq $last last_seq" && 
 run 0 "$tinyfs" list-journal --seq ..1 a.img && has out "seq 1 last_seq" && hasnt out "seq 2 last_seq"
 run 2 "$tinyfs" list-journal --seq 5..2 a.img && has err "bad --seq"
 run 2 "$tinyfs" list-journal --seq x a.img
+run 2 "$tinyfs" list-journal --seq 0 a.img && has err "bad --seq"
+run 2 "$tinyfs" list-journal --seq ..0 a.img
+run 0 "$tinyfs" list-journal --seq 2 a.img && has out "seq 2 last_seq" && hasnt out "seq 3 last_seq"
 run 2 "$tinyfs" list-journal
 run 1 "$tinyfs" list-journal nonexistent.img
 
@@ -68,6 +71,9 @@ fi
 # 7. --fault: a failing journal read is reported; a bad spec is a usage error.
 run 1 "$tinyfs" list-journal --fault "dev * read tag=journal every=1 fail=EIO" a.img
 has err "no device could be read"
+# One unreadable bucket fails the read too (entries may be missing), naming it.
+run 1 "$tinyfs" list-journal --fault "dev * read tag=journal nth=2 fail=EIO" a.img
+has err "dev 0: bucket 1 unreadable" && hasnt out "replay:"
 run 2 "$tinyfs" list-journal --fault "dev * bogus" a.img && has err "--fault"
 
 [ "$fails" = 0 ] && echo "all list-journal checks passed"

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,48 @@ static inline s64 jt_commit_big(struct tfs_journal *j, u64 id, u64 value, unsign
 	for (unsigned i = 0; i < pad; i++)
 		k[2 + i] = cpu_to_le64(value * 7 + i);
 	tfs_journal_res_put(j, &res);
+	return (s64)res.seq;
+}
+
+/* Waits (bounded) until seq_ondisk reaches s; false if it never does. */
+static inline bool jt_wait_ondisk(struct tfs_journal *j, u64 s)
+{
+	for (int i = 0; i < 50000 && tfs_journal_seq_ondisk(j) < s; i++)
+		usleep(100);
+	return tfs_journal_seq_ondisk(j) >= s;
+}
+
+/* Arms one fault rule on a fault device; the rule text must parse. */
+static inline int jt_add_rule(struct tfs_bdev *b, const char *words)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_faultdev_add_rule_str(b, words, &err);
+
+	if (ret < 0)
+		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Commits a key of 2 + pad words and pins its seq with t->log_pin (no flush
+ * callback) while the reservation is still held, as an object would.
+ */
+static inline s64 jt_commit_pinned(struct jt *t, u64 id, u64 value, unsigned pad)
+{
+	struct tfs_journal_res res;
+	int ret = tfs_journal_res_get(t->j, &res, tfs_jset_entry_u64s(2 + pad), 0);
+
+	if (ret)
+		return ret;
+	tfs_journal_pin_add(t->j, res.seq, &t->log_pin, NULL);
+	__le64 *k = tfs_journal_res_add_entry(t->j, &res, TFS_JSET_ENTRY_btree_keys, 1, 0, 2 + pad);
+
+	k[0] = cpu_to_le64((2 + pad) | (id << 32));
+	k[1] = cpu_to_le64(value);
+	for (unsigned i = 0; i < pad; i++)
+		k[2 + i] = cpu_to_le64(value * 7 + i);
+	tfs_journal_res_put(t->j, &res);
 	return (s64)res.seq;
 }
 

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
+
 #include "journal_test.h"
 
 static u64 writes_submitted(struct tfs_bdev *b)
@@ -518,6 +520,176 @@ static void test_powercut_every_write(void **state)
 	assert_true(pc_stats.untrusted > 0);
 }
 
+/*
+ * One valid, checksummed entry with seq 2^40 and last_seq 1: the read must
+ * not walk 2^40 seqs; the span is more than any pin fifo holds, so the entry
+ * is reported as corrupt.
+ */
+static void test_read_absurd_span(void **state)
+{
+	static u8 blk[4096] __attribute__((aligned(4096)));
+	struct jset *js = (void *)blk;
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+
+	signal(SIGALRM, SIG_DFL);
+	alarm(60); /* a regression fails instead of hanging */
+	jt_images(&t, 1, 4, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	memset(blk, 0, sizeof(blk));
+	js->magic = cpu_to_le64(tfs_jset_magic(t.opts.uuid));
+	js->seq = cpu_to_le64(1ULL << 40);
+	js->last_seq = cpu_to_le64(1);
+	js->version = cpu_to_le32(TFS_JSET_VERSION);
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	assert_int_equal(tfs_jset_validate(js, sizeof(blk), tfs_jset_magic(t.opts.uuid), &err), 0);
+	assert_int_equal(tfs_bdev_write(t.bdev[0], blk, sizeof(blk), t.buckets[0] * (16 << 10), 0,
+					TFS_TAG_journal),
+			 0);
+	int ret = jt_read(&t, &r, &err);
+
+	assert_int_equal(ret, -TFS_ERR_journal_empty);
+	assert_int_equal(r->nr, 0);
+	assert_int_equal(r->nr_corrupt, 1);
+	tfs_journal_read_free(r);
+	alarm(0);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+/*
+ * Replicas 1 over 2 members: a NO_FLUSH entry lands on dev 0, dev 0 goes
+ * read-only, and the flush entry on dev 1 must still flush dev 0's cache, or
+ * flush_seq's success is a lie after a power cut.
+ */
+static void test_flush_reaches_unwritable_member(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.write_delay_ms = 1;
+	t.opts.flush_delay_ms = 1000000;
+	assert_int_equal(jt_start_fault(&t), 0);
+	s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	s64 s2 = jt_commit(t.j, 2, 2, 0);
+
+	assert_true(jt_wait_ondisk(t.j, s2));
+	assert_true(tfs_faultdev_nr_unflushed(t.bdev[0]) + tfs_faultdev_nr_unflushed(t.bdev[1]) >
+		    0);
+	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+	s64 s3 = jt_commit(t.j, 3, 3, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s3), 0); /* covers s2 */
+	assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[0]), 0);
+	assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[1]), 0);
+	tfs_journal_halt(t.j);
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	tfs_journal_exit(t.j);
+	t.j = NULL;
+	for (unsigned i = 0; i < 2; i++)
+		assert_int_equal(tfs_faultdev_powercut(t.bdev[i], TFS_POWERCUT_none, 0), 0);
+	jt_close_bdevs(&t);
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	assert_int_equal(m.val[1], 1);
+	assert_int_equal(m.val[2], 2);
+	assert_int_equal(m.val[3], 3);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+/*
+ * A bucket that cannot be read fails the read, naming device and bucket:
+ * acknowledged entries in it must not vanish silently (their seqs would be
+ * reused).  With replicas 2 the other member's good copies are enough.
+ */
+static void test_read_error_fails_read(void **state)
+{
+	enum {
+		PAD = 1800
+	}; /* one entry per 16 KiB bucket */
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct jt_model m = { 0 };
+
+	jt_images(&t, 1, 8, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	assert_int_equal(jt_start(&t), 0);
+	for (u64 k = 1; k <= 4; k++) {
+		s64 s = k == 1 ? jt_commit_pinned(&t, k, k, PAD) : jt_commit_big(t.j, k, k, PAD, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s), 0); /* acknowledged */
+	}
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 fail=EIO"), 0);
+	r = NULL;
+	assert_int_equal(jt_read(&t, &r, &err), -TFS_ERR_journal_read);
+	assert_null(r);
+	assert_non_null(strstr(printbuf_str(&err), "dev 0"));
+	assert_non_null(strstr(printbuf_str(&err), "bucket 3"));
+	jt_close_bdevs(&t);
+	jt_cleanup(&t);
+
+	/* Two members, every entry on both: one unreadable bucket is covered. */
+	printbuf_reset(&err);
+	jt_images(&t, 2, 8, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	t.opts.metadata_replicas = 2;
+	assert_int_equal(jt_start(&t), 0);
+	for (u64 k = 1; k <= 4; k++) {
+		s64 s = k == 1 ? jt_commit_pinned(&t, k, k, PAD) : jt_commit_big(t.j, k, k, PAD, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	}
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 fail=EIO"), 0);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	for (u64 k = 1; k <= 4; k++)
+		assert_int_equal(m.val[k], k);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+/* The magic mixes all 16 uuid bytes: swapped or equal halves differ. */
+static void test_magic_mixes_uuid(void **state)
+{
+	u8 a[16], swapped[16], zero[16] = { 0 }, ones[16];
+
+	for (unsigned i = 0; i < 16; i++)
+		a[i] = (u8)(0x40 + i);
+	memcpy(swapped, a + 8, 8);
+	memcpy(swapped + 8, a, 8);
+	memset(ones, 0x11, sizeof(ones));
+	assert_int_not_equal(tfs_jset_magic(a), tfs_jset_magic(swapped));
+	assert_int_not_equal(tfs_jset_magic(zero), tfs_jset_magic(ones));
+	assert_int_not_equal(tfs_jset_magic(zero), TFS_JSET_MAGIC);
+	assert_int_not_equal(tfs_jset_magic(ones), TFS_JSET_MAGIC);
+	/* Stable: the on-disk format depends on it (docs/on-disk-format.md). */
+	assert_int_equal(tfs_jset_magic(a), tfs_jset_magic(a));
+	u32 lo = tfs_crc32c(0, a, 16), hi = tfs_crc32c(lo, a, 16);
+
+	assert_int_equal(tfs_jset_magic(a), TFS_JSET_MAGIC ^ ((u64)hi << 32 | lo));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +699,10 @@ int main(void)
 		cmocka_unit_test(test_corrupt_entry),
 		cmocka_unit_test(test_validate_mutations),
 		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_magic_mixes_uuid),
+		cmocka_unit_test(test_read_error_fails_read),
+		cmocka_unit_test(test_flush_reaches_unwritable_member),
+		cmocka_unit_test(test_read_absurd_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
