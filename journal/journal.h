@@ -221,9 +221,11 @@ void tfs_journal_pin_update(struct tfs_journal *j, u64 seq, struct tfs_journal_e
 /* Drops pin (no-op if unused). */
 void tfs_journal_pin_drop(struct tfs_journal *j, struct tfs_journal_entry_pin *pin);
 
+/* Whether pin holds a seq: a snapshot, safe without the journal lock (reclaim
+ * may drop the pin right after). */
 static inline bool tfs_journal_pin_active(const struct tfs_journal_entry_pin *pin)
 {
-	return pin->seq != 0;
+	return __atomic_load_n(&pin->seq, __ATOMIC_ACQUIRE) != 0;
 }
 
 /*

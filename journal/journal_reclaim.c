@@ -113,7 +113,8 @@ void tfs_journal_reclaim_fast_locked(struct tfs_journal *j)
 void tfs_journal_pin_init(struct tfs_journal_entry_pin *pin)
 {
 	jlist_init(&pin->list);
-	pin->seq = 0;
+	__atomic_store_n(&pin->seq, 0,
+			 __ATOMIC_RELEASE); /* read unlocked by tfs_journal_pin_active() */
 	pin->flush = NULL;
 }
 
@@ -125,7 +126,8 @@ static void journal_pin_drop_locked(struct tfs_journal *j, struct tfs_journal_en
 		return;
 	pl = journal_seq_pins(j, pin->seq);
 	jlist_del_init(&pin->list);
-	pin->seq = 0;
+	__atomic_store_n(&pin->seq, 0,
+			 __ATOMIC_RELEASE); /* read unlocked by tfs_journal_pin_active() */
 	pl->count--;
 }
 
@@ -143,7 +145,7 @@ static void journal_pin_add_locked(struct tfs_journal *j, u64 seq,
 	pl = journal_seq_pins(j, seq);
 	pl->count++;
 	jlist_add_tail(&pin->list, &pl->list);
-	pin->seq = seq;
+	__atomic_store_n(&pin->seq, seq, __ATOMIC_RELEASE);
 	pin->flush = flush;
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds both configurations (plain optimised, and
-# AddressSanitizer + UBSan) and runs every test in each.  Exit 0 only if both
-# pass.  This is what .ci/run calls.
+# Installs what is missing, builds three configurations (plain optimised,
+# AddressSanitizer + UBSan, ThreadSanitizer) and runs every test in each.
+# Exit 0 only if all pass.  This is what .ci/run calls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -63,8 +63,12 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:detect_stack_use_af
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 	run asan build-asan --buildtype=debug -Db_sanitize=address,undefined \
 	-Db_lundef=false -Dc_args=-fno-sanitize-recover=all
+# ThreadSanitizer: the completion threads, the journal's write and reclaim
+# threads and the fault device's worker; any report fails the test.
+TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+	run tsan build-tsan --buildtype=debugoptimized -Db_sanitize=thread -Db_lundef=false
 
-[ $status = 0 ] && [ $failed = 0 ] && echo "== all tests passed in both configurations"
+[ $status = 0 ] && [ $failed = 0 ] && echo "== all tests passed in every configuration"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed = 0 ] || status=1
 exit $status
