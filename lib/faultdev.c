@@ -864,18 +864,18 @@ static void log_clear_locked(struct fault_dev *d)
 	pthread_mutex_unlock(&d->lock);
 }
 
-static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
-		    u64 write_index, u64 op_index)
+/*
+ * Appends an entry owning old and new; -ENOMEM (nothing taken) if the log
+ * cannot grow, so the caller refuses the write rather than let it count as
+ * durable.
+ */
+static int log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *new, bool durable,
+		   u64 write_index, u64 op_index)
 {
 	pthread_mutex_lock(&d->lock);
 	if (!grow((void **)&d->log, &d->log_size, d->nr_log, sizeof(*d->log))) {
 		pthread_mutex_unlock(&d->lock);
-		/* Cannot model it: the write stays, but counts as durable. */
-		fprintf(stderr, "tinyfs: fault: %s: out of memory for the volatile-cache log\n",
-			d->bdev.path);
-		free(old);
-		free(new);
-		return;
+		return -ENOMEM;
 	}
 	d->log[d->nr_log++] = (struct log_entry){
 		.offset = offset,
@@ -887,6 +887,7 @@ static void log_add(struct fault_dev *d, u64 offset, u64 len, void *old, void *n
 		.op_index = op_index,
 	};
 	pthread_mutex_unlock(&d->lock);
+	return 0;
 }
 
 /* Writes data (NULL: zeroes) to the lower device, synchronously. */
@@ -1106,32 +1107,39 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		      const bool *land, u64 land_len)
 {
 	unsigned sector = d->sector, nr = nr_pieces(bio->offset, bio->len, sector);
-	void *old = tfs_bdev_alloc_buf(d->lower, bio->len), *landed = NULL;
+	bool discard = bio->op == TFS_OP_discard;
 	bool fua = bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA);
+	void *old = tfs_bdev_alloc_buf(d->lower, bio->len);
+	void *landed = discard ? NULL : tfs_bdev_alloc_buf(d->lower, bio->len);
 	int ret;
 
-	if (!old)
-		return -ENOMEM;
+	if (!old || (!discard && !landed)) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	/* The pre-image: the crash image is built by undoing this write. */
 	ret = tfs_bdev_read(d->lower, old, bio->len, bio->offset, bio->tag);
 	if (ret)
 		goto err;
-
-	if (bio->op == TFS_OP_discard) {
-		ret = tfs_bdev_discard(d->lower, bio->offset, bio->len);
-		if (ret)
-			goto err;
-		trace_piece(x->e, bio->offset, bio->len, NULL);
-		log_add(d, bio->offset, bio->len, old, NULL, false, x->write_index, x->index);
-		return 0;
-	}
-
-	landed = tfs_bdev_alloc_buf(d->lower, bio->len);
-	if (!landed) {
-		ret = -ENOMEM;
+	if (landed)
+		memcpy(landed, old, bio->len);
+	/*
+	 * The undo is logged before anything reaches the lower, and stays
+	 * whatever the lower does: a write that fails or is short may have
+	 * left some of its bytes there, and only the undo keeps them out of
+	 * a crash image.  Not durable until it succeeded (FUA included).
+	 */
+	ret = log_add(d, bio->offset, bio->len, old, landed, false, x->write_index, x->index);
+	if (ret)
 		goto err;
+
+	if (discard) {
+		ret = tfs_bdev_discard(d->lower, bio->offset, bio->len);
+		if (!ret)
+			trace_piece(x->e, bio->offset, bio->len, NULL);
+		return ret;
 	}
-	memcpy(landed, old, bio->len);
+
 	for (unsigned s = 0; s < nr;) {
 		unsigned e = s;
 		u64 off, end, ps, pe, run;
@@ -1149,16 +1157,25 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 			end = pe;
 		}
 		run = end - off;
+		/*
+		 * Into the logged new contents first: if this run fails, any of
+		 * it may be on the lower, so a power cut that keeps the write
+		 * applies all of it (the runs after it never went down).
+		 */
+		memcpy((char *)landed + off, (const char *)data + off, run);
 		ret = tfs_bdev_write(d->lower, (const char *)data + off, run, bio->offset + off,
 				     fua ? TFS_BIO_FUA : 0, bio->tag);
 		if (ret)
-			goto err;
-		memcpy((char *)landed + off, (const char *)data + off, run);
+			return ret;
 		trace_piece(x->e, bio->offset + off, run, (const char *)data + off);
 		s = e;
 	}
 	/* FUA: durable at completion, kept by every power cut. */
-	log_add(d, bio->offset, bio->len, old, landed, fua, x->write_index, x->index);
+	if (fua) {
+		pthread_mutex_lock(&d->lock);
+		d->log[d->nr_log - 1].durable = true;
+		pthread_mutex_unlock(&d->lock);
+	}
 	return 0;
 err:
 	free(old);

@@ -28,6 +28,13 @@
  * (clipped to the bio) as a whole.  The device is then frozen: every later op
  * fails with -TFS_ERR_bdev_powercut.
  *
+ * A write the lower fails (an error, or short after some bytes went down) is
+ * logged too, never durable (FUA or not): its bytes may or may not be on the
+ * media, so a power cut undoes it and re-applies it only if the policy keeps
+ * it, like any unflushed write, with its new data being the sectors it sent
+ * down, the failed run included (as submitted).  A write whose pre-image
+ * cannot be read fails before anything reaches the lower.
+ *
  * Rules.  Each rule matches ops (by op, tag, offset range), counts the ops it
  * matches, and fires on some of them (the nth, every k-th, with a seeded
  * probability; at most `times` times); the first rule that fires on an op

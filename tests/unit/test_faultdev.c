@@ -1517,6 +1517,60 @@ static void test_held_after_powercut(void **state)
 	free(b);
 }
 
+/*
+ * A write the lower fails after part of it went down (short; a FUA one too)
+ * stays in the volatile cache: a power cut with policy none gives the
+ * flushed image byte for byte, one keeping everything gives the writes as
+ * submitted.
+ */
+static void test_failed_write_undone(void **state)
+{
+	static const u64 offs[] = { 16384, 65536 };
+
+	for (unsigned keep = 0; keep <= 2; keep += 2) {
+		struct tfs_bdev *f = fresh(170), *top;
+		struct tfs_faultdev_crash c;
+		u8 *b, *got = tfs_bdev_alloc_buf(f, 8192);
+
+		assert_int_equal(tfs_faultdev_create(f, true, &top), 0);
+		assert_int_equal(wr(top, 0, 8192, 1, 0), 0);
+		assert_int_equal(wr(top, 65536, 4096, 2, 0), 0);
+		assert_int_equal(tfs_bdev_flush(top), 0);
+		memcpy(durable, model, IMG_SIZE);
+		/* The lower's next two writes: 2048 bytes land, then short. */
+		rule(f, "write every=1 times=2 short=2048");
+		b = buf_new(top, 8192, 3);
+		for (unsigned i = 0; i < 2; i++) {
+			assert_int_equal(tfs_bdev_write(top, b, 8192, offs[i], i ? TFS_BIO_FUA : 0,
+							TFS_TAG_data),
+					 -TFS_ERR_bdev_short_io);
+			/* Part of it is on the media, or this tests nothing. */
+			assert_int_equal(rd(f, offs[i], 8192, got), 0);
+			assert_memory_equal(got, b, 2048);
+			assert_memory_equal(got + 2048, durable + offs[i] + 2048, 8192 - 2048);
+		}
+		assert_int_equal(tfs_faultdev_rule_fired(f, 0), 2);
+		assert_int_equal(tfs_faultdev_nr_unflushed(top), 2); /* the FUA one too */
+
+		assert_int_equal(tfs_faultdev_powercut(
+					 top, keep ? TFS_POWERCUT_prefix : TFS_POWERCUT_none, keep),
+				 0);
+		tfs_faultdev_crash_info(top, &c);
+		assert_int_equal(c.nr_unflushed, 2);
+		memcpy(model, durable, IMG_SIZE);
+		for (unsigned i = 0; i < 2; i++) {
+			assert_int_equal(c.kept[i], keep != 0);
+			if (keep)
+				memcpy(model + offs[i], b, 8192);
+		}
+		check_image(img);
+		tfs_bdev_close(top);
+		check_image(img);
+		free(b);
+		free(got);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1548,6 +1602,7 @@ int main(void)
 		cmocka_unit_test(test_add_rules_during_io),
 		cmocka_unit_test(test_powercut_paused),
 		cmocka_unit_test(test_held_after_powercut),
+		cmocka_unit_test(test_failed_write_undone),
 	};
 
 	int ret;
