@@ -137,6 +137,8 @@ void tfs_bio_err_msg(const struct tfs_bio *bio, int err, const char *why)
 	const char *op = bio->op < TFS_OP_NR ? tfs_bio_op_names[bio->op] : "bad-op";
 
 	tfs_trace(bdev_io_error, (int)bio->op, bio->offset, bio->len, err);
+	if (bio->flags & TFS_BIO_QUIET)
+		return;
 	fprintf(stderr, "tinyfs: %s: %s%s%s at offset %llu length %zu failed: %s%s%s\n",
 		bio->bdev->path, op, bio->flags & TFS_BIO_FUA ? "+fua" : "",
 		bio->flags & TFS_BIO_PREFLUSH ? "+preflush" : "", (unsigned long long)bio->offset,
@@ -194,7 +196,7 @@ static void sync_end_io(struct tfs_bio *bio)
 	pthread_mutex_unlock(&w->lock);
 }
 
-static int submit_wait(struct tfs_bio *bio)
+int tfs_bio_submit_wait(struct tfs_bio *bio)
 {
 	struct sync_wait w = {
 		.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -224,7 +226,7 @@ int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum
 		.len = len,
 	};
 
-	return submit_wait(&bio);
+	return tfs_bio_submit_wait(&bio);
 }
 
 int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offset, unsigned flags,
@@ -240,21 +242,21 @@ int tfs_bdev_write(struct tfs_bdev *bdev, const void *buf, size_t len, u64 offse
 		.len = len,
 	};
 
-	return submit_wait(&bio);
+	return tfs_bio_submit_wait(&bio);
 }
 
 int tfs_bdev_flush(struct tfs_bdev *bdev)
 {
 	struct tfs_bio bio = { .bdev = bdev, .op = TFS_OP_flush };
 
-	return submit_wait(&bio);
+	return tfs_bio_submit_wait(&bio);
 }
 
 int tfs_bdev_discard(struct tfs_bdev *bdev, u64 offset, u64 len)
 {
 	struct tfs_bio bio = { .bdev = bdev, .op = TFS_OP_discard, .offset = offset, .len = len };
 
-	return submit_wait(&bio);
+	return tfs_bio_submit_wait(&bio);
 }
 
 void *tfs_bdev_alloc_buf(struct tfs_bdev *bdev, size_t len)

@@ -75,6 +75,9 @@ extern const char *const tfs_bio_tag_names[];
 enum tfs_bio_flags {
 	TFS_BIO_FUA = 1 << 0,	   /* write: durable when it completes */
 	TFS_BIO_PREFLUSH = 1 << 1, /* write: flush earlier writes first */
+	/* The submitter reports a failure itself (in terms of its own request):
+	 * the device prints nothing; counters and the trace point still count it. */
+	TFS_BIO_QUIET = 1 << 2,
 };
 
 struct tfs_bio {
@@ -157,6 +160,10 @@ void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr);
 
 /* Waits for every bio submitted to bdev so far to complete. */
 void tfs_bdev_drain(struct tfs_bdev *bdev);
+
+/* Submits a filled-in bio (end_io and private are overwritten), waits for it
+ * and returns its result. */
+int tfs_bio_submit_wait(struct tfs_bio *bio);
 
 /* Synchronous I/O: submit, wait, return the bio's result. */
 int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum tfs_bio_tag tag);

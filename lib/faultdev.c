@@ -1117,8 +1117,19 @@ static int exec_write(struct fault_dev *d, struct tfs_bio *bio, struct exec *x, 
 		ret = -ENOMEM;
 		goto err;
 	}
-	/* The pre-image: the crash image is built by undoing this write. */
-	ret = tfs_bdev_read(d->lower, old, bio->len, bio->offset, bio->tag);
+	/* The pre-image: the crash image is built by undoing this write.  A
+	 * failure here is the caller's write failing, reported once as such. */
+	struct tfs_bio pre = {
+		.bdev = d->lower,
+		.op = TFS_OP_read,
+		.flags = TFS_BIO_QUIET,
+		.tag = bio->tag,
+		.offset = bio->offset,
+		.buf = old,
+		.len = bio->len,
+	};
+
+	ret = tfs_bio_submit_wait(&pre);
 	if (ret)
 		goto err;
 	if (landed)

@@ -1571,6 +1571,42 @@ static void test_failed_write_undone(void **state)
 	}
 }
 
+/*
+ * The backing file shrank under the device: the pre-image read of a write
+ * fails.  That is the caller's write failing, said once, as a write.
+ */
+static void test_preimage_failure_reported_once(void **state)
+{
+	struct tfs_bdev *f = fresh(31);
+	char errpath[160];
+	int saved = dup(2), fd;
+
+	assert_int_equal(truncate(img, IMG_SIZE / 2), 0);
+	snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
+	fd = open(errpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, 2);
+	int ret = wr(f, IMG_SIZE - 4096, 4096, 5, 0);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	assert_true(ret < 0);
+
+	char text[4096] = { 0 };
+	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+
+	close(fd);
+	unlink(errpath);
+	assert_true(n > 0);
+	unsigned lines = 0;
+	for (ssize_t i = 0; i < n; i++)
+		lines += text[i] == '\n';
+	if (lines != 1 || !strstr(text, "write at offset 1044480 length 4096 failed"))
+		fail_msg("want one line naming the write, got:\n%s", text);
+	tfs_bdev_close(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1603,6 +1639,7 @@ int main(void)
 		cmocka_unit_test(test_powercut_paused),
 		cmocka_unit_test(test_held_after_powercut),
 		cmocka_unit_test(test_failed_write_undone),
+		cmocka_unit_test(test_preimage_failure_reported_once),
 	};
 
 	int ret;
