@@ -281,4 +281,27 @@ static inline int jt_model_key(void *ctx, u64 seq, unsigned btree_id, unsigned l
 
 static const struct tfs_journal_replay_ops jt_model_ops = { .key = jt_model_key };
 
+/*
+ * Reopens t's devices, reads and replays the journal into a fresh model, and
+ * checks that ids 1..n hold the values they were committed with (value = id).
+ */
+static inline void jt_reread_expect_ids(struct jt *t, unsigned n)
+{
+	static struct jt_model m; /* large: not on the stack */
+	struct tfs_journal_read *r = NULL;
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(jt_open_bdevs(t), 0);
+	ret = jt_read(t, &r, &err);
+	if (ret)
+		fail_msg("journal read: %s: %s", tfs_err_str(ret), printbuf_str(&err));
+	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+	for (unsigned i = 1; i <= n; i++)
+		assert_int_equal(m.val[i], i);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+}
+
 #endif /* TFS_TESTS_UNIT_JOURNAL_TEST_H */

@@ -777,7 +777,6 @@ static void test_start_keeps_buckets_past_a_hole(void **state)
 	struct jt t;
 	struct tfs_journal_read *r;
 	struct printbuf err = PRINTBUF;
-	struct jt_model m = { 0 };
 	char z[16 << 10] = { 0 };
 	int fd;
 
@@ -833,15 +832,8 @@ static void test_start_keeps_buckets_past_a_hole(void **state)
 	assert_true(ok < 10);
 	jt_stop(&t);
 
-	assert_int_equal(jt_open_bdevs(&t), 0);
-	printbuf_reset(&err);
-	assert_int_equal(jt_read(&t, &r, &err), 0);
-	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
-	assert_int_equal(m.val[1], 1);
-	assert_int_equal(m.val[2], 2);
-	assert_int_equal(m.val[3], 3);
-	tfs_journal_read_free(r);
 	printbuf_exit(&err);
+	jt_reread_expect_ids(&t, 3);
 	jt_cleanup(&t);
 }
 
@@ -890,9 +882,6 @@ static void test_set_unwritable_closes_entry(void **state)
 {
 	struct jt t;
 	struct tfs_journal_res res;
-	struct tfs_journal_read *r;
-	struct printbuf err = PRINTBUF;
-	struct jt_model m = { 0 };
 
 	jt_images(&t, 2, 8, 64 << 10);
 	t.opts.metadata_replicas = 2;
@@ -917,13 +906,7 @@ static void test_set_unwritable_closes_entry(void **state)
 	tfs_journal_pin_drop(t.j, &t.log_pin);
 	jt_stop(&t);
 
-	assert_int_equal(jt_open_bdevs(&t), 0);
-	assert_int_equal(jt_read(&t, &r, &err), 0);
-	assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
-	assert_int_equal(m.val[1], 1);
-	assert_int_equal(m.val[2], 2);
-	tfs_journal_read_free(r);
-	printbuf_exit(&err);
+	jt_reread_expect_ids(&t, 2);
 	jt_cleanup(&t);
 }
 
