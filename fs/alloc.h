@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_ALLOC_H
+#define TFS_FS_ALLOC_H
+
+/*
+ * Space allocation on the members, for btree nodes and file data alike.
+ *
+ * The unit is the filesystem block (the superblock's block_size).  Each
+ * member's usable space is its buckets from first_bucket on, less its
+ * journal buckets.  The allocator keeps, per member, which blocks are in
+ * use, in memory; open rebuilds it from what references space (every btree
+ * node pointer and every extent), so no space is ever leaked by a crash.
+ *
+ * Invariants:
+ *  - Space is handed out only if free and not waiting: blocks freed by a
+ *    commit (an overwritten extent, an old copy of a node) become
+ *    allocatable only once that commit's journal seq is durable
+ *    (tfs_alloc_free_after()), so a crash never finds live data in space
+ *    that was reused.
+ *  - A run handed out lies within one member and within one bucket-aligned
+ *    region of contiguous free blocks; runs never overlap.
+ *  - The counters (free, used, waiting per member) are exact; statfs reads
+ *    them.
+ */
+
+#include <stdbool.h>
+
+#include "lib/types.h"
+
+struct printbuf;
+struct tfs_fs;
+
+/* A run of blocks on one member; offset and length in bytes. */
+struct tfs_alloc_run {
+	unsigned dev;
+	u64 offset;
+	u64 len;
+};
+
+enum tfs_alloc_flags {
+	/* Metadata (btree nodes): may use the reserve kept for write-back. */
+	TFS_ALLOC_METADATA = 1 << 0,
+};
+
+/*
+ * Allocates up to len bytes (a multiple of the block size; at least min
+ * bytes, contiguous) on nr_replicas distinct members, preferring members
+ * with more free space; out[i] gets replica i.  Returns the length
+ * allocated (the same for every replica), or -TFS_ERR_alloc_no_space
+ * (ENOSPC class) when no run of min bytes is free on enough members.
+ * Data allocations leave a reserve so that write-back of btree nodes can
+ * always proceed.
+ */
+s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigned flags,
+	      struct tfs_alloc_run *out);
+
+/* Gives back a run that was never referenced by a commit (a failed write). */
+void tfs_alloc_free_now(struct tfs_fs *fs, const struct tfs_alloc_run *run);
+
+/*
+ * The commit at journal seq stopped referring to run: it becomes
+ * allocatable once seq is durable.
+ */
+void tfs_alloc_free_after(struct tfs_fs *fs, const struct tfs_alloc_run *run, u64 seq);
+
+/* At open: run is referenced (a node or an extent found on disk or in replay). */
+int tfs_alloc_mark_used(struct tfs_fs *fs, const struct tfs_alloc_run *run);
+
+struct tfs_alloc_usage {
+	u64 capacity; /* bytes usable for nodes and data, all members */
+	u64 used;
+	u64 waiting; /* freed, not yet reusable (commit not durable) */
+	u64 free;    /* allocatable for data now */
+};
+
+void tfs_alloc_usage(struct tfs_fs *fs, struct tfs_alloc_usage *u);
+
+/* Per member: capacity, used, waiting, free, reserve. */
+void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs);
+
+#endif /* TFS_FS_ALLOC_H */

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_BTREE_H
+#define TFS_FS_BTREE_H
+
+/*
+ * Btrees and transactions: the storage engine under the filesystem.
+ *
+ * A filesystem (struct tfs_fs, fs/fs.h) has one btree per enum tfs_btree_id,
+ * each an ordered map from struct tfs_bpos to one key (fs/bkey.h).  This is
+ * the whole interface the rest of fs/ uses to read and change them.
+ *
+ * Reading: tfs_btree_lookup() and iterators hand out *copies* of keys, so
+ * a key a caller holds never changes or goes away under it, whatever other
+ * threads commit or the caches evict.  Every single read sees a committed
+ * state: all of a transaction's updates or none of them.
+ *
+ * Changing: a transaction (struct tfs_btree_trans) queues updates (insert or
+ * overwrite a key, or delete a position, in any btrees) and commits them
+ * atomically: one journal reservation, every key journaled in one entry,
+ * then applied to the in-memory btrees so that no reader sees some and not
+ * others.  Updates apply in the order they were queued (a later update of
+ * the same position wins).  Reads do not see the transaction's own queued
+ * updates.  Commit returns the journal seq of the entry holding the
+ * updates: the commit is durable once tfs_journal_flush_seq(seq) returned 0
+ * (fs/fs.h: tfs_fs_flush_seq()).
+ *
+ * What a commit checks and in which order: everything that can fail (memory
+ * for the updates and for node splits, the filesystem being writable) is
+ * settled before the journal reservation is taken, so nothing can fail
+ * after it: an update is never half applied.  Journal waits (blocked,
+ * journal_full, pin_full) are waited out, never returned, unless the
+ * caller asked for TFS_TRANS_NONBLOCK.
+ *
+ * Isolation: a commit does not check that what the transaction read is
+ * unchanged.  Read-modify-write sequences that must not interleave (two
+ * creates of one name, a rename against an unlink) are serialized by the
+ * caller (fs/ holds its inode locks across read and commit).
+ *
+ * Durability rules the engine keeps (see fs/btree_write.c):
+ *  - A node is written only once the journal is durable up to the newest
+ *    seq whose keys it holds, so a replayed journal prefix never meets a
+ *    node from its future.
+ *  - Nodes are written copy-on-write to newly allocated space, never over
+ *    the only copy; the space of an old copy is reused only after the
+ *    commit that stopped referring to it is durable.
+ *  - Replay (at open) applies every journaled key from last_seq on over the
+ *    trees found on disk; applying a key twice is harmless, so a crash
+ *    during replay replays again to the same state.
+ *
+ * Errors are codes: -TFS_ERR_erofs_journal class when the filesystem cannot
+ * be changed, -ENOMEM, -TFS_ERR_btree_node_read / btree_node_invalid when a
+ * node cannot be read or fails validation (the message names btree, level
+ * and node location), journal errors as journal.h says.
+ */
+
+#include <stdbool.h>
+
+#include "fs/bkey.h"
+#include "lib/types.h"
+
+struct printbuf;
+struct tfs_fs;
+
+/* --- reading --- */
+
+/*
+ * Copies the key at exactly pos of btree id into *out.  0, -ENOENT when
+ * there is none, or an error reading a node.
+ */
+int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos pos,
+		     struct tfs_bkey_buf *out);
+
+/*
+ * An iterator over the keys of one btree with positions in [start, end]
+ * (both inclusive).  Keys are copies, valid until the next call on the
+ * iterator.  Between calls the iterator holds no lock: keys committed
+ * meanwhile are seen or not depending on where they fall relative to the
+ * iterator's position, and a key is never returned twice by next().
+ */
+struct tfs_btree_iter {
+	struct tfs_fs *fs;
+	enum tfs_btree_id id;
+	struct tfs_bpos pos; /* where peek looks from */
+	struct tfs_bpos start, end;
+	struct tfs_bkey_buf k; /* the key last returned */
+	/* The engine's: a batch of keys copied from one leaf, for next(). */
+	void *batch;
+	unsigned batch_nr, batch_idx, batch_size;
+	u64 batch_cookie;
+};
+
+void tfs_btree_iter_init(struct tfs_btree_iter *iter, struct tfs_fs *fs, enum tfs_btree_id id,
+			 struct tfs_bpos start, struct tfs_bpos end);
+void tfs_btree_iter_exit(struct tfs_btree_iter *iter);
+
+/*
+ * The first key at or after iter->pos (and <= end): 0 with *k set, 0 with
+ * *k NULL when there is none, or a negative code.  Does not move.
+ */
+int tfs_btree_iter_peek(struct tfs_btree_iter *iter, const struct tfs_bkey **k);
+
+/* Moves past the key last returned (or iter->pos) and peeks. */
+int tfs_btree_iter_next(struct tfs_btree_iter *iter, const struct tfs_bkey **k);
+
+/* The last key before iter->pos (and >= start), and moves to it; *k NULL at the start. */
+int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k);
+
+/* Moves to pos (clamped to [start, end]). */
+void tfs_btree_iter_set_pos(struct tfs_btree_iter *iter, struct tfs_bpos pos);
+
+/* --- transactions --- */
+
+enum tfs_trans_flags {
+	/* Return the journal's EAGAIN-class reason instead of waiting. */
+	TFS_TRANS_NONBLOCK = 1 << 0,
+	/* Journal reclaim's own commits (node write-back, key cache flush): may use the
+	 * journal's reserve and must never wait on reclaim. */
+	TFS_TRANS_RESERVED = 1 << 1,
+};
+
+struct tfs_trans_update {
+	enum tfs_btree_id id;
+	struct tfs_bkey *k; /* in the transaction's memory; type deleted removes */
+};
+
+struct tfs_btree_trans {
+	struct tfs_fs *fs;
+	struct tfs_trans_update *updates;
+	unsigned nr_updates, size_updates;
+	/* Key memory (u64 words), grown as needed. */
+	__le64 *mem;
+	size_t mem_used, mem_size;
+	u64 seq; /* after a successful commit: the journal seq holding it */
+};
+
+void tfs_trans_init(struct tfs_btree_trans *trans, struct tfs_fs *fs);
+/* Frees the transaction's memory (queued updates are dropped). */
+void tfs_trans_exit(struct tfs_btree_trans *trans);
+/* Drops queued updates, keeps the memory. */
+void tfs_trans_reset(struct tfs_btree_trans *trans);
+
+/* Queues an insert or overwrite of k (copied) in btree id.  0 or -ENOMEM. */
+int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k);
+
+/* Queues the removal of whatever is at pos in btree id (nothing there is fine). */
+int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct tfs_bpos pos);
+
+/*
+ * Commits the queued updates atomically (see the top of this file) and
+ * resets the transaction.  On success trans->seq (and *seq when not NULL)
+ * is the journal seq holding them.  A transaction with nothing queued
+ * commits nothing and returns 0 with seq 0.  On failure nothing was
+ * applied and the updates stay queued.
+ */
+int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq);
+
+/* --- whole-tree operations --- */
+
+/*
+ * Writes back every dirty node of every btree (and the key cache), records
+ * the new roots, and makes it durable.  What tfs_fs_stop() and syncfs use.
+ */
+int tfs_btree_write_all(struct tfs_fs *fs);
+
+/*
+ * Walks every node of btree id (reading those not in memory), validating
+ * each (checksum, key order, bounds, child pointers agree with children).
+ * For fsck and tests; 0 or the first error, printed where found.
+ */
+int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id);
+
+/* Per-btree counters (keys, nodes by level, height, splits, merges, ...). */
+void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id);
+
+#endif /* TFS_FS_BTREE_H */

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_FS_H
+#define TFS_FS_FS_H
+
+/*
+ * The filesystem as a library: open and stop a filesystem over its member
+ * devices, and every POSIX operation by inode number, so the FUSE daemon
+ * (fuse/) maps fuse_lowlevel_ops onto it one to one and every rule about
+ * files is tested here, without a mount.
+ *
+ * Conventions:
+ *  - Every function returns 0 (or a byte count) or a negative code
+ *    (lib/errcode.h).  Plain errnos mean what POSIX says (-ENOENT,
+ *    -EEXIST, -ENOTEMPTY, -ENOTDIR, -EISDIR, -ENAMETOOLONG, -EINVAL,
+ *    -ENODATA, -ERANGE, ...); tinyfs codes map to an errno with
+ *    tfs_err_class() (the FUSE boundary does that, nothing else).
+ *  - Inodes are named by number (tfs_ino_t); TFS_ROOT_INO is the root
+ *    directory, made by mkfs.  Inode numbers are never reused while the
+ *    filesystem is open, and each inode has a generation.
+ *  - Names are byte strings with an explicit length: 1..255 bytes, any byte
+ *    but '/' and NUL (-EINVAL for those, -ENAMETOOLONG past 255).
+ *  - Permissions: the kernel checks them (FUSE default_permissions); this
+ *    layer applies ownership rules that are the filesystem's: a new inode
+ *    gets ctx's uid and gid (or the directory's gid when the directory is
+ *    set-group-ID, and a new directory then inherits S_ISGID), and
+ *    setattr clears S_ISUID/S_ISGID on chown and on a size change
+ *    (tfs_setattr's TFS_SETATTR_KILL_SUIDGID).
+ *  - Durability (the persistence model): changes are durable once the
+ *    journal seq they were committed in is flushed.  tfs_fsync() of a file
+ *    makes its data, size and name durable; tfs_syncfs() everything.  After
+ *    a crash the metadata is a prefix of history that holds at least
+ *    everything an fsync/fdatasync/syncfs that returned 0 covered; rename
+ *    is atomic; no crash exposes data that was never written.
+ *  - Threads: every function may be called from any thread at once.
+ */
+
+#include <stdbool.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "lib/types.h"
+
+struct printbuf;
+struct tfs_fs;
+struct tfs_file;
+
+typedef u64 tfs_ino_t;
+#define TFS_ROOT_INO 1
+#define TFS_NAME_MAX 255
+/* Largest file size and offset (2^63 - 1, as the VFS allows). */
+#define TFS_MAX_FILE_SIZE ((u64)INT64_MAX)
+/* Largest xattr value, and all names of one inode together (VFS limits). */
+#define TFS_XATTR_SIZE_MAX 65536
+#define TFS_XATTR_LIST_MAX 65536
+
+/* --- opening and stopping --- */
+
+struct tfs_fs_opts {
+	bool read_only;	  /* no writes at all (no replay writes either) */
+	bool degraded;	  /* open with members missing, if replicas allow */
+	int error_action; /* enum tfs_error_action, or -1: the superblock's */
+	u64 cache_budget; /* bytes for the node and key caches; 0: a default */
+	bool fsync_noop;  /* fsync only commits, never flushes (unsafe; benchmarks) */
+	bool verbose;	  /* print what open and stop do */
+};
+
+void tfs_fs_opts_default(struct tfs_fs_opts *opts);
+
+/*
+ * Opens the filesystem on devs[0..nr) (paths of its member devices): reads
+ * every member's superblock, checks they belong together (and, without
+ * degraded, that none is missing), reads the journal, replays it into the
+ * btrees, starts the journal and background threads.  Prints what failed
+ * where it failed (device, field, seq) and returns a code; nothing on disk
+ * is changed by a failed open.  Every member is opened exclusively (a second
+ * open of the same filesystem fails with -EBUSY, naming the device).
+ */
+int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *opts,
+		struct tfs_fs **ret);
+
+/*
+ * Writes everything back (dirty nodes, key cache), writes the superblocks'
+ * clean section, stops the threads, closes the devices and frees fs.
+ * Returns the first error met (fs is freed either way).
+ */
+int tfs_fs_stop(struct tfs_fs *fs);
+
+/* Journal flush up to seq (0 or the journal error); see journal.h. */
+int tfs_fs_flush_seq(struct tfs_fs *fs, u64 seq);
+
+/* Everything about the running filesystem: journal, caches, allocator, devices. */
+void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs);
+
+/* --- inodes --- */
+
+struct tfs_stat {
+	tfs_ino_t ino;
+	u64 generation;
+	u32 mode; /* type and permission bits, as st_mode */
+	u32 nlink;
+	u32 uid, gid;
+	u64 rdev;
+	u64 size;
+	u64 blocks; /* 512-byte units allocated */
+	u32 blksize;
+	struct timespec atime, mtime, ctime, btime;
+};
+
+/* Who asks: for the ownership of new inodes. */
+struct tfs_ctx {
+	u32 uid, gid;
+	u32 pid;
+};
+
+int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st);
+
+enum tfs_setattr_valid {
+	TFS_SETATTR_MODE = 1 << 0,
+	TFS_SETATTR_UID = 1 << 1,
+	TFS_SETATTR_GID = 1 << 2,
+	TFS_SETATTR_SIZE = 1 << 3,
+	TFS_SETATTR_ATIME = 1 << 4,
+	TFS_SETATTR_MTIME = 1 << 5,
+	TFS_SETATTR_ATIME_NOW = 1 << 6,
+	TFS_SETATTR_MTIME_NOW = 1 << 7,
+	TFS_SETATTR_CTIME = 1 << 8,
+	/* Clear S_ISUID, and S_ISGID when group-executable (write by a non-owner, chown). */
+	TFS_SETATTR_KILL_SUIDGID = 1 << 9,
+};
+
+struct tfs_setattr {
+	unsigned valid; /* enum tfs_setattr_valid */
+	u32 mode;	/* permission bits only; the type never changes */
+	u32 uid, gid;
+	u64 size;
+	struct timespec atime, mtime, ctime;
+};
+
+/*
+ * Applies sa to ino (a size change truncates or extends with a hole; ctime
+ * moves on every change unless TFS_SETATTR_CTIME gives it) and returns the
+ * new attributes in st.  f, when not NULL, is the open file it came through.
+ */
+int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const struct tfs_setattr *sa,
+		struct tfs_stat *st);
+
+/* --- names --- */
+
+/* The inode dir's entry name points to: its attributes in st.  -ENOENT. */
+int tfs_lookup(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len, struct tfs_stat *st);
+
+/*
+ * Creates name in dir: a regular file, fifo, socket, char or block device
+ * (mode's type bits; rdev for devices).  -EEXIST when the name exists.
+ */
+int tfs_mknod(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	      size_t len, u32 mode, u64 rdev, struct tfs_stat *st);
+int tfs_mkdir(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	      size_t len, u32 mode, struct tfs_stat *st);
+int tfs_symlink(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+		size_t len, const char *target, struct tfs_stat *st);
+/* Copies the target into buf (at most size bytes, no NUL); returns its length. */
+ssize_t tfs_readlink(struct tfs_fs *fs, tfs_ino_t ino, char *buf, size_t size);
+/* A new name for ino (not a directory: -EPERM). -EMLINK past the link limit. */
+int tfs_link(struct tfs_fs *fs, tfs_ino_t ino, tfs_ino_t newdir, const char *newname, size_t newlen,
+	     struct tfs_stat *st);
+/* Removes a non-directory's name; the inode lives on while open (an orphan). */
+int tfs_unlink(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len);
+/* Removes an empty directory (-ENOTEMPTY). */
+int tfs_rmdir(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len);
+
+enum tfs_rename_flags {
+	TFS_RENAME_NOREPLACE = 1 << 0,
+	TFS_RENAME_EXCHANGE = 1 << 1,
+};
+
+/*
+ * Renames atomically (one commit: a crash leaves the old or the new state).
+ * Replacing follows POSIX (a directory only by an empty directory, -EISDIR /
+ * -ENOTDIR / -ENOTEMPTY); moving a directory under itself is -EINVAL.
+ */
+int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t oldlen,
+	       tfs_ino_t newdir, const char *newname, size_t newlen, unsigned flags);
+
+/* --- directories --- */
+
+/*
+ * Called for each entry from tfs_readdir(); returns nonzero to stop (the
+ * entry was not taken).  next_pos is the position to resume after it.
+ */
+typedef int (*tfs_filldir_fn)(void *ctx, const char *name, size_t len, tfs_ino_t ino,
+			      unsigned dtype, u64 next_pos);
+
+/*
+ * Lists dir from position pos (0: the start; "." and ".." come first), in
+ * a stable order: an entry that exists throughout a listing is returned
+ * exactly once even when other entries are added or removed meanwhile.
+ */
+int tfs_readdir(struct tfs_fs *fs, tfs_ino_t dir, u64 pos, tfs_filldir_fn fn, void *ctx);
+
+/* --- open files --- */
+
+/*
+ * Opens ino (flags as open(2): O_TRUNC truncates, O_APPEND is the caller's).
+ * The file holds the inode: an unlinked inode lives until its last release.
+ * The file snapshots the inode's error sequence: tfs_fsync() on it reports
+ * each writeback error that happened since, once.
+ */
+int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f);
+/* Creates and opens name (O_EXCL: -EEXIST if it exists). */
+int tfs_create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	       size_t len, u32 mode, int flags, struct tfs_file **f, struct tfs_stat *st);
+int tfs_release(struct tfs_fs *fs, struct tfs_file *f);
+tfs_ino_t tfs_file_ino(const struct tfs_file *f);
+
+/* Reads up to len bytes at off (holes read as zeros); returns bytes read (0 at EOF). */
+ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u64 off);
+
+/*
+ * Writes len bytes at off; returns len or a negative code (-EFBIG past
+ * TFS_MAX_FILE_SIZE, -ENOSPC).  Data goes to newly allocated space, then its
+ * extent is committed.  A failed data write is also recorded in the inode's
+ * error sequence.
+ */
+ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off);
+
+/*
+ * Makes the file durable (data, size, name; datasync may skip times) and
+ * reports errors: the journal error, else the first writeback error this
+ * file has not seen yet (each open file sees each error once).  Flushes
+ * the journal only up to the inode's last change, and not at all when
+ * that is already durable.
+ */
+int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync);
+/* fsync of a directory by inode number (no error sequence). */
+int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync);
+/* Everything durable; the filesystem-wide error sequence as for fsync. */
+int tfs_syncfs(struct tfs_fs *fs);
+
+/* mode: 0, FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE|KEEP_SIZE, FALLOC_FL_ZERO_RANGE. */
+int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 len);
+
+/* SEEK_DATA / SEEK_HOLE (and SEEK_SET/CUR/END are the caller's); -ENXIO past EOF. */
+s64 tfs_lseek(struct tfs_fs *fs, struct tfs_file *f, u64 off, int whence);
+
+int tfs_statfs(struct tfs_fs *fs, struct statvfs *st);
+
+/* --- extended attributes --- */
+
+enum tfs_xattr_flags {
+	TFS_XATTR_CREATE = 1 << 0,  /* -EEXIST if present */
+	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
+};
+
+/* name is the full name with its namespace ("user.foo"); unknown namespaces -EOPNOTSUPP. */
+int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
+		 unsigned flags);
+/* Copies the value; size 0 returns its length; -ERANGE when size is too small; -ENODATA. */
+ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *buf, size_t size);
+/* NUL-separated names, as listxattr(2); size 0 returns the length needed. */
+ssize_t tfs_listxattr(struct tfs_fs *fs, tfs_ino_t ino, char *buf, size_t size);
+int tfs_removexattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name);
+
+#endif /* TFS_FS_FS_H */
