@@ -80,7 +80,8 @@ static void usage(FILE *f)
 		"      --dev-label LABEL         member label\n"
 		"      --discard                 discard the device and freed buckets\n"
 		"\n"
-		"SIZE takes a unit: 512, 4k, 64M, 1G, 1T (powers of 1024) or kB, MB, GB (1000).\n"
+		"SIZE takes a unit: 512, 4k, 64M, 1G, 1T, 1P, 1E or KiB ... EiB (powers of 1024),\n"
+		"kB ... EB (powers of 1000); case does not matter (64m = 64M = 64MiB).\n"
 		"Exit status: 0, 1 on failure, 2 on usage errors.\n");
 }
 
@@ -327,8 +328,12 @@ static int prepare_file(struct target *t)
 	if (ftruncate(t->fd, (off_t)t->d.size)) {
 		int e = errno;
 
-		fprintf(stderr, PROG ": %s: cannot set the size to %llu: %s\n", t->path,
-			(unsigned long long)t->d.size, strerror(e));
+		struct printbuf sz = PRINTBUF;
+
+		prt_units_u64(&sz, t->d.size);
+		fprintf(stderr, PROG ": %s: cannot set the size to %s: %s\n", t->path,
+			printbuf_str(&sz), strerror(e));
+		printbuf_exit(&sz);
 		return -e;
 	}
 	return 0;
@@ -365,6 +370,14 @@ static int bad_value(const char *opt, const char *val, const char *what)
 {
 	fprintf(stderr, PROG ": --%s \"%s\": %s\n", opt, val, what);
 	return TFS_EXIT_USAGE;
+}
+
+/* A size option refused: not a size, zero, or above max. */
+static int size_err(const char *opt, const char *val, int err, bool zero, u64 max)
+{
+	if (!err && zero)
+		return bad_value(opt, val, "must not be 0");
+	return tfs_size_opt_err(PROG, opt, val, err, max);
 }
 
 /* Labels must be UTF-8 without control characters (what validation requires). */
@@ -454,22 +467,30 @@ int main(int argc, char **argv)
 			dev_opt_pending = false;
 			continue;
 		case OPT_SIZE:
-			if (tfs_parse_size(optarg, &cur.want_size) || !cur.want_size)
-				EXIT_WITH(bad_value("size", optarg, "not a size"));
+			/* ftruncate() takes an off_t. */
+			ret = tfs_parse_size(optarg, &cur.want_size);
+			if (ret || !cur.want_size || cur.want_size > INT64_MAX)
+				EXIT_WITH(size_err("size", optarg, ret, !cur.want_size, INT64_MAX));
 			break;
 		case OPT_BLOCK_SIZE:
-			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
-				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BLOCK_SIZE_MAX)
+				EXIT_WITH(size_err("block-size", optarg, ret, !v,
+						   TFS_BLOCK_SIZE_MAX));
 			opts.block_size = (u32)v;
 			continue;
 		case OPT_BUCKET_SIZE:
-			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
-				EXIT_WITH(bad_value("bucket-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BUCKET_SIZE_MAX)
+				EXIT_WITH(size_err("bucket-size", optarg, ret, !v,
+						   TFS_BUCKET_SIZE_MAX));
 			cur.d.bucket_size = (u32)v;
 			break;
 		case OPT_JOURNAL_SIZE:
-			if (tfs_parse_size(optarg, &cur.d.journal_size) || !cur.d.journal_size)
-				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &cur.d.journal_size);
+			if (ret || !cur.d.journal_size)
+				EXIT_WITH(size_err("journal-size", optarg, ret, !cur.d.journal_size,
+						   UINT64_MAX));
 			break;
 		case 'L':
 			if (bad_label("label", optarg))

@@ -68,7 +68,7 @@ run 2 "$mkfs" -U not-a-uuid --size 8M x.img && has err "not a uuid"
 run 2 "$mkfs" --size 8M --journal-size 7M x.img && has err "journal size 7.0 MiB is 448 buckets of 16.0 KiB; it must be 8 to 253"
 [ -e x.img ] && fail "a failed mkfs left x.img behind"
 run 1 "$mkfs" --size 256K x.img && has err "x.img: 256.0 KiB is too small"
-run 2 "$mkfs" --size 8M --block-size 0 x.img && has err "--block-size \"0\": not a size"
+run 2 "$mkfs" --size 8M --block-size 0 x.img && has err "--block-size \"0\": must not be 0"
 run 2 "$mkfs" --size 8M a0.img --size 4T --bucket-size 4k --journal-size 1T huge.img &&
 	has err "huge.img: journal size"
 run 1 "$mkfs" nosuch.img && has err "no such file (give --size"

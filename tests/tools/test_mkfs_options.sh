@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# mkfs.tinyfs options as a new user types them: sizes, limits, versions.
+#   test_mkfs_options.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+
+# 1. Size units are case-insensitive; a bad one lists the accepted forms;
+#    one that does not fit says so.
+for s in 64M 64m 64MiB 64mib 65536k 65536K 65536KiB 65536kiB; do
+	run 0 "$mkfs" -q --size "$s" s.img && [ "$(stat -c %s s.img)" = 67108864 ] ||
+		fail "--size $s: not 64 MiB"
+	rm -f s.img
+done
+run 0 "$mkfs" -q --size 1g s.img && [ "$(stat -c %s s.img)" = 1073741824 ] || fail "--size 1g"
+rm -f s.img
+run 0 "$mkfs" -q --size 64MB s.img && [ "$(stat -c %s s.img)" = 64000000 ] || fail "--size 64MB"
+rm -f s.img
+run 0 "$mkfs" -q --size 64mb s.img && [ "$(stat -c %s s.img)" = 64000000 ] || fail "--size 64mb"
+rm -f s.img
+run 2 "$mkfs" --size 12Q x.img && has err '--size "12Q": not a size' && has err "KiB" &&
+	has err "case does not matter"
+run 2 "$mkfs" --size 8E x.img && has err '--size "8E": too large'
+run 2 "$mkfs" --size 20000000000000000000 x.img && has err "too large"
+run 2 "$mkfs" --size 16E x.img && has err "too large"
+run 2 "$mkfs" --size 8M --bucket-size 8g x.img && has err '--bucket-size "8g": too large'
+[ -e x.img ] && fail "a refused mkfs left x.img behind"
+# A size the file system holding the image cannot take: in units, not raw bytes.
+if ! truncate -s 16T t.img 2>/dev/null; then
+	run 1 "$mkfs" --size 16T x.img && has err "16.0 TiB" && hasnt err "17592186044416"
+fi
+rm -f t.img
+
+[ "$fails" = 0 ] && echo "all mkfs option checks passed"
+exit $((fails > 0))
