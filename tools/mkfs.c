@@ -69,6 +69,7 @@ static void usage(FILE *f)
 		"  -q, --quiet                   print nothing but errors\n"
 		"      --fault SPEC              arm fault rules (see TFS_FAULTS in the README)\n"
 		"  -h, --help                    this text\n"
+		"  -V, --version                 print the version and the format version\n"
 		"\n"
 		"Device options (apply to every device named after them):\n"
 		"      --size SIZE               use SIZE bytes; creates or extends an image file\n"
@@ -440,6 +441,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "fault", required_argument, NULL, OPT_FAULT },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct tfs_format_opts opts = { .error_action = TFS_ON_ERROR_ro };
@@ -458,8 +460,10 @@ int main(int argc, char **argv)
 	if (!targets)
 		return TFS_EXIT_FAILURE;
 
+	/* getopt's own messages name argv[0]: the tool, not the path it was run by. */
+	argv[0] = (char *)PROG;
 	/* "-" first: devices come back in order, so device options apply to later ones. */
-	while ((c = getopt_long(argc, argv, "-L:U:fqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "-L:U:fqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 1:
 			cur.path = optarg;
@@ -553,6 +557,9 @@ int main(int argc, char **argv)
 			continue;
 		case 'h':
 			usage(stdout);
+			EXIT_WITH(TFS_EXIT_OK);
+		case 'V':
+			tfs_print_version(PROG);
 			EXIT_WITH(TFS_EXIT_OK);
 		default:
 			fprintf(stderr, "Try `" PROG " --help'.\n");

@@ -9,6 +9,16 @@
 #include <strings.h>
 
 #include "lib/printbuf.h"
+#include "super/super_format.h"
+
+#ifndef TFS_VERSION
+#define TFS_VERSION "unknown"
+#endif
+
+void tfs_print_version(const char *prog)
+{
+	printf("%s " TFS_VERSION " (format version %u)\n", prog, TFS_SB_VERSION_CURRENT);
+}
 
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret)
 {

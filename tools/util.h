@@ -30,6 +30,9 @@ int tfs_parse_size(const char *s, u64 *ret);
  */
 int tfs_size_opt_err(const char *prog, const char *opt, const char *val, int err, u64 max);
 
+/* Prints "PROG VERSION (format version N)" on stdout: --version. */
+void tfs_print_version(const char *prog);
+
 /* Parses a decimal unsigned number in [min, max].  0 or -EINVAL. */
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret);
 

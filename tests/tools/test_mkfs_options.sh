@@ -29,5 +29,19 @@ if ! truncate -s 16T t.img 2>/dev/null; then
 fi
 rm -f t.img
 
+# 2. --version on both tools; getopt's messages carry the tool's name, not its path.
+run 0 "$mkfs" --version && has out "mkfs.tinyfs 0." && has out "format version"
+run 0 "$mkfs" -V && has out "mkfs.tinyfs 0."
+run 0 "$tinyfs" --version && has out "tinyfs 0." && has out "format version"
+run 2 "$mkfs" --bogus x.img && grep -q "^mkfs.tinyfs: unrecognized option '--bogus'" err ||
+	fail "mkfs getopt message: $(head -1 err)"
+for cmd in show-super list-journal; do
+	run 2 "$tinyfs" $cmd --bogus x.img &&
+		grep -q "^tinyfs $cmd: unrecognized option '--bogus'" err ||
+		fail "$cmd getopt message: $(head -1 err)"
+done
+run 2 "$mkfs" --size && grep -q "^mkfs.tinyfs: option '--size' requires an argument" err ||
+	fail "mkfs missing argument: $(head -1 err)"
+
 [ "$fails" = 0 ] && echo "all mkfs option checks passed"
 exit $((fails > 0))
