@@ -170,6 +170,18 @@ static int check_replicas(const char *what, u8 *want, u8 *req, unsigned nr, stru
 	return 0;
 }
 
+static int check_durability(const char *what, unsigned req, unsigned durability,
+			    struct printbuf *err)
+{
+	if (req <= durability)
+		return 0;
+	prt_printf(err,
+		   "%s replicas required %u can never be met: the durability of every member adds "
+		   "up to %u (durability 0 is a cache)",
+		   what, req, durability);
+	return -TFS_ERR_invalid_option;
+}
+
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,
 		    unsigned nr, struct tfs_sb_handle *hs, struct printbuf *err)
 {
@@ -268,6 +280,20 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 				goto err;
 			}
 	}
+
+	/*
+	 * Copies go to distinct members, each counting for its durability: a
+	 * requirement above the sum of them all can never be met (every write
+	 * would fail), so such a filesystem is refused here.
+	 */
+	unsigned durability = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		durability += mf->members[i].durability;
+	ret = check_durability("metadata", o.metadata_replicas_required, durability, err)
+		      ?: check_durability("data", o.data_replicas_required, durability, err);
+	if (ret)
+		goto err;
 
 	for (unsigned i = 0; i < nr; i++) {
 		struct tfs_sb_handle *h = &hs[i];

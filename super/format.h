@@ -65,7 +65,8 @@ struct tfs_format_dev {
  * Builds hs[0..nr) (zeroed by the caller) for devices devs[0..nr): one
  * superblock per member, identical but for dev_idx and the journal field,
  * seq 0, passing tfs_sb_validate().  Returns 0, or -TFS_ERR_invalid_option
- * (a bad size or option), -TFS_ERR_device_too_small, with the reason in err
+ * (a bad size or option, or metadata or data replicas required above the
+ * members' durabilities added up: never met), -TFS_ERR_device_too_small, with the reason in err
  * naming the device (devs[i].name, or by index).  hs[i]->bdev is left NULL.
  */
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,

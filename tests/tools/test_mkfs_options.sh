@@ -43,5 +43,20 @@ done
 run 2 "$mkfs" --size && grep -q "^mkfs.tinyfs: option '--size' requires an argument" err ||
 	fail "mkfs missing argument: $(head -1 err)"
 
+# 3. Replicas that can never be met: every member a cache (durability 0), or
+#    less durability in all than the replicas required.  Refused, nothing made.
+run 2 "$mkfs" --size 16M --durability 0 --metadata-replicas 2 --data-replicas 2 \
+	--metadata-replicas-required 2 --data-replicas-required 2 d0.img d1.img &&
+	has err "metadata replicas required 2" && has err "durability of every member adds up to 0"
+run 2 "$mkfs" --size 16M --durability 0 d0.img && has err "replicas required 1"
+run 2 "$mkfs" --size 16M --data-replicas 2 --data-replicas-required 2 --durability 1 d0.img \
+	--durability 0 d1.img && has err "data replicas required 2" && has err "adds up to 1"
+[ -e d0.img ] || [ -e d1.img ] && fail "a refused mkfs left d0.img or d1.img behind"
+rm -f d0.img d1.img
+# A durability-2 member alone can hold two replicas; a cache beside it is fine.
+run 0 "$mkfs" -q --size 16M --metadata-replicas 2 --metadata-replicas-required 2 \
+	--durability 2 d0.img --durability 0 d1.img
+rm -f d0.img d1.img
+
 [ "$fails" = 0 ] && echo "all mkfs option checks passed"
 exit $((fails > 0))
