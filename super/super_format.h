@@ -53,7 +53,12 @@ enum tfs_sb_version {
 #define TFS_SB_MAX_SIZE_MAX (1024 * 1024)
 #define TFS_SB_LAYOUT_MAX_COPIES 8
 
-#define TFS_MAX_DEVICES 64
+/*
+ * Members of one filesystem: the journal writes to at most this many
+ * (journal/journal_types.h: TFS_JOURNAL_MAX_DEVS is this), so mkfs and
+ * validation allow no more.
+ */
+#define TFS_MAX_DEVICES 16
 #define TFS_MAX_REPLICAS 4
 #define TFS_MAX_DURABILITY 4
 #define TFS_LABEL_SIZE 32

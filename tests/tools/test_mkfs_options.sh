@@ -58,5 +58,14 @@ run 0 "$mkfs" -q --size 16M --metadata-replicas 2 --metadata-replicas-required 2
 	--durability 2 d0.img --durability 0 d1.img
 rm -f d0.img d1.img
 
+# 4. Members: as many as the journal handles (16), no more; 16 format and
+#    their journal lists.
+devs17=$(for i in $(seq 0 16); do echo "m$i.img"; done)
+run 2 "$mkfs" --size 1M $devs17 && has err "17 devices: must be 1 to 16"
+[ -e m0.img ] && fail "a refused mkfs left m0.img behind"
+run 0 "$mkfs" -q --size 1M $(echo "$devs17" | head -16)
+run 0 "$tinyfs" list-journal $(echo "$devs17" | head -16) && has out "dev 15:"
+rm -f m*.img
+
 [ "$fails" = 0 ] && echo "all mkfs option checks passed"
 exit $((fails > 0))

@@ -108,6 +108,7 @@ MUT(label_trunc, sb->label[0] = 'a'; sb->label[1] = (char)0xc3)
 MUT(block_size, sb->block_size = cpu_to_le32(3000))
 MUT(nr_devices_0, sb->nr_devices = 0)
 MUT(nr_devices, sb->nr_devices = 3)
+MUT(nr_devices_17, sb->nr_devices = 17)
 MUT(dev_idx, sb->dev_idx = 2)
 MUT(meta_repl, sb->metadata_replicas = 5)
 MUT(meta_req, sb->metadata_replicas_required = 2)
@@ -193,7 +194,9 @@ static const struct vcase cases[] = {
 	{ "block_size", mut_block_size, false, -TFS_ERR_invalid_sb_block_size,
 	  "block_size 3000 is not a power of two in [512, 65536]" },
 	{ "nr_devices_0", mut_nr_devices_0, false, -TFS_ERR_invalid_sb_nr_devices,
-	  "nr_devices 0 not in [1, 64]" },
+	  "nr_devices 0 not in [1, 16]" },
+	{ "nr_devices_17", mut_nr_devices_17, false, -TFS_ERR_invalid_sb_nr_devices,
+	  "nr_devices 17 not in [1, 16]" },
 	{ "dev_idx", mut_dev_idx, false, -TFS_ERR_invalid_sb_dev_idx, "dev_idx 2 >= nr_devices 2" },
 	{ "meta_repl", mut_meta_repl, false, -TFS_ERR_invalid_sb_options,
 	  "metadata_replicas 5 not in [1, 4]" },
