@@ -96,7 +96,8 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * enforces), each in [first_bucket, nbuckets), each once.  Every pad
  * and reserved byte (of the fixed part, the layout, the members and clean
  * fields and their entries) must be zero, so later versions may use them;
- * the message names field, byte and offset.  Returns 0 or
+ * the message names field, byte and offset.  Each known field type appears
+ * at most once; fields of unknown types are skipped, any number of each.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */

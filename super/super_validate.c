@@ -453,10 +453,15 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		if (u64s > (size_t)(end - p))
 			return fail(invalid_sb_field, "field %u (%s): %u u64s run past the end",
 				    idx, tfs_sb_field_type_str(type) ?: "unknown", u64s);
-		if (type < 32) {
+		/*
+		 * One rule: each known type at most once; fields of unknown
+		 * types are skipped, any number of each (a later version
+		 * says what they may repeat).
+		 */
+		if (tfs_sb_field_type_str(type)) {
 			if (seen & (1U << type))
 				return fail(invalid_sb_field, "field %u: a second %s field", idx,
-					    tfs_sb_field_type_str(type) ?: "unknown");
+					    tfs_sb_field_type_str(type));
 			seen |= 1U << type;
 		}
 		p += u64s;

@@ -462,6 +462,62 @@ static void test_journal_min(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+/* Appends a field of any type (even a second one of a type) after the others. */
+static void append_field(struct tfs_sb_handle *h, unsigned type, unsigned u64s)
+{
+	struct tfs_sb *sb = h->sb;
+	struct tfs_sb_field *f = (void *)(sb->_data + le32_to_cpu(sb->u64s));
+
+	assert_true(tfs_sb_bytes(sb) + 8 * u64s <= h->sb_bytes);
+	memset(f, 0, 8 * u64s);
+	f->u64s = cpu_to_le32(u64s);
+	f->type = cpu_to_le32(type);
+	sb->u64s = cpu_to_le32(le32_to_cpu(sb->u64s) + u64s);
+	resum(sb);
+}
+
+/*
+ * One rule for fields (docs/on-disk-format.md): a reader skips every field
+ * whose type it does not know, however many there are and whatever the
+ * type's number; each known type appears at most once.
+ */
+static void test_unknown_fields(void **state)
+{
+	static const unsigned types[] = { 4, 7, 31, 32, 50, 0xffffffff };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(types); i++) {
+		struct tfs_sb_handle hs[2];
+
+		make_sb(hs);
+		append_field(&hs[0], types[i], 2);
+		expect(&hs[0], 0, "");
+		append_field(&hs[0], types[i], 3);
+		expect(&hs[0], 0, "");
+		tfs_sb_exit(&hs[0]);
+		tfs_sb_exit(&hs[1]);
+	}
+	for (unsigned t = 1; t < TFS_SB_FIELD_NR; t++) {
+		struct tfs_sb_handle hs[2];
+		char msg[64];
+
+		make_sb(hs);
+		/* make_sb() has members and journal; a clean field is added first. */
+		unsigned idx = 2, u64s = (unsigned)sizeof(struct tfs_sb_field_clean) / 8;
+
+		if (!tfs_sb_field_get(hs[0].sb, t)) {
+			append_field(&hs[0], t, u64s);
+			expect(&hs[0], 0, "");
+			idx++;
+		}
+		append_field(&hs[0], t, u64s);
+		snprintf(msg, sizeof(msg), "field %u: a second %s field", idx,
+			 tfs_sb_field_type_str(t));
+		expect(&hs[0], -TFS_ERR_invalid_sb_field, msg);
+		tfs_sb_exit(&hs[0]);
+		tfs_sb_exit(&hs[1]);
+	}
+}
+
 static void test_label_utf8_ok(void **state)
 {
 	struct tfs_sb_handle hs[2];
@@ -480,7 +536,7 @@ int main(void)
 		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
 		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
 		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
-		cmocka_unit_test(test_journal_min),
+		cmocka_unit_test(test_journal_min),	cmocka_unit_test(test_unknown_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
