@@ -88,11 +88,11 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 	nbuckets = d->size / bs;
 	if (nbuckets < first + TFS_MIN_BUCKETS) {
 		prt_printf(err, "%s: ", dev_name(d, i, name));
-		prt_units_u64(err, d->size);
+		prt_units_u64_vs(err, d->size, (first + TFS_MIN_BUCKETS) * bs);
 		prt_printf(err, " is too small: %llu buckets of ", (ull)nbuckets);
 		prt_units_u64(err, bs);
 		prt_printf(err, ", need at least %llu (", (ull)(first + TFS_MIN_BUCKETS));
-		prt_units_u64(err, (first + TFS_MIN_BUCKETS) * bs);
+		prt_units_u64_vs(err, (first + TFS_MIN_BUCKETS) * bs, d->size);
 		prt_printf(err, ")");
 		return -TFS_ERR_device_too_small;
 	}
@@ -387,9 +387,9 @@ static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
 
 	if (bdev->size < end) {
 		prt_printf(err, "%s: device is ", bdev->path);
-		prt_units_u64(err, bdev->size);
+		prt_units_u64_vs(err, bdev->size, end);
 		prt_printf(err, ", smaller than the planned ");
-		prt_units_u64(err, end);
+		prt_units_u64_vs(err, end, bdev->size);
 		return -TFS_ERR_device_too_small;
 	}
 	if (m->discard) {

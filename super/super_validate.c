@@ -250,9 +250,9 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 			prt_printf(err, "member %u: %llu buckets of ", i, (ull)nbuckets);
 			prt_units_u64(err, bs);
 			prt_printf(err, " (");
-			prt_units_u64(err, nbuckets * bs);
+			prt_units_u64_vs(err, nbuckets * bs, dev_size);
 			prt_printf(err, ") do not fit in the device (");
-			prt_units_u64(err, dev_size);
+			prt_units_u64_vs(err, dev_size, nbuckets * bs);
 			prt_printf(err, ")");
 			return -TFS_ERR_invalid_sb_device_size;
 		}

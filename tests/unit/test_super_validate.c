@@ -462,6 +462,26 @@ static void test_journal_min(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+/*
+ * A member a few bytes larger than the device: the rounded sizes read the
+ * same, so the message gives both in bytes.
+ */
+static void test_device_size_exact(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct printbuf err = PRINTBUF;
+
+	make_sb(hs);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE - 512, &err),
+			 -TFS_ERR_invalid_sb_device_size);
+	assert_string_equal(printbuf_str(&err),
+			    "member 0: 256 buckets of 16.0 KiB (4194304 bytes) do not fit in the "
+			    "device (4193792 bytes)");
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
 /* Appends a field of any type (even a second one of a type) after the others. */
 static void append_field(struct tfs_sb_handle *h, unsigned type, unsigned u64s)
 {
@@ -533,10 +553,15 @@ static void test_label_utf8_ok(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
-		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
-		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
-		cmocka_unit_test(test_journal_min),	cmocka_unit_test(test_unknown_fields),
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_each_error),
+		cmocka_unit_test(test_truncated_copy),
+		cmocka_unit_test(test_clean_entries),
+		cmocka_unit_test(test_layout_overflow),
+		cmocka_unit_test(test_label_utf8_ok),
+		cmocka_unit_test(test_journal_min),
+		cmocka_unit_test(test_unknown_fields),
+		cmocka_unit_test(test_device_size_exact),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
