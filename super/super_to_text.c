@@ -35,20 +35,30 @@ static void prt_field_str(struct printbuf *out, const char *s, size_t size)
 	}
 }
 
-static void prt_time(struct printbuf *out, u64 secs)
+/* The last second gmtime() and a four-digit year show: 9999-12-31 23:59:59 UTC. */
+#define TIME_SHOWN_MAX 253402300799ULL
+
+/*
+ * A time in seconds since the epoch: the date and the number.  0 is the
+ * epoch itself unless the field says 0 means "never" (zero_never).  A time
+ * past TIME_SHOWN_MAX (negative as a time_t from 2^63 on) is printed as
+ * the number, marked out of range.
+ */
+static void prt_time(struct printbuf *out, u64 secs, bool zero_never)
 {
 	time_t t = (time_t)secs;
 	struct tm tm;
 	char buf[64];
 
-	if (!secs) {
+	if (!secs && zero_never) {
 		prt_str(out, "never");
 		return;
 	}
-	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+	if (secs <= TIME_SHOWN_MAX && gmtime_r(&t, &tm) &&
+	    strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
 		prt_printf(out, "%s (%llu)", buf, (ull)secs);
 	else
-		prt_u64(out, secs);
+		prt_printf(out, "%llu (out of range)", (ull)secs);
 }
 
 static void prt_version(struct printbuf *out, unsigned v)
@@ -131,7 +141,7 @@ void tfs_member_to_text(struct printbuf *out, const struct tfs_member *m, unsign
 	prt_name(out, "Discard");
 	prt_str(out, m->discard ? "yes\n" : "no\n");
 	prt_name(out, "Last mount");
-	prt_time(out, le64_to_cpu(m->last_mount));
+	prt_time(out, le64_to_cpu(m->last_mount), true);
 	prt_newline(out);
 	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);
@@ -283,10 +293,10 @@ void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	prt_name(out, "Seq");
 	prt_printf(out, "%llu\n", (ull)le64_to_cpu(sb->seq));
 	prt_name(out, "Created");
-	prt_time(out, le64_to_cpu(sb->time_created));
+	prt_time(out, le64_to_cpu(sb->time_created), false);
 	prt_newline(out);
 	prt_name(out, "Written");
-	prt_time(out, le64_to_cpu(sb->time_written));
+	prt_time(out, le64_to_cpu(sb->time_written), false);
 	prt_newline(out);
 	prt_name(out, "Block size");
 	prt_units_u64(out, le32_to_cpu(sb->block_size));

@@ -604,6 +604,82 @@ static void test_to_text(void **state)
 }
 
 /*
+ * The value printed after "name:" on the first line of text that starts
+ * (after indent) with it, in buf; asserts there is one.
+ */
+static const char *line_value(const char *text, const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *p = l;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, name, n) || p[n] != ':')
+			continue;
+		p += n + 1;
+		while (*p == ' ')
+			p++;
+		size_t len = strcspn(p, "\n");
+
+		assert_true(len < size);
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		return buf;
+	}
+	fail_msg("no line \"%s:\" in:\n%s", name, text);
+	return NULL;
+}
+
+/*
+ * Times: 0 is the epoch for creation and writing, "never" only for a
+ * member's last mount; a time gmtime() cannot show, or past 9999, or one
+ * that is negative as a time_t, is printed as out of range, never as 1969.
+ */
+static void test_to_text_times(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb *sb;
+	struct printbuf out = PRINTBUF;
+	char v[128];
+
+	format(f, 1);
+	sb = f->hs[0].sb;
+	sb->time_created = 0;
+	sb->time_written = cpu_to_le64(1ULL << 62);
+	tfs_sb_this_member(sb)->last_mount = 0;
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "1970-01-01 00:00:00 UTC (0)");
+	assert_string_equal(line_value(printbuf_str(&out), "Written", v, sizeof(v)),
+			    "4611686018427387904 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)), "never");
+
+	printbuf_reset(&out);
+	sb->time_created = cpu_to_le64(1ULL << 63);
+	sb->time_written = cpu_to_le64(UINT64_MAX);
+	tfs_sb_this_member(sb)->last_mount = cpu_to_le64(253402300800ULL); /* 10000-01-01 */
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "9223372036854775808 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Written", v, sizeof(v)),
+			    "18446744073709551615 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)),
+			    "253402300800 (out of range)");
+
+	printbuf_reset(&out);
+	sb->time_created = cpu_to_le64(253402300799ULL);
+	tfs_sb_this_member(sb)->last_mount = cpu_to_le64(1700000000);
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "9999-12-31 23:59:59 UTC (253402300799)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)),
+			    "2023-11-14 22:13:20 UTC (1700000000)");
+	printbuf_exit(&out);
+}
+
+/*
  * A copy whose write fails is reported with its offset.  A failed primary
  * leaves the backup alone (it is then the valid copy: seq 1); a failed
  * backup comes after the flushed primary (seq 2).
@@ -722,6 +798,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_to_text_times, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_torn_primary_keeps_backup, setup,
