@@ -360,7 +360,8 @@ static int zero_range(struct tfs_bdev *bdev, u64 off, u64 len, enum tfs_bio_tag 
 	while (len) {
 		size_t n = (size_t)min_t(u64, len, chunk);
 
-		ret = tfs_bdev_write(bdev, buf, n, off, 0, tag);
+		/* Quiet: the failure is reported below, once, as the zeroing's. */
+		ret = tfs_bdev_write(bdev, buf, n, off, TFS_BIO_QUIET, tag);
 		if (ret) {
 			if (err->pos)
 				prt_newline(err);
@@ -393,7 +394,15 @@ static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
 		return -TFS_ERR_device_too_small;
 	}
 	if (m->discard) {
-		ret = tfs_bdev_discard(bdev, 0, end);
+		struct tfs_bio bio = {
+			.bdev = bdev,
+			.op = TFS_OP_discard,
+			.flags = TFS_BIO_QUIET,
+			.offset = 0,
+			.len = end,
+		};
+
+		ret = tfs_bio_submit_wait(&bio);
 		/* A device without discard still gets a correct filesystem. */
 		if (ret && !tfs_err_matches(ret, EOPNOTSUPP)) {
 			prt_printf(err, "%s: discard failed: %s", bdev->path, tfs_err_str(ret));

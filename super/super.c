@@ -260,6 +260,25 @@ void tfs_sb_layout_init_default(struct tfs_sb_layout *l)
 	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
 }
 
+/*
+ * Superblock I/O, synchronous and TFS_BIO_QUIET: a failure is reported once,
+ * by the caller, in terms of the superblock (which copy, which offset).
+ */
+static int sb_io(struct tfs_bdev *bdev, enum tfs_bio_op op, void *buf, size_t len, u64 off)
+{
+	struct tfs_bio bio = {
+		.bdev = bdev,
+		.op = op,
+		.flags = TFS_BIO_QUIET,
+		.tag = TFS_TAG_sb,
+		.offset = off,
+		.buf = buf,
+		.len = len,
+	};
+
+	return tfs_bio_submit_wait(&bio);
+}
+
 /* Reads [off, off + len) into a fresh aligned buffer. */
 static int read_range(struct tfs_bdev *bdev, u64 off, size_t len, void **ret)
 {
@@ -269,7 +288,7 @@ static int read_range(struct tfs_bdev *bdev, u64 off, size_t len, void **ret)
 	*ret = NULL;
 	if (!buf)
 		return -ENOMEM;
-	r = tfs_bdev_read(bdev, buf, len, off, TFS_TAG_sb);
+	r = sb_io(bdev, TFS_OP_read, buf, len, off);
 	if (r) {
 		free(buf);
 		return r;
@@ -528,10 +547,9 @@ int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 	int ret = tfs_bdev_open(path, bdev_flags, &bdev);
 
 	memset(h, 0, sizeof(*h));
-	if (ret) {
-		prt_printf(err, "%s: cannot open: %s", path, tfs_err_str(ret));
+	/* tfs_bdev_open() said why: once is enough. */
+	if (ret)
 		return ret;
-	}
 	ret = tfs_sb_read(bdev, h, err);
 	if (ret) {
 		tfs_bdev_close(bdev);
@@ -555,7 +573,7 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, h->sb, min_t(size_t, len, h->sb_bytes));
-	ret = tfs_bdev_write(bdev, buf, len, off, 0, TFS_TAG_sb);
+	ret = sb_io(bdev, TFS_OP_write, buf, len, off);
 	free(buf);
 	if (ret) {
 		if (err->pos)
@@ -569,7 +587,7 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 /* Flushes device i; a failure goes into err.  0 or the code. */
 static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf *err)
 {
-	int r = tfs_bdev_flush(h->bdev);
+	int r = sb_io(h->bdev, TFS_OP_flush, NULL, 0, 0);
 
 	if (r) {
 		if (err->pos)
@@ -651,7 +669,7 @@ int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err)
 		return -ENOMEM;
 	h->sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&h->sb->layout));
 	memcpy(buf + TFS_SB_LAYOUT_OFFSET, &h->sb->layout, sizeof(h->sb->layout));
-	ret = tfs_bdev_write(bdev, buf, len, 0, 0, TFS_TAG_sb);
+	ret = sb_io(bdev, TFS_OP_write, buf, len, 0);
 	free(buf);
 	if (ret) {
 		if (err->pos)

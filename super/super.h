@@ -12,7 +12,8 @@
  *    (a members field exists with nr_devices entries, dev_idx < nr_devices,
  *    journal buckets lie in this device's bucket range).
  *  - Every byte goes through the handle's struct tfs_bdev (lib/bdev.h), tagged
- *    TFS_TAG_sb, so the fault device sees superblock I/O.
+ *    TFS_TAG_sb, so the fault device sees superblock I/O.  The bios are
+ *    TFS_BIO_QUIET: a failure is reported once, here, naming the copy.
  *  - Reading tries every copy the layout lists; the valid copy with the
  *    highest seq wins.  A copy whose embedded layout is not byte for byte
  *    the (valid) layout sector's is bad, so the layout a handle holds, and
@@ -69,7 +70,11 @@ int tfs_sb_field_type_parse(const char *name);
  */
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
 
-/* Opens path (tfs_bdev_open() flags) and reads it; h owns the bdev. */
+/*
+ * Opens path (tfs_bdev_open() flags) and reads it; h owns the bdev.  When
+ * the open itself fails, tfs_bdev_open() has printed why and err is left
+ * as it was.
+ */
 int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 		struct printbuf *err);
 

@@ -104,19 +104,18 @@ static int cmd_list_journal(int argc, char **argv)
 
 	ret = tfs_tool_journal_open(&t, argv + optind, argc - optind, false, &err);
 	if (ret) {
-		fprintf(stderr, "tinyfs list-journal: %s\n", printbuf_str(&err));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 		goto out;
 	}
 	ret = tfs_journal_read(t.devs, t.nr, &t.opts, &r, &err);
 	if (ret && ret != -TFS_ERR_journal_empty && !r) {
-		fprintf(stderr, "tinyfs list-journal: %s (%s)\n", printbuf_str(&err),
-			tfs_err_str(ret));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 		goto out;
 	}
 	if (ret == -TFS_ERR_journal_gap) {
-		fprintf(stderr, "tinyfs list-journal: %s\n", printbuf_str(&err));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 	}
 	if (r->nr_corrupt)

@@ -108,7 +108,7 @@ static int cmd_show_super(int argc, char **argv)
 
 	ret = tfs_sb_open(argv[optind], TFS_BDEV_RDONLY, &h, &err);
 	if (ret) {
-		fprintf(stderr, "tinyfs show-super: %s\n", printbuf_str(&err));
+		tfs_print_err("tinyfs show-super", &err);
 		printbuf_exit(&err);
 		return TFS_EXIT_FAILURE;
 	}

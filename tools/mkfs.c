@@ -654,7 +654,7 @@ int main(int argc, char **argv)
 	ret = tfs_format_plan(&opts, devs, nr, hs, &err);
 	free(devs);
 	if (ret) {
-		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		tfs_print_err(PROG, &err);
 		status = tfs_err_matches(ret, TFS_ERR_invalid_option) ? TFS_EXIT_USAGE
 								      : TFS_EXIT_FAILURE;
 		goto undo;
@@ -676,7 +676,7 @@ int main(int argc, char **argv)
 			goto undo;
 	ret = tfs_format_write(hps, nr, &err);
 	if (ret) {
-		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		tfs_print_err(PROG, &err);
 		goto undo;
 	}
 	if (!quiet) {

@@ -20,6 +20,20 @@ void tfs_print_version(const char *prog)
 	printf("%s " TFS_VERSION " (format version %u)\n", prog, TFS_SB_VERSION_CURRENT);
 }
 
+void tfs_print_err(const char *prog, const struct printbuf *err)
+{
+	const char *p = printbuf_str(err);
+
+	while (*p) {
+		size_t len = strcspn(p, "\n");
+
+		fprintf(stderr, "%s: %.*s\n", prog, (int)len, p);
+		p += len + (p[len] == '\n');
+	}
+	if (err->allocation_failure)
+		fprintf(stderr, "%s: (out of memory: the message above is cut short)\n", prog);
+}
+
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret)
 {
 	char *end;

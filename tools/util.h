@@ -30,6 +30,14 @@ int tfs_parse_size(const char *s, u64 *ret);
  */
 int tfs_size_opt_err(const char *prog, const char *opt, const char *val, int err, u64 max);
 
+struct printbuf;
+
+/*
+ * Prints the message in err on stderr, every line prefixed "prog: ";
+ * nothing when err is empty (the failure was reported where it happened).
+ */
+void tfs_print_err(const char *prog, const struct printbuf *err);
+
 /* Prints "PROG VERSION (format version N)" on stdout: --version. */
 void tfs_print_version(const char *prog);
 
