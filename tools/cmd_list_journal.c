@@ -121,11 +121,8 @@ static int cmd_list_journal(int argc, char **argv)
 	if (r->nr_corrupt)
 		status = TFS_EXIT_FAILURE;
 	tfs_journal_read_to_text(&out, r, from, to);
-	fputs(printbuf_str(&out), stdout);
-	if (out.allocation_failure || fflush(stdout)) {
-		fprintf(stderr, "tinyfs list-journal: writing the output failed\n");
+	if (tfs_print_out("tinyfs list-journal", &out))
 		status = TFS_EXIT_FAILURE;
-	}
 out:
 	tfs_journal_read_free(r);
 	tfs_tool_journal_close(&t);

@@ -116,16 +116,11 @@ static int cmd_show_super(int argc, char **argv)
 		tfs_sb_to_json(&out, h.sb, &opts);
 	else
 		tfs_sb_to_text(&out, h.sb, &opts);
-	ret = out.allocation_failure ? -ENOMEM : 0;
-	fputs(printbuf_str(&out), stdout);
+	ret = tfs_print_out("tinyfs show-super", &out);
 	printbuf_exit(&out);
 	printbuf_exit(&err);
 	tfs_sb_exit(&h);
-	if (ret || fflush(stdout)) {
-		fprintf(stderr, "tinyfs show-super: writing the output failed\n");
-		return TFS_EXIT_FAILURE;
-	}
-	return TFS_EXIT_OK;
+	return ret ? TFS_EXIT_FAILURE : TFS_EXIT_OK;
 }
 
 TFS_CMD(show_super, "show-super", USAGE, "print a device's superblock", cmd_show_super);

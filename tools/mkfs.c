@@ -394,23 +394,52 @@ static bool bad_label(const char *opt, const char *val)
 	return true;
 }
 
-static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
+/* One line per member: what mkfs made of it. */
+static void summary_to_text(struct printbuf *out, const struct target *t,
+			    const struct tfs_sb_handle *h)
 {
 	const struct tfs_member *m = tfs_sb_this_member(h->sb);
-	struct printbuf out = PRINTBUF;
 	unsigned jnr;
 	u32 bs = le32_to_cpu(m->bucket_size);
 
 	tfs_sb_journal_buckets(h->sb, &jnr);
-	prt_printf(&out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
-	prt_units_u64(&out, le64_to_cpu(m->nbuckets) * bs);
-	prt_printf(&out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
-	prt_units_u64(&out, bs);
-	prt_printf(&out, ", journal %u buckets (", jnr);
-	prt_units_u64(&out, (u64)jnr * bs);
-	prt_str(&out, ")\n");
-	fputs(printbuf_str(&out), stdout);
+	prt_printf(out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
+	prt_units_u64(out, le64_to_cpu(m->nbuckets) * bs);
+	prt_printf(out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
+	prt_units_u64(out, bs);
+	prt_printf(out, ", journal %u buckets (", jnr);
+	prt_units_u64(out, (u64)jnr * bs);
+	prt_str(out, ")\n");
+}
+
+/*
+ * The summary, whole or not at all: an allocation failure prints no cut
+ * line but says so, and mkfs then fails (the filesystem is made).
+ */
+static int print_summary(const struct target *targets, const struct tfs_sb_handle *hs, unsigned nr,
+			 const char *label)
+{
+	struct printbuf out = PRINTBUF;
+	int ret = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		summary_to_text(&out, &targets[i], &hs[i]);
+	prt_str(&out, "tinyfs uuid ");
+	prt_uuid(&out, hs[0].sb->user_uuid);
+	prt_printf(&out, ", label \"%s\", block size ", label ?: "");
+	prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
+	prt_newline(&out);
+	if (out.allocation_failure) {
+		fprintf(stderr,
+			PROG ": out of memory printing the summary (the filesystem was made)\n");
+		ret = -ENOMEM;
+	} else if (fputs(printbuf_str(&out), stdout) == EOF || fflush(stdout)) {
+		fprintf(stderr, PROG ": writing the summary failed: %s (the filesystem was made)\n",
+			strerror(errno));
+		ret = -EIO;
+	}
 	printbuf_exit(&out);
+	return ret;
 }
 
 /* Leaves main() through its one cleanup path. */
@@ -679,20 +708,8 @@ int main(int argc, char **argv)
 		tfs_print_err(PROG, &err);
 		goto undo;
 	}
-	if (!quiet) {
-		for (unsigned i = 0; i < nr; i++)
-			print_summary(&targets[i], &hs[i]);
-		struct printbuf out = PRINTBUF;
-
-		prt_str(&out, "tinyfs uuid ");
-		prt_uuid(&out, hs[0].sb->user_uuid);
-		prt_printf(&out, ", label \"%s\", block size ", opts.label ?: "");
-		prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
-		prt_newline(&out);
-		fputs(printbuf_str(&out), stdout);
-		printbuf_exit(&out);
-	}
-	status = TFS_EXIT_OK;
+	status = !quiet && print_summary(targets, hs, nr, opts.label) ? TFS_EXIT_FAILURE
+								      : TFS_EXIT_OK;
 	goto out;
 undo:
 	for (unsigned i = 0; i < nr; i++) {

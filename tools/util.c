@@ -34,6 +34,19 @@ void tfs_print_err(const char *prog, const struct printbuf *err)
 		fprintf(stderr, "%s: (out of memory: the message above is cut short)\n", prog);
 }
 
+int tfs_print_out(const char *prog, const struct printbuf *out)
+{
+	if (out->allocation_failure) {
+		fprintf(stderr, "%s: out of memory building the output\n", prog);
+		return -ENOMEM;
+	}
+	if (fputs(printbuf_str(out), stdout) == EOF || fflush(stdout)) {
+		fprintf(stderr, "%s: writing the output failed: %s\n", prog, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
 int tfs_parse_uint(const char *s, u64 min, u64 max, u64 *ret)
 {
 	char *end;

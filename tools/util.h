@@ -38,6 +38,13 @@ struct printbuf;
  */
 void tfs_print_err(const char *prog, const struct printbuf *err);
 
+/*
+ * Writes out's text to stdout, whole or not at all: when building it ran out
+ * of memory nothing is written and "out of memory" is said instead.  Returns
+ * 0, -ENOMEM, or -EIO when writing failed (said too).
+ */
+int tfs_print_out(const char *prog, const struct printbuf *out);
+
 /* Prints "PROG VERSION (format version N)" on stdout: --version. */
 void tfs_print_version(const char *prog);
 

@@ -26,5 +26,37 @@ grep -v "^tinyfs: fault:" err | grep -qv "^tinyfs show-super: " && fail "an erro
 run 1 "$tinyfs" list-journal --fault 'dev * read tag=journal nth=2 fail=EIO' a.img
 hasnt err "(journal_read)"
 
+# 2. An allocation failing while the output is built: either the whole
+#    output and exit 0, or no partial line, exit 1 and "out of memory".
+#    Every printbuf allocation of a run is made to fail in turn.
+export SOURCE_DATE_EPOCH=1700000000
+uuid=0f4e6c2a-1b3d-4e5f-8a9b-0c1d2e3f4a5b
+run 0 "$mkfs" --size 8M -L oom -U $uuid ref.img && cp out mkfs.ref
+run 0 "$tinyfs" show-super -f all -l ref.img && cp out show.ref
+for tool in mkfs show; do
+	for n in $(seq 1 200); do
+		rm -f o.img
+		if [ $tool = mkfs ]; then
+			"$mkfs" --fault "point alloc:printbuf nth=$n" --size 8M -L oom -U $uuid o.img \
+				>out 2>err
+		else
+			"$tinyfs" show-super --fault "point alloc:printbuf nth=$n" -f all -l ref.img \
+				>out 2>err
+		fi
+		st=$?
+		grep -q "fault point alloc:printbuf fired" err || break
+		if [ $st = 0 ]; then
+			cmp -s out $tool.ref || fail "$tool, allocation $n failing: exit 0 with other output"
+		else
+			[ $tool = show ] && [ -s out ] && fail "show-super, allocation $n failing: partial output"
+			{ ! cmp -s out <(head -c "$(stat -c %s out)" $tool.ref) || [ -n "$(tail -c1 out)" ]; } &&
+				fail "$tool, allocation $n failing: a cut line"
+			has err "out of memory"
+		fi
+	done
+	[ "$n" -gt 1 ] || fail "$tool: no allocation was made to fail"
+done
+unset SOURCE_DATE_EPOCH
+
 [ "$fails" = 0 ] && echo "all show-super checks passed"
 exit $((fails > 0))
