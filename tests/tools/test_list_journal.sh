@@ -44,7 +44,15 @@ run 0 "$mkfs" -q --size 32M --metadata-replicas 2 m0.img m1.img
 run 0 "$fill" 4 0 m0.img m1.img
 run 0 "$tinyfs" list-journal m0.img m1.img && has out "dev 1:" && has out "on dev 0,1: seq 1"
 run 1 "$tinyfs" list-journal m0.img m0.img && has err "both member 0"
-run 0 "$tinyfs" list-journal m1.img && has out "on dev 1: seq 1"
+# Only some members: what they hold is printed, the missing ones are named
+# (the superblock knows them), exit 1.
+run 1 "$tinyfs" list-journal m1.img && has out "on dev 1: seq 1" &&
+	has err "member 0 (uuid " && has err "not given: the journal shown may be incomplete"
+hasnt err "member 1 ("
+run 0 "$mkfs" -q --size 32M --metadata-replicas 2 --dev-label x n0.img n1.img --dev-label y n2.img
+run 1 "$tinyfs" list-journal n1.img && has err "members 0 (uuid " && has err "label \"x\")" &&
+	has err "2 (uuid " && has err "label \"y\")"
+run 1 "$tinyfs" list-journal n0.img n2.img && has err "member 1 (uuid " && hasnt err "member 0"
 
 # 6. A corrupt entry: reported with device, bucket and offset; exit 1.
 run 0 "$mkfs" -q --size 32M c.img
