@@ -4,7 +4,9 @@
  *
  * Order matters for "a failed mkfs leaves an existing image untouched":
  * parse everything; open every target (block devices with O_EXCL, so a
- * mounted one is refused; missing image files are created) and keep the fds
+ * mounted one is refused; a target in use -- mounted, or an image behind a
+ * loop device that is -- is refused even with --force, see in_use.h;
+ * missing image files are created) and keep the fds
  * to the end; probe every target (refusing existing signatures without
  * --force); plan every superblock in memory; extend image files and open
  * the bdevs.  Only when all of that succeeded are signatures wiped (through
@@ -31,6 +33,7 @@
 #include "lib/string.h"
 #include "super/format.h"
 #include "super/super.h"
+#include "tools/in_use.h"
 #include "tools/util.h"
 
 #define PROG "mkfs.tinyfs"
@@ -200,6 +203,23 @@ out:
 }
 
 /*
+ * A target the system uses (tools/in_use.h) is refused whatever --force
+ * says: writing it would destroy a live filesystem.  True when refused.
+ */
+static bool refuse_in_use(const char *path, const struct stat *st)
+{
+	struct printbuf why = PRINTBUF;
+	bool ret = tfs_target_in_use(path, st, &why);
+
+	if (ret)
+		fprintf(stderr,
+			PROG ": %s %s; will not make a filesystem here, not even with --force\n",
+			path, printbuf_str(&why));
+	printbuf_exit(&why);
+	return ret;
+}
+
+/*
  * Opens the target read-write and keeps the fd to the end: O_EXCL, so a
  * block device that is mounted or in use fails here with EBUSY (and nobody
  * can mount it while mkfs runs); a missing image file is created (with
@@ -219,18 +239,26 @@ static int open_target(struct target *t)
 		t->created = t->fd >= 0;
 	}
 	if (t->fd < 0) {
-		if (errno == EBUSY)
+		int e = errno;
+		struct stat st;
+
+		if (e == EBUSY && !stat(t->path, &st) && refuse_in_use(t->path, &st))
+			return TFS_EXIT_FAILURE;
+		if (e == EBUSY)
 			fprintf(stderr,
 				PROG ": %s: device is busy (mounted or in use); not touched\n",
 				t->path);
 		else
-			fprintf(stderr, PROG ": %s: cannot open: %s\n", t->path, strerror(errno));
+			fprintf(stderr, PROG ": %s: cannot open: %s\n", t->path, strerror(e));
 		return TFS_EXIT_FAILURE;
 	}
 	if (fstat(t->fd, &t->st)) {
 		fprintf(stderr, PROG ": %s: %s\n", t->path, strerror(errno));
 		return TFS_EXIT_FAILURE;
 	}
+	/* Before anything is probed or planned: this one is never --force'd. */
+	if (!t->created && refuse_in_use(t->path, &t->st))
+		return TFS_EXIT_FAILURE;
 	if (!S_ISREG(t->st.st_mode) && !S_ISBLK(t->st.st_mode)) {
 		fprintf(stderr, PROG ": %s: not a regular file or a block device\n", t->path);
 		return TFS_EXIT_FAILURE;
