@@ -398,6 +398,90 @@ static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies,
 	return best;
 }
 
+/*
+ * The first field where layouts a and b differ, as "FIELD A differs from
+ * B".  Both passed tfs_sb_layout_validate(): pads are zero, so some named
+ * field differs whenever the bytes do.
+ */
+static void layout_diff(struct printbuf *out, const struct tfs_sb_layout *a,
+			const struct tfs_sb_layout *b)
+{
+	if (a->version != b->version)
+		prt_printf(out, "version %u differs from %u", a->version, b->version);
+	else if (a->nr_superblocks != b->nr_superblocks)
+		prt_printf(out, "nr_superblocks %u differs from %u", a->nr_superblocks,
+			   b->nr_superblocks);
+	else if (a->sb_max_size != b->sb_max_size)
+		prt_printf(out, "sb_max_size %u differs from %u", le32_to_cpu(a->sb_max_size),
+			   le32_to_cpu(b->sb_max_size));
+	else
+		for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++)
+			if (a->sb_offset[i] != b->sb_offset[i]) {
+				prt_printf(out, "sb_offset[%u] %llu differs from %llu", i,
+					   (unsigned long long)le64_to_cpu(a->sb_offset[i]),
+					   (unsigned long long)le64_to_cpu(b->sb_offset[i]));
+				return;
+			}
+}
+
+/* Reads and validates every copy l lists; -ENOMEM or 0 (codes[] say the rest). */
+static int read_copies(struct tfs_bdev *bdev, const struct tfs_sb_layout *l, struct tfs_sb **copies,
+		       int *codes, struct printbuf *why)
+{
+	for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++) {
+		free(copies[i]);
+		copies[i] = NULL;
+		codes[i] = 0;
+		printbuf_exit(&why[i]);
+		why[i] = PRINTBUF;
+	}
+	for (unsigned i = 0; i < l->nr_superblocks; i++) {
+		codes[i] = read_copy(bdev, le64_to_cpu(l->sb_offset[i]),
+				     le32_to_cpu(l->sb_max_size), &copies[i], &why[i]);
+		if (codes[i] == -ENOMEM)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * When no valid copy carries the sector's layout but every valid copy
+ * carries the same other one, the copies are right and the sector stale
+ * (it is written only by mkfs, the copies on every write): returns the index
+ * of a copy with that layout and says in why what differs.  Else -1.
+ */
+static int copies_overrule(const struct tfs_sb_layout *sector, struct tfs_sb **copies,
+			   const int *codes, unsigned nr, struct printbuf *why)
+{
+	int first = -1;
+	unsigned nr_valid = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		if (codes[i])
+			continue;
+		if (!memcmp(&copies[i]->layout, sector, sizeof(*sector)))
+			return -1;
+		if (first >= 0 &&
+		    memcmp(&copies[i]->layout, &copies[first]->layout, sizeof(*sector)))
+			return -1;
+		if (first < 0)
+			first = (int)i;
+		nr_valid++;
+	}
+	if (first < 0)
+		return -1;
+	layout_diff(why, sector, &copies[first]->layout);
+	prt_printf(why, " in the superblock cop%s at", nr_valid > 1 ? "ies" : "y");
+	for (unsigned i = 0, k = 0; i < nr; i++)
+		if (!codes[i])
+			prt_printf(why, "%s%llu",
+				   !k++		   ? " "
+				   : k == nr_valid ? " and "
+						   : ", ",
+				   (unsigned long long)le64_to_cpu(sector->sb_offset[i]));
+	return first;
+}
+
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err)
 {
 	struct printbuf why[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
@@ -408,7 +492,13 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	unsigned lbs = bdev_lbs(bdev);
 	void *blk0 = NULL;
 	int best = -1, ret = 0;
-	bool layout_bad = false;
+	/* Where the layout in use comes from. */
+	enum {
+		FROM_SECTOR,
+		FROM_DEFAULT,
+		FROM_COPY,
+		FROM_COPIES
+	} from = FROM_SECTOR;
 	u64 adopted_from = 0;
 
 	memset(h, 0, sizeof(*h));
@@ -435,60 +525,66 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 		 * Fall back to the default layout; the first valid copy's
 		 * embedded layout then tells us where the copies really are.
 		 */
-		layout_bad = true;
+		from = FROM_DEFAULT;
 		tfs_sb_layout_init_default(&layout);
 	}
 
-	for (unsigned i = 0; i < layout.nr_superblocks; i++) {
-		why[i] = PRINTBUF;
-		codes[i] = read_copy(bdev, le64_to_cpu(layout.sb_offset[i]),
-				     le32_to_cpu(layout.sb_max_size), &copies[i], &why[i]);
-		if (codes[i] == -ENOMEM) {
-			ret = -ENOMEM;
-			goto out;
+	ret = read_copies(bdev, &layout, copies, codes, why);
+	if (ret)
+		goto out;
+	if (from == FROM_DEFAULT) {
+		for (unsigned i = 0; i < layout.nr_superblocks; i++)
+			if (!codes[i]) {
+				/* Adopt this copy's layout (validated with it). */
+				adopted_from = le64_to_cpu(layout.sb_offset[i]);
+				layout = copies[i]->layout;
+				from = FROM_COPY;
+				break;
+			}
+	} else {
+		int c = copies_overrule(&layout, copies, codes, layout.nr_superblocks, &layout_why);
+
+		if (c >= 0) {
+			layout = copies[c]->layout;
+			from = FROM_COPIES;
 		}
-		/*
-		 * Every copy must carry the layout sector's layout: a copy
-		 * that lists fewer copies would, once used, stop the others
-		 * from ever being written again.
-		 */
-		if (!codes[i] && !layout_bad &&
-		    memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
-			prt_printf(
-				&why[i],
-				"its layout (%u copies) differs from the layout at %u (%u copies)",
-				copies[i]->layout.nr_superblocks, TFS_SB_LAYOUT_OFFSET,
-				layout.nr_superblocks);
+	}
+	/* Read again every copy the adopted layout lists, at its sb_max_size. */
+	if (from == FROM_COPY || from == FROM_COPIES) {
+		ret = read_copies(bdev, &layout, copies, codes, why);
+		if (ret)
+			goto out;
+	}
+
+	/*
+	 * Every copy must carry the layout in use: a copy that lists fewer
+	 * copies would, once used, stop the others from ever being written
+	 * again.
+	 */
+	for (unsigned i = 0; i < layout.nr_superblocks; i++)
+		if (!codes[i] && memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
+			if (from == FROM_SECTOR)
+				prt_printf(&why[i], "its layout disagrees with the layout at %u: ",
+					   TFS_SB_LAYOUT_OFFSET);
+			else
+				prt_str(&why[i], "its layout disagrees with the one in use: ");
+			layout_diff(&why[i], &copies[i]->layout, &layout);
 			codes[i] = -TFS_ERR_invalid_sb_layout;
 			free(copies[i]);
 			copies[i] = NULL;
 		}
-		if (!codes[i] && layout_bad) {
-			/*
-			 * Adopt this copy's layout (validated with it) and read
-			 * every copy it lists again, at its sb_max_size.
-			 */
-			adopted_from = le64_to_cpu(layout.sb_offset[i]);
-			layout = copies[i]->layout;
-			layout_bad = false;
-			for (unsigned k = 0; k < TFS_SB_LAYOUT_MAX_COPIES; k++) {
-				free(copies[k]);
-				copies[k] = NULL;
-				codes[k] = 0;
-				printbuf_exit(&why[k]);
-			}
-			i = -1U;
-			continue;
-		}
-	}
 
 	best = pick_copy(&layout, copies, codes, why);
 
-	if (layout_why.pos && best >= 0)
+	if (best >= 0 && from == FROM_COPY)
 		fprintf(stderr,
 			"warning: %s: layout at %u: %s; using the copy in the superblock at %llu\n",
 			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why),
 			(unsigned long long)adopted_from);
+	if (best >= 0 && from == FROM_COPIES)
+		fprintf(stderr,
+			"warning: %s: layout at %u: %s; using the layout of the superblock copies\n",
+			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));
 
 	if (best < 0) {
 		if (layout_why.pos)

@@ -16,9 +16,13 @@
  *    TFS_BIO_QUIET: a failure is reported once, here, naming the copy.
  *  - Reading tries every copy the layout lists; the valid copy with the
  *    highest seq wins.  A copy whose embedded layout is not byte for byte
- *    the (valid) layout sector's is bad, so the layout a handle holds, and
- *    hence the set of copies every write updates, is always the sector's.
- *    A bad copy is never fatal while another is valid: a warning naming
+ *    the layout in use is bad, so the layout a handle holds, and hence the
+ *    set of copies every write updates, is the one every copy used agrees
+ *    on.  The layout in use is the (valid) layout sector's, unless no
+ *    valid copy carries it and all valid copies carry the same other one:
+ *    the sector, written only by mkfs, is then the stale one, and the
+ *    copies' layout is used (a warning names the field that differs).  A
+ *    bad copy is never fatal while another is valid: a warning naming
  *    the bad copy and the one used goes to stderr.
  *  - Seq only orders copies of one filesystem: a stale copy left on the
  *    device by an older filesystem may have any seq.  The copies of the
@@ -63,8 +67,9 @@ int tfs_sb_field_type_parse(const char *name);
  * Reads the superblock of bdev into h (which the caller zeroed or
  * tfs_sb_exit()ed): the layout sector (or, if it is bad, the default layout
  * -- the primary and the standard backup -- and then the embedded layout of
- * the first valid copy found there), then every copy it lists; keeps the
- * valid one with the highest seq.  h->bdev is set but not owned.  When no
+ * the first valid copy found there; or, if the copies agree on another, the
+ * copies' layout), then every copy it lists; keeps the valid one with the
+ * highest seq.  h->bdev is set but not owned.  When no
  * copy is valid, returns the primary's code and err lists the layout
  * sector's problem, if any, and every copy with its reason.
  */

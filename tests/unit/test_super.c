@@ -405,6 +405,69 @@ static void read_dev_stderr(struct fixture *f, unsigned i, struct tfs_sb_handle 
 }
 
 /*
+ * The layout sector, still valid, disagrees with the superblock copies,
+ * which agree with each other (a stale or hand-edited sector): the copies
+ * win, the warning names the field that differs, and every copy they list
+ * is read.
+ */
+static void layout_sector_differs(struct fixture *f, void (*edit)(struct tfs_sb_layout *l),
+				  const char *field)
+{
+	struct tfs_sb_handle h;
+	struct tfs_sb_layout l;
+	struct printbuf want = PRINTBUF;
+	char *warn;
+
+	format(f, 1);
+	l = f->hs[0].sb->layout;
+	edit(&l);
+	l.csum = cpu_to_le32(tfs_sb_layout_csum(&l));
+	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, &l, sizeof(l));
+	read_dev_stderr(f, 0, &h, &warn);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	assert_int_equal(h.copies_bad, 0);
+	assert_memory_equal(&h.sb->layout, &f->hs[0].sb->layout, sizeof(l));
+	prt_printf(&want,
+		   "warning: %s: layout at 3584: %s; using the layout of the superblock copies\n",
+		   f->path[0], field);
+	assert_string_equal(warn, printbuf_str(&want));
+	free(warn);
+	tfs_sb_exit(&h);
+	printbuf_exit(&want);
+}
+
+static void edit_nr(struct tfs_sb_layout *l)
+{
+	l->nr_superblocks = 1;
+	l->sb_offset[1] = 0;
+}
+
+static void edit_max(struct tfs_sb_layout *l)
+{
+	l->sb_max_size = cpu_to_le32(16384);
+}
+
+static void edit_backup(struct tfs_sb_layout *l)
+{
+	l->sb_offset[1] = cpu_to_le64(69632);
+}
+
+static void test_layout_sector_differs(void **state)
+{
+	/* Only the primary is listed: the one copy read says two. */
+	layout_sector_differs(*state, edit_nr,
+			      "nr_superblocks 1 differs from 2 in the superblock copy at 4096");
+	/* Both copies read, both valid, both say 32 KiB. */
+	layout_sector_differs(
+		*state, edit_max,
+		"sb_max_size 16384 differs from 32768 in the superblock copies at 4096 and 36864");
+	/* The backup is not where the sector says: the primary knows. */
+	layout_sector_differs(
+		*state, edit_backup,
+		"sb_offset[1] 69632 differs from 36864 in the superblock copy at 4096");
+}
+
+/*
  * A stale backup of another filesystem (another mkfs on the device, a
  * higher seq, a valid checksum) is ignored with a warning naming both
  * offsets; the current filesystem's primary is used, and the next write
@@ -791,6 +854,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_sector_differs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_user_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_primary_bad, setup, teardown),
