@@ -112,7 +112,9 @@ struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field
 {
 	struct tfs_sb_field *end = sb_fields_end(sb);
 
-	for (struct tfs_sb_field *f = (struct tfs_sb_field *)sb->_data; f < end && f->u64s;
+	/* Never past the fields, even in a copy shown although invalid. */
+	for (struct tfs_sb_field *f = (struct tfs_sb_field *)sb->_data;
+	     f < end && f->u64s && le32_to_cpu(f->u64s) <= (u64)((__le64 *)end - (__le64 *)f);
 	     f = sb_field_next(f))
 		if (le32_to_cpu(f->type) == type)
 			return f;
@@ -122,11 +124,13 @@ struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field
 struct tfs_member *tfs_sb_member(const struct tfs_sb *sb, unsigned idx)
 {
 	struct tfs_sb_field_members *mf = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_members);
+	size_t mb = mf ? le16_to_cpu(mf->member_bytes) : 0;
 
-	if (!mf || idx >= sb->nr_devices)
+	/* Within the field too: a shown invalid copy may say anything. */
+	if (!mf || idx >= sb->nr_devices || mb < sizeof(struct tfs_member) || mb % 8 ||
+	    le32_to_cpu(mf->field.u64s) * 8ULL < sizeof(*mf) + (idx + 1) * mb)
 		return NULL;
-	return (struct tfs_member *)((u8 *)mf->members +
-				     (size_t)idx * le16_to_cpu(mf->member_bytes));
+	return (struct tfs_member *)((u8 *)mf->members + (size_t)idx * mb);
 }
 
 u32 tfs_sb_bucket_size(const struct tfs_sb *sb)
@@ -232,6 +236,8 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h)
 
 void tfs_sb_exit(struct tfs_sb_handle *h)
 {
+	for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++)
+		free(h->copies[i].why);
 	free(h->sb);
 	if (h->owns_bdev && h->bdev)
 		tfs_bdev_close(h->bdev);
@@ -396,6 +402,21 @@ static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies,
 		    (best < 0 || le64_to_cpu(copies[i]->seq) > le64_to_cpu(copies[best]->seq)))
 			best = (int)i;
 	return best;
+}
+
+/* Every copy's state into h (for show-super -l), whatever the outcome. */
+static void record_copies(struct tfs_sb_handle *h, const struct tfs_sb_layout *l,
+			  struct tfs_sb **copies, const int *codes, struct printbuf *why)
+{
+	h->nr_copies = min_t(unsigned, l->nr_superblocks, TFS_SB_LAYOUT_MAX_COPIES);
+	for (unsigned i = 0; i < h->nr_copies; i++) {
+		struct tfs_sb_copy_status *c = &h->copies[i];
+
+		c->offset = le64_to_cpu(l->sb_offset[i]);
+		c->code = codes[i];
+		c->seq = codes[i] ? 0 : le64_to_cpu(copies[i]->seq);
+		c->why = codes[i] ? strdup(printbuf_str(&why[i])) : NULL;
+	}
 }
 
 /*
@@ -575,6 +596,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 		}
 
 	best = pick_copy(&layout, copies, codes, why);
+	record_copies(h, &layout, copies, codes, why);
 
 	if (best >= 0 && from == FROM_COPY)
 		fprintf(stderr,
@@ -647,13 +669,93 @@ int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 	if (ret)
 		return ret;
 	ret = tfs_sb_read(bdev, h, err);
-	if (ret) {
-		tfs_bdev_close(bdev);
-		memset(h, 0, sizeof(*h));
-		return ret;
-	}
 	h->owns_bdev = true;
-	return 0;
+	if (ret)
+		tfs_sb_exit(h);
+	return ret;
+}
+
+/*
+ * A copy shown although it failed validation: its fields must stay inside
+ * the buffer, so u64s is cut to what fits (and err says so).
+ */
+static void clamp_for_display(struct tfs_sb *sb, u32 max_size, struct printbuf *err)
+{
+	u32 fit = (u32)((max_size - sizeof(*sb)) / 8);
+
+	if (le32_to_cpu(sb->u64s) > fit) {
+		prt_printf(err, " (u64s %u runs past the copy's %u bytes: fields shown up to them)",
+			   le32_to_cpu(sb->u64s), max_size);
+		sb->u64s = cpu_to_le32(fit);
+	}
+}
+
+int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs_sb_handle *h,
+		     struct printbuf *err)
+{
+	struct tfs_sb_layout l;
+	void *blk0 = NULL, *buf = NULL;
+	u64 off;
+	u32 max;
+	size_t len;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	h->bdev = bdev;
+	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
+		prt_printf(err, "%s: device is ", bdev->path);
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ", too small to hold a superblock");
+		return -TFS_ERR_device_too_small;
+	}
+	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, bdev_lbs(bdev)), &blk0);
+	if (ret) {
+		prt_printf(err, "%s: reading the layout sector failed: %s", bdev->path,
+			   tfs_err_str(ret));
+		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
+	}
+	memcpy(&l, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(l));
+	free(blk0);
+	PRINTBUF_ONSTACK(ignored, 256);
+
+	/* A bad sector: the standard places, as tfs_sb_read() starts from. */
+	if (tfs_sb_layout_validate(&l, &ignored))
+		tfs_sb_layout_init_default(&l);
+	if (idx >= l.nr_superblocks) {
+		prt_printf(err, "%s: copy %u: the layout lists %u copies", bdev->path, idx,
+			   l.nr_superblocks);
+		if (l.nr_superblocks > 1)
+			prt_printf(err, " (0 %s %u)", l.nr_superblocks == 2 ? "and" : "to",
+				   l.nr_superblocks - 1);
+		return -TFS_ERR_invalid_argument;
+	}
+	off = le64_to_cpu(l.sb_offset[idx]);
+	max = le32_to_cpu(l.sb_max_size);
+	prt_printf(err, "%s: superblock at %llu: ", bdev->path, (unsigned long long)off);
+	ret = read_copy(bdev, off, max, &h->sb, err);
+	if (ret && force && tfs_err_matches(ret, TFS_ERR_invalid_sb) &&
+	    bdev->size - off >= sizeof(struct tfs_sb)) {
+		/* Read it again, without validation, to be shown anyway. */
+		len = round_down(min_t(u64, max, bdev->size - off), bdev_lbs(bdev));
+		if (len < sizeof(struct tfs_sb))
+			len = round_up(sizeof(struct tfs_sb), bdev_lbs(bdev));
+		h->sb = calloc(1, max_t(size_t, max, len));
+		if (!h->sb || read_range(bdev, off, len, &buf)) {
+			free(h->sb);
+			h->sb = NULL;
+		} else {
+			memcpy(h->sb, buf, min_t(size_t, len, max));
+			clamp_for_display(h->sb, max, err);
+		}
+		free(buf);
+	}
+	if (h->sb) {
+		h->sb_bytes = max;
+		h->read_offset = off;
+	}
+	if (!ret)
+		printbuf_reset(err);
+	return ret;
 }
 
 /* --- writing --- */

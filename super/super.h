@@ -69,9 +69,11 @@ int tfs_sb_field_type_parse(const char *name);
  * -- the primary and the standard backup -- and then the embedded layout of
  * the first valid copy found there; or, if the copies agree on another, the
  * copies' layout), then every copy it lists; keeps the valid one with the
- * highest seq.  h->bdev is set but not owned.  When no
- * copy is valid, returns the primary's code and err lists the layout
- * sector's problem, if any, and every copy with its reason.
+ * highest seq.  h->bdev is set but not owned.  When no copy is valid,
+ * returns the primary's code and err lists the layout sector's problem, if
+ * any, and every copy with its reason.  Either way h->copies[] says what
+ * each copy of the layout in use was (valid with its seq, or the reason),
+ * so tfs_sb_exit() h in every case.
  */
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
 
@@ -83,7 +85,23 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 		struct printbuf *err);
 
-/* Frees h's memory and closes its bdev if owned; h is zeroed. Safe twice. */
+/*
+ * Reads copy idx (0: the primary) of the layout the layout sector gives (the
+ * default layout when the sector is bad) into h, which owns nothing: for
+ * tools that show one copy.  Returns 0, or the copy's code with err saying
+ * "PATH: superblock at OFF: why"; -TFS_ERR_invalid_argument when the layout
+ * has no copy idx.  With force, a copy that was read but failed validation
+ * is still put in h->sb (u64s cut to what fits in the copy, said in err),
+ * so it can be shown after the reason; only the to_text functions may be
+ * given it: they stay inside the fields whatever they say.
+ */
+int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs_sb_handle *h,
+		     struct printbuf *err);
+
+/*
+ * Frees h's memory (the superblock, the copies' reasons) and closes its
+ * bdev if owned; h is zeroed. Safe twice.
+ */
 void tfs_sb_exit(struct tfs_sb_handle *h);
 
 /* --- validation --- */
@@ -224,16 +242,32 @@ int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err);
 
 /* --- text --- */
 
+/* The column every "Name:" line's value starts at in tfs_sb_to_text(). */
+#define TFS_SB_TEXT_VALUE_COLUMN 26
+
 /* Options for tfs_sb_to_text(): which fields; all by default. */
 struct tfs_sb_to_text_opts {
-	unsigned fields; /* bitmask of 1 << enum tfs_sb_field_type; 0: all */
-	bool layout;	 /* also print the layout */
+	unsigned fields;    /* bitmask of 1 << enum tfs_sb_field_type; 0: all */
+	bool layout;	    /* also print the layout */
+	const char *device; /* printed first when set */
+	/*
+	 * With layout: each copy's state (from tfs_sb_read(), matched by
+	 * offset), and the offset of the copy shown ("in use" when valid,
+	 * "shown" when it is not).
+	 */
+	const struct tfs_sb_copy_status *copies;
+	unsigned nr_copies;
+	u64 shown_offset;
 };
 
 /*
  * The superblock as aligned "name<tab>value" lines with human units: the
- * fixed part, the layout when asked, then each selected field through its
- * own to_text.
+ * fixed part (with the fields present), the layout when asked, then each
+ * selected field through its own to_text.  Every value starts in one
+ * column (TFS_SB_TEXT_VALUE_COLUMN) whatever the nesting: nested to_texts
+ * set their tabstops from the indent they are called at.  Safe on a copy
+ * that failed validation (tfs_sb_read_copy() with force): nothing past the
+ * fields is read.
  */
 void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 		    const struct tfs_sb_to_text_opts *opts);

@@ -7,7 +7,7 @@ uuid=0f4e6c2a-1b3d-4e5f-8a9b-0c1d2e3f4a5b
 
 # 1. mkfs then show-super.
 run 0 "$mkfs" --size 64M -L demo a.img && has out "a.img: member 0 of 1, 64.0 MiB"
-run 0 "$tinyfs" show-super a.img && has out "Label:                  demo" && has out "Members (1):"
+run 0 "$tinyfs" show-super a.img && has out "Label:                    demo" && has out "Members (1):"
 run 0 "$tinyfs" show-super -f all -l a.img && has out "Journal:" && has out "Copy 1:"
 
 # 2. --json is valid JSON with the right values.

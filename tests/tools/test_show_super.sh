@@ -58,5 +58,51 @@ for tool in mkfs show; do
 done
 unset SOURCE_DATE_EPOCH
 
+# 3. What show-super shows: the device, magic, features, the fields present;
+#    with -l each copy's state; every value in one column, however nested.
+run 0 "$tinyfs" show-super a.img
+has out "Device:" && grep -q "^Device: *a.img$" out || fail "no Device: a.img line"
+grep -q "^Magic: *0x3142535346594e54$" out || fail "no Magic line"
+grep -q "^Features: *none$" out || fail "no Features line"
+grep -q "^Fields: *members (.* u64s), journal (.* u64s)$" out || fail "no Fields line"
+run 0 "$tinyfs" show-super -f all -l a.img
+grep -q "^  Copy 0: .*at 4096 (4.0 KiB), primary: valid, seq 1, in use$" out || fail "copy 0 state"
+grep -q "^  Copy 1: .*at 36864 (36.0 KiB): valid, seq 1$" out || fail "copy 1 state"
+cols=$(grep -E '^ *[A-Z][A-Za-z0-9 ]*: +[^ ]' out | awk '{ match($0, /: +/); print RSTART + RLENGTH }' | sort -u)
+[ "$(echo "$cols" | wc -l)" = 1 ] || { fail "values in several columns: $(echo $cols)"; cat out; }
+run 0 "$tinyfs" show-super --json -f all -l a.img
+python3 - out <<'PY' || fail "show-super --json lacks device, magic, features, fields or copies"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["device"] == "a.img" and d["magic"] == "0x3142535346594e54" and d["features"] == 0
+assert [f["type"] for f in d["fields"]] == ["members", "journal"]
+c = d["layout"]["copies"]
+assert c[0] == {"offset": 4096, "valid": True, "seq": 1, "in_use": True}, c
+assert c[1]["valid"] and c[1]["seq"] == 1 and not c[1]["in_use"], c
+PY
+
+# 4. A bad copy: its state with -l; --copy N (--backup) shows one copy; with
+#    --force a copy that fails validation is shown after the reason (exit 1).
+cp a.img b.img
+printf '\xff' | dd of=b.img bs=1 seek=$((4096 + 70)) conv=notrunc status=none
+run 0 "$tinyfs" show-super -l b.img
+grep -q "^  Copy 0: .*primary: bad: checksum 0x.*, computed 0x" out || fail "copy 0 bad state"
+grep -q "^  Copy 1: .*: valid, seq 1, in use$" out || fail "copy 1 in use"
+run 0 "$tinyfs" show-super --backup b.img && grep -q "^Label: *demo$" out || fail "--backup"
+run 0 "$tinyfs" show-super --copy 1 b.img && grep -q "^Label: *demo$" out || fail "--copy 1"
+run 1 "$tinyfs" show-super --copy 0 b.img && has err "superblock at 4096: checksum" && [ ! -s out ] ||
+	fail "--copy 0 of a bad copy printed something"
+run 1 "$tinyfs" show-super --copy 0 --force b.img && has err "superblock at 4096: checksum" &&
+	grep -q "^Label: *demo$" out || fail "--copy 0 --force"
+run 1 "$tinyfs" show-super --copy 2 b.img && has err "copy 2: the layout lists 2 copies (0 and 1)"
+run 2 "$tinyfs" show-super --copy x b.img
+# No valid copy: refused; --force shows the primary anyway, after the reasons.
+printf '\xff' | dd of=b.img bs=1 seek=$((36864 + 70)) conv=notrunc status=none
+run 1 "$tinyfs" show-super b.img && [ ! -s out ] || fail "no valid copy: output"
+run 1 "$tinyfs" show-super -F -f all -l b.img && has err "superblock at 4096: checksum" &&
+	has err "superblock at 36864: checksum" && has out "Members (1):" &&
+	grep -q "^Label: *demo$" out || fail "-F with no valid copy"
+grep -q "^  Copy 0: .*primary: bad: checksum.*shown$" out || fail "-F: the copy shown"
+
 [ "$fails" = 0 ] && echo "all show-super checks passed"
 exit $((fails > 0))

@@ -653,11 +653,12 @@ static void test_to_text(void **state)
 	format(f, 2);
 	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
 	assert_false(out.allocation_failure);
-	assert_non_null(strstr(printbuf_str(&out), "Device index:           1\n"));
+	/* Every value in column 26, however deep its name is nested. */
+	assert_non_null(strstr(printbuf_str(&out), "\nDevice index:             1\n"));
 	assert_non_null(
-		strstr(printbuf_str(&out), "Copy 1:                 at 36864 (36.0 KiB)\n"));
-	assert_non_null(strstr(printbuf_str(&out), "    Label:                  second\n"));
-	assert_non_null(strstr(printbuf_str(&out), "  Size:                   8.0 MiB\n"));
+		strstr(printbuf_str(&out), "\n  Copy 1:                 at 36864 (36.0 KiB)\n"));
+	assert_non_null(strstr(printbuf_str(&out), "\n    Label:                second\n"));
+	assert_non_null(strstr(printbuf_str(&out), "\n    Size:                 8.0 MiB\n"));
 	printbuf_reset(&out);
 	opts.fields = 1U << TFS_SB_FIELD_journal;
 	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
@@ -740,6 +741,60 @@ static void test_to_text_times(void **state)
 	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)),
 			    "2023-11-14 22:13:20 UTC (1700000000)");
 	printbuf_exit(&out);
+}
+
+/*
+ * show-super --force shows a copy that failed validation: whatever its bytes
+ * say (u64s, nr_devices, member_bytes, field sizes, entries), to_text and
+ * to_json stay inside the copy (ASan checks the reads) and end.  Each round
+ * corrupts a few bytes of the primary, header fields included, at random
+ * (seeded: the round number reproduces it).
+ */
+static void test_forced_copy_any_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_to_text_opts opts = { .layout = true };
+	u8 *good = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	u64 rng = 0x9e3779b97f4a7c15ULL;
+	unsigned shown = 0;
+
+	format(f, 2);
+	peek(f->path[0], TFS_SB_OFFSET, good, TFS_SB_MAX_SIZE_DEFAULT);
+	/* The bytes most likely to send a reader astray, and any byte. */
+	static const unsigned hot[] = { 20, 21, 22, 101, 100, 688, 689, 692, 696, 697, 744, 756 };
+	size_t used = tfs_sb_bytes((struct tfs_sb *)good);
+
+	for (unsigned round = 0; round < 300; round++) {
+		u8 bad[4096];
+		struct tfs_sb_handle h;
+		struct tfs_bdev *bdev;
+		struct printbuf out = PRINTBUF, err = PRINTBUF;
+
+		memcpy(bad, good, sizeof(bad));
+		for (unsigned k = 0; k < 1 + round % 4; k++) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			size_t at = (rng >> 33) % 2 ? hot[(rng >> 40) % ARRAY_SIZE(hot)]
+						    : 8 + (rng >> 40) % (used - 8);
+			bad[at] = (u8)(rng >> 20);
+		}
+		poke(f->path[0], TFS_SB_OFFSET, bad, sizeof(bad));
+		assert_int_equal(tfs_bdev_open(f->path[0], TFS_BDEV_RDONLY, &bdev), 0);
+		tfs_sb_read_copy(bdev, 0, true, &h, &err);
+		if (h.sb) {
+			shown++;
+			opts.fields = 0;
+			tfs_sb_to_text(&out, h.sb, &opts);
+			tfs_sb_to_json(&out, h.sb, &opts);
+			assert_false(out.allocation_failure);
+		}
+		tfs_sb_exit(&h);
+		tfs_bdev_close(bdev);
+		printbuf_exit(&out);
+		printbuf_exit(&err);
+	}
+	/* A copy that fails validation is shown too: not only the lucky ones. */
+	assert_true(shown == 300);
+	free(good);
 }
 
 /*
@@ -863,6 +918,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text_times, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forced_copy_any_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_torn_primary_keeps_backup, setup,
