@@ -140,12 +140,46 @@ u32 tfs_sb_bucket_size(const struct tfs_sb *sb)
 	return m ? le32_to_cpu(m->bucket_size) : 0;
 }
 
-const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr)
+struct tfs_sb_field_journal *tfs_sb_journal(const struct tfs_sb *sb)
 {
-	struct tfs_sb_field_journal *j = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+	return (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+}
 
-	*nr = j ? le32_to_cpu(j->field.u64s) - 1 : 0;
-	return j ? j->buckets : NULL;
+unsigned tfs_sb_journal_nr_ranges(const struct tfs_sb_field_journal *j)
+{
+	return j ? (le32_to_cpu(j->field.u64s) - 1) / 2 : 0;
+}
+
+u64 tfs_sb_journal_nr_buckets(const struct tfs_sb *sb)
+{
+	const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
+	u64 nr = 0;
+
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++)
+		nr += le64_to_cpu(j->ranges[i].nr);
+	return nr;
+}
+
+int tfs_sb_journal_buckets(const struct tfs_sb *sb, u64 **buckets, unsigned *nr)
+{
+	const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
+	u64 total = tfs_sb_journal_nr_buckets(sb), k = 0;
+
+	*buckets = NULL;
+	*nr = 0;
+	if (!total)
+		return 0;
+	/* Validation bounds it by TFS_JOURNAL_MAX_BUCKETS: this is a guard. */
+	if (total > TFS_JOURNAL_MAX_BUCKETS)
+		return -TFS_ERR_invalid_sb_journal;
+	*buckets = malloc(total * sizeof(u64));
+	if (!*buckets)
+		return -ENOMEM;
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++)
+		for (u64 b = 0; b < le64_to_cpu(j->ranges[i].nr); b++)
+			(*buckets)[k++] = le64_to_cpu(j->ranges[i].start) + b;
+	*nr = (unsigned)total;
+	return 0;
 }
 
 struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb)
@@ -190,18 +224,38 @@ struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_fi
 	return f;
 }
 
+/* Runs of consecutive buckets in buckets[0..nr), each a range. */
+static unsigned bucket_runs(const u64 *buckets, unsigned nr, struct tfs_journal_bucket_range *r)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nr;) {
+		unsigned j = i;
+
+		while (j + 1 < nr && buckets[j + 1] == buckets[j] + 1)
+			j++;
+		if (r) {
+			r[n].start = cpu_to_le64(buckets[i]);
+			r[n].nr = cpu_to_le64(j - i + 1);
+		}
+		n++;
+		i = j + 1;
+	}
+	return n;
+}
+
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr)
 {
 	int ret;
 	struct tfs_sb_field_journal *j;
+	unsigned ranges = bucket_runs(buckets, nr, NULL);
 
-	/* nr + 1 must not wrap, nor the field outgrow the copy. */
-	if (nr >= h->sb_bytes / 8)
+	/* 1 + 2 * ranges must not wrap, nor the field outgrow the copy. */
+	if (ranges >= h->sb_bytes / 16)
 		return -TFS_ERR_invalid_sb_size;
-	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
-
-	for (unsigned i = 0; j && i < nr; i++)
-		j->buckets[i] = cpu_to_le64(buckets[i]);
+	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, ranges ? 1 + 2 * ranges : 0, &ret);
+	if (j)
+		bucket_runs(buckets, nr, j->ranges);
 	return ret;
 }
 
@@ -258,7 +312,7 @@ void tfs_sb_layout_init_default(struct tfs_sb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
-	l->version = 1;
+	l->version = TFS_SB_LAYOUT_VERSION;
 	l->nr_superblocks = 2;
 	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
 	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
@@ -354,11 +408,12 @@ static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb
 /*
  * Which valid copy to use, or -1.  Seq only orders copies of one
  * filesystem: a copy left by an older mkfs on the same device may carry any
- * seq.  The layout sector records no uuid, so the reference is the primary
- * when it is valid (mkfs of the current filesystem wrote it, and every
- * write rewrites it first), else the valid copy with the highest seq.  A
- * valid copy whose uuid or user_uuid differs from the reference's is turned
- * into a bad one (code and reason set, freed); the newest of the rest wins.
+ * seq.  Copies of another internal uuid were ruled out by the layout's uuid
+ * already (tfs_sb_read()); the user_uuid is in the copies only, so the
+ * reference for it is the primary when it is valid (every write rewrites
+ * it first), else the valid copy with the highest seq.  A valid copy whose
+ * uuid or user_uuid differs from the reference's is turned into a bad one
+ * (code and reason set, freed); the newest of the rest wins.
  */
 static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies, int *codes,
 		     struct printbuf *why)
@@ -435,7 +490,12 @@ static void layout_diff(struct printbuf *out, const struct tfs_sb_layout *a,
 	else if (a->sb_max_size != b->sb_max_size)
 		prt_printf(out, "sb_max_size %u differs from %u", le32_to_cpu(a->sb_max_size),
 			   le32_to_cpu(b->sb_max_size));
-	else
+	else if (memcmp(a->uuid, b->uuid, 16)) {
+		prt_str(out, "uuid ");
+		prt_uuid(out, a->uuid);
+		prt_str(out, " differs from ");
+		prt_uuid(out, b->uuid);
+	} else
 		for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++)
 			if (a->sb_offset[i] != b->sb_offset[i]) {
 				prt_printf(out, "sb_offset[%u] %llu differs from %llu", i,
@@ -469,7 +529,10 @@ static int read_copies(struct tfs_bdev *bdev, const struct tfs_sb_layout *l, str
  * When no valid copy carries the sector's layout but every valid copy
  * carries the same other one, the copies are right and the sector stale
  * (it is written only by mkfs, the copies on every write): returns the index
- * of a copy with that layout and says in why what differs.  Else -1.
+ * of a copy with that layout and says in why what differs.  Else -1.  A
+ * lone copy of another filesystem (uuid) never overrules the sector: it is
+ * what a stale backup left by an older mkfs looks like when our primary is
+ * unreadable.
  */
 static int copies_overrule(const struct tfs_sb_layout *sector, struct tfs_sb **copies,
 			   const int *codes, unsigned nr, struct printbuf *why)
@@ -489,7 +552,7 @@ static int copies_overrule(const struct tfs_sb_layout *sector, struct tfs_sb **c
 			first = (int)i;
 		nr_valid++;
 	}
-	if (first < 0)
+	if (first < 0 || (nr_valid < 2 && memcmp(copies[first]->layout.uuid, sector->uuid, 16)))
 		return -1;
 	layout_diff(why, sector, &copies[first]->layout);
 	prt_printf(why, " in the superblock cop%s at", nr_valid > 1 ? "ies" : "y");
@@ -583,7 +646,26 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	 * again.
 	 */
 	for (unsigned i = 0; i < layout.nr_superblocks; i++)
-		if (!codes[i] && memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
+		if (!codes[i] && memcmp(copies[i]->uuid, layout.uuid, 16)) {
+			/*
+			 * The layout names the filesystem: a copy of another
+			 * one (an older mkfs's backup) is never used, whatever
+			 * its seq, even when it is the only valid copy.
+			 */
+			prt_str(&why[i], "uuid ");
+			prt_uuid(&why[i], copies[i]->uuid);
+			prt_printf(&why[i], " (seq %llu) differs from uuid ",
+				   (unsigned long long)le64_to_cpu(copies[i]->seq));
+			prt_uuid(&why[i], layout.uuid);
+			if (from == FROM_SECTOR)
+				prt_printf(&why[i], " of the layout at %u", TFS_SB_LAYOUT_OFFSET);
+			else
+				prt_str(&why[i], " of the layout in use");
+			prt_str(&why[i], ": another filesystem's copy, ignored");
+			codes[i] = -TFS_ERR_invalid_sb_uuid;
+			free(copies[i]);
+			copies[i] = NULL;
+		} else if (!codes[i] && memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
 			if (from == FROM_SECTOR)
 				prt_printf(&why[i], "its layout disagrees with the layout at %u: ",
 					   TFS_SB_LAYOUT_OFFSET);

@@ -26,13 +26,14 @@
  *    the bad copy and the one used goes to stderr.
  *  - Seq only orders copies of one filesystem: a stale copy left on the
  *    device by an older filesystem may have any seq.  The copies of the
- *    current filesystem are those whose uuid and user_uuid equal the
- *    reference copy's: the primary when it is valid (mkfs of the current
- *    filesystem writes it, every write rewrites it first; the layout
- *    sector records no uuid to compare with), else the valid copy with the
- *    highest seq.  Any other valid copy is bad (-TFS_ERR_invalid_sb_uuid,
- *    counted in copies_bad) and never chosen, whatever its seq; its
- *    warning names its offset and the reference's.
+ *    current filesystem are those whose uuid is the layout's uuid (the
+ *    layout sector names the filesystem, so a foreign copy is ruled out
+ *    even when the primary is unreadable) and whose user_uuid is the
+ *    reference copy's: the primary when it is valid (every write rewrites
+ *    it first), else the valid copy with the highest seq.  Any other valid
+ *    copy is bad (-TFS_ERR_invalid_sb_uuid, counted in copies_bad) and
+ *    never chosen, whatever its seq; its warning names its offset and the
+ *    layout's or the reference's.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
  *    a flush, then all backups, a flush; a device whose primary or flush
  *    failed keeps its old backup (see tfs_sb_write_all()).
@@ -144,7 +145,9 @@ u32 tfs_sb_csum(const struct tfs_sb *sb);
 u32 tfs_sb_layout_csum(const struct tfs_sb_layout *l);
 
 /* Fills l with the layout mkfs writes: the primary at TFS_SB_OFFSET and one
- * backup right after its maximum size, checksummed. */
+ * backup right after its maximum size, checksummed.  Its uuid is zero: mkfs
+ * sets it (and the checksum again); a reader uses the default only to know
+ * where to look. */
 void tfs_sb_layout_init_default(struct tfs_sb_layout *l);
 /* Bytes of the copy: the fixed part plus the fields. */
 static inline size_t tfs_sb_bytes(const struct tfs_sb *sb)
@@ -169,11 +172,26 @@ static inline struct tfs_member *tfs_sb_this_member(const struct tfs_sb *sb)
 /* This device's bucket size in bytes. */
 u32 tfs_sb_bucket_size(const struct tfs_sb *sb);
 
+/* The filesystem's btree node size in bytes (validated: see super_format.h). */
+static inline u32 tfs_sb_btree_node_size(const struct tfs_sb *sb)
+{
+	return le32_to_cpu(sb->btree_node_size);
+}
+
+/* This device's journal field, or NULL. */
+struct tfs_sb_field_journal *tfs_sb_journal(const struct tfs_sb *sb);
+/* Ranges in a journal field (0 for NULL); iterate j->ranges[0..n). */
+unsigned tfs_sb_journal_nr_ranges(const struct tfs_sb_field_journal *j);
+/* This device's journal buckets, all ranges added up (0: no journal field). */
+u64 tfs_sb_journal_nr_buckets(const struct tfs_sb *sb);
+
 /*
- * This device's journal bucket indices, in ring order; *nr gets how many.
- * NULL (and *nr = 0) when the device has no journal field.
+ * This device's journal bucket indices, in ring order, expanded from the
+ * ranges into a malloc()ed array the caller frees; *nr gets how many.
+ * *buckets NULL and *nr 0 when the device has no journal field.  0 or
+ * -ENOMEM.
  */
-const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr);
+int tfs_sb_journal_buckets(const struct tfs_sb *sb, u64 **buckets, unsigned *nr);
 
 /* The clean field, or NULL. */
 struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb);
@@ -196,7 +214,10 @@ struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb);
 struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_field_type type,
 					 unsigned u64s, int *ret);
 
-/* Replaces this device's journal bucket list.  0 or a code as above. */
+/*
+ * Replaces this device's journal bucket list (ring order; stored as the
+ * runs of consecutive buckets, one range each).  0 or a code as above.
+ */
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr);
 
 /*

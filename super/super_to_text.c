@@ -112,6 +112,9 @@ static void layout_to_text(struct printbuf *out, const struct tfs_sb_layout *l,
 	prt_name(out, "Superblock max size");
 	prt_units_u64(out, le32_to_cpu(l->sb_max_size));
 	prt_newline(out);
+	prt_name(out, "Filesystem UUID");
+	prt_uuid(out, l->uuid);
+	prt_newline(out);
 	prt_name(out, "Copies");
 	prt_printf(out, "%u\n", l->nr_superblocks);
 	for (unsigned i = 0; i < nr; i++) {
@@ -195,41 +198,39 @@ void tfs_sb_members_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	printbuf_indent_sub(out, 2);
 }
 
-/* Bucket lists as runs: "1-8 12 20-23". */
-static void prt_bucket_runs(struct printbuf *out, const __le64 *b, unsigned nr)
+/* Ranges as runs: "1-8 12 20-23". */
+static void prt_ranges(struct printbuf *out, const struct tfs_sb_field_journal *f)
 {
-	for (unsigned i = 0; i < nr;) {
-		unsigned j = i;
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(f); i++) {
+		u64 start = le64_to_cpu(f->ranges[i].start), nr = le64_to_cpu(f->ranges[i].nr);
 
-		while (j + 1 < nr && le64_to_cpu(b[j + 1]) == le64_to_cpu(b[j]) + 1)
-			j++;
 		if (i)
 			prt_char(out, ' ');
-		if (j > i)
-			prt_printf(out, "%llu-%llu", (ull)le64_to_cpu(b[i]),
-				   (ull)le64_to_cpu(b[j]));
+		if (nr == 1)
+			prt_u64(out, start);
 		else
-			prt_u64(out, le64_to_cpu(b[i]));
-		i = j + 1;
+			prt_printf(out, "%llu-%llu", (ull)start, (ull)(start + nr - 1));
 	}
 }
 
 void tfs_sb_journal_to_text(struct printbuf *out, const struct tfs_sb *sb,
 			    const struct tfs_sb_field_journal *f)
 {
-	unsigned nr = le32_to_cpu(f->field.u64s) - 1;
+	u64 nr = 0;
 	u32 bs = tfs_sb_bucket_size(sb);
 
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(f); i++)
+		nr += le64_to_cpu(f->ranges[i].nr);
 	prt_printf(out, "Journal:\n");
 	printbuf_indent_add(out, 2);
 	value_tabstop_push(out);
 	prt_name(out, "Buckets");
-	prt_printf(out, "%u\n", nr);
+	prt_printf(out, "%llu\n", (ull)nr);
 	prt_name(out, "Size");
-	prt_units_u64(out, (u64)nr * bs);
+	prt_units_u64(out, nr * bs);
 	prt_newline(out);
 	prt_name(out, "Bucket list");
-	prt_bucket_runs(out, f->buckets, nr);
+	prt_ranges(out, f);
 	prt_newline(out);
 	printbuf_tabstop_pop(out);
 	printbuf_indent_sub(out, 2);
@@ -376,6 +377,9 @@ void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	prt_name(out, "Block size");
 	prt_units_u64(out, le32_to_cpu(sb->block_size));
 	prt_newline(out);
+	prt_name(out, "Btree node size");
+	prt_units_u64(out, tfs_sb_btree_node_size(sb));
+	prt_newline(out);
 	prt_name(out, "Superblock size");
 	prt_units_u64(out, tfs_sb_bytes(sb));
 	prt_str(out, " of ");
@@ -494,6 +498,7 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 	json_u64(out, &first, "time_created", le64_to_cpu(sb->time_created));
 	json_u64(out, &first, "time_written", le64_to_cpu(sb->time_written));
 	json_u64(out, &first, "block_size", le32_to_cpu(sb->block_size));
+	json_u64(out, &first, "btree_node_size", tfs_sb_btree_node_size(sb));
 	json_u64(out, &first, "sb_bytes", tfs_sb_bytes(sb));
 	json_u64(out, &first, "csum", le32_to_cpu(sb->csum));
 	json_key(out, &first, "clean");
@@ -539,6 +544,7 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 		prt_char(out, '{');
 		json_u64(out, &f2, "version", l->version);
 		json_u64(out, &f2, "sb_max_size", le32_to_cpu(l->sb_max_size));
+		json_uuid(out, &f2, "uuid", l->uuid);
 		json_key(out, &f2, "sb_offsets");
 		prt_char(out, '[');
 		for (unsigned i = 0; i < l->nr_superblocks && i < TFS_SB_LAYOUT_MAX_COPIES; i++)
@@ -600,13 +606,18 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 	}
 
 	if (field_wanted(opts, TFS_SB_FIELD_journal)) {
-		unsigned nr;
-		const __le64 *b = tfs_sb_journal_buckets(sb, &nr);
+		const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
 
-		json_key(out, &first, "journal_buckets");
+		json_u64(out, &first, "journal_nr_buckets", tfs_sb_journal_nr_buckets(sb));
+		json_key(out, &first, "journal_ranges");
 		prt_char(out, '[');
-		for (unsigned i = 0; b && i < nr; i++)
-			prt_printf(out, "%s%llu", i ? "," : "", (ull)le64_to_cpu(b[i]));
+		for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++) {
+			f2 = true;
+			prt_str(out, i ? ",{" : "{");
+			json_u64(out, &f2, "start", le64_to_cpu(j->ranges[i].start));
+			json_u64(out, &f2, "nr", le64_to_cpu(j->ranges[i].nr));
+			prt_char(out, '}');
+		}
 		prt_char(out, ']');
 	}
 

@@ -25,7 +25,6 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		struct tfs_sb_handle *h = &t->h[i];
-		const __le64 *jb;
 		unsigned jnr;
 
 		ret = tfs_sb_open(paths[i], rw ? 0 : TFS_BDEV_RDONLY, h, err);
@@ -43,16 +42,14 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 					   h->sb->dev_idx);
 				return -TFS_ERR_invalid_argument;
 			}
-		jb = tfs_sb_journal_buckets(h->sb, &jnr);
-		if (!jb || !jnr) {
+		/* The superblock lists ranges; the journal takes every bucket. */
+		ret = tfs_sb_journal_buckets(h->sb, &t->buckets[i], &jnr);
+		if (ret)
+			return ret;
+		if (!jnr) {
 			prt_printf(err, "%s: no journal buckets", paths[i]);
 			return -TFS_ERR_invalid_sb_journal;
 		}
-		t->buckets[i] = calloc(jnr, sizeof(u64));
-		if (!t->buckets[i])
-			return -ENOMEM;
-		for (unsigned b = 0; b < jnr; b++)
-			t->buckets[i][b] = le64_to_cpu(jb[b]);
 		t->devs[i] = (struct tfs_journal_dev){
 			.bdev = h->bdev,
 			.dev_idx = h->sb->dev_idx,

@@ -63,6 +63,9 @@ static void usage(FILE *f)
 		"                                the internal and member uuids are derived from\n"
 		"                                it, so reusing a UUID gives identical ones\n"
 		"      --block-size SIZE         block size (default 4 KiB)\n"
+		"      --btree-node-size SIZE    btree node size: a power of two, 4 KiB to\n"
+		"                                256 KiB, dividing every bucket size (default\n"
+		"                                64 KiB, or the smallest bucket if smaller)\n"
 		"      --metadata-replicas N     copies of metadata (default 1)\n"
 		"      --metadata-replicas-required N\n"
 		"      --data-replicas N         copies of data (default 1)\n"
@@ -78,8 +81,8 @@ static void usage(FILE *f)
 		"      --size SIZE               use SIZE bytes; creates or extends an image file\n"
 		"      --bucket-size SIZE        bucket size (default: from the device size)\n"
 		"      --journal-size SIZE       journal size (default 1/64 of the device,\n"
-		"                                8 to 1024 buckets, at most 1 GiB; at most\n"
-		"                                2048 buckets fit in the superblock)\n"
+		"                                8 to 1024 buckets, at most 1 GiB; given, up\n"
+		"                                to half the device)\n"
 		"      --durability N            0 (cache) to 4 (default 1)\n"
 		"      --dev-label LABEL         member label\n"
 		"      --discard                 discard the device and freed buckets\n"
@@ -393,6 +396,7 @@ enum {
 	OPT_DISCARD,
 	OPT_ERROR_ACTION,
 	OPT_FAULT,
+	OPT_BTREE_NODE_SIZE,
 };
 
 static int bad_value(const char *opt, const char *val, const char *what)
@@ -427,16 +431,15 @@ static void summary_to_text(struct printbuf *out, const struct target *t,
 			    const struct tfs_sb_handle *h)
 {
 	const struct tfs_member *m = tfs_sb_this_member(h->sb);
-	unsigned jnr;
+	u64 jnr = tfs_sb_journal_nr_buckets(h->sb);
 	u32 bs = le32_to_cpu(m->bucket_size);
 
-	tfs_sb_journal_buckets(h->sb, &jnr);
 	prt_printf(out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
 	prt_units_u64(out, le64_to_cpu(m->nbuckets) * bs);
 	prt_printf(out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
 	prt_units_u64(out, bs);
-	prt_printf(out, ", journal %u buckets (", jnr);
-	prt_units_u64(out, (u64)jnr * bs);
+	prt_printf(out, ", journal %llu buckets (", (unsigned long long)jnr);
+	prt_units_u64(out, jnr * bs);
 	prt_str(out, ")\n");
 }
 
@@ -482,6 +485,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+		{ "btree-node-size", required_argument, NULL, OPT_BTREE_NODE_SIZE },
 		{ "bucket-size", required_argument, NULL, OPT_BUCKET_SIZE },
 		{ "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
 		{ "label", required_argument, NULL, 'L' },
@@ -539,6 +543,13 @@ int main(int argc, char **argv)
 				EXIT_WITH(size_err("block-size", optarg, ret, !v,
 						   TFS_BLOCK_SIZE_MAX));
 			opts.block_size = (u32)v;
+			continue;
+		case OPT_BTREE_NODE_SIZE:
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BTREE_NODE_SIZE_MAX)
+				EXIT_WITH(size_err("btree-node-size", optarg, ret, !v,
+						   TFS_BTREE_NODE_SIZE_MAX));
+			opts.btree_node_size = (u32)v;
 			continue;
 		case OPT_BUCKET_SIZE:
 			ret = tfs_parse_size(optarg, &v);

@@ -67,5 +67,38 @@ run 0 "$mkfs" -q --size 1M $(echo "$devs17" | head -16)
 run 0 "$tinyfs" list-journal $(echo "$devs17" | head -16) && has out "dev 15:"
 rm -f m*.img
 
+# 5. The btree node size: 64 KiB, or the smallest bucket when that is
+#    smaller; --btree-node-size takes a power of two from 4 KiB to 256 KiB,
+#    at least the block size, dividing every member's bucket size.
+run 0 "$mkfs" -q --size 64M n.img && run 0 "$tinyfs" show-super n.img &&
+	grep -q "^Btree node size: *64.0 KiB$" out || fail "default node size (128 KiB buckets)"
+run 0 "$tinyfs" show-super --json n.img && [ "$(jq -r .btree_node_size out)" = 65536 ] ||
+	fail "json btree_node_size"
+run 0 "$mkfs" -q -f --size 8M n.img && run 0 "$tinyfs" show-super n.img &&
+	grep -q "^Btree node size: *16.0 KiB$" out || fail "default node size (16 KiB buckets)"
+run 0 "$mkfs" -q -f --size 64M --btree-node-size 128k n.img && run 0 "$tinyfs" show-super n.img &&
+	grep -q "^Btree node size: *128.0 KiB$" out || fail "--btree-node-size 128k"
+run 0 "$mkfs" -q -f --size 64M --btree-node-size 4k n.img
+rm -f n.img
+run 2 "$mkfs" --size 64M --btree-node-size 3000 x.img &&
+	has err "btree node size 3000 must be a power of two from 4.0 KiB to 256.0 KiB"
+run 2 "$mkfs" --size 64M --btree-node-size 2k x.img && has err "from 4.0 KiB to 256.0 KiB"
+run 2 "$mkfs" --size 64M --btree-node-size 512k x.img && has err "too large"
+run 2 "$mkfs" --size 64M --block-size 16k --btree-node-size 8k x.img &&
+	has err "btree node size 8.0 KiB is smaller than the block size 16.0 KiB"
+run 2 "$mkfs" --size 64M --btree-node-size 128k x.img --bucket-size 64k y.img &&
+	has err "btree node size 128.0 KiB does not divide the bucket size 64.0 KiB of y.img"
+run 2 "$mkfs" --size 64M --block-size 1k --bucket-size 2k x.img &&
+	has err "the bucket size 2.0 KiB of x.img is below the smallest btree node size 4.0 KiB"
+[ -e x.img ] || [ -e y.img ] && fail "a refused mkfs left x.img or y.img behind"
+
+# 6. Journals of more than 2048 buckets (the journal field lists ranges).
+run 0 "$mkfs" -q --size 96M --bucket-size 16k --journal-size 33M j.img
+run 0 "$tinyfs" show-super --json -f journal j.img
+[ "$(jq -r .journal_nr_buckets out)" = 2112 ] || fail "2112 journal buckets: $(jq -c .journal_ranges out)"
+[ "$(jq -c .journal_ranges out)" = '[{"start":5,"nr":2112}]' ] || fail "journal ranges"
+run 0 "$tinyfs" list-journal j.img && has out "entries:"
+rm -f j.img
+
 [ "$fails" = 0 ] && echo "all mkfs option checks passed"
 exit $((fails > 0))

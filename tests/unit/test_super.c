@@ -127,12 +127,16 @@ static void test_round_trip_one(void **state)
 	assert_memory_equal(h.sb, f->hs[0].sb, tfs_sb_bytes(h.sb));
 	assert_string_equal(h.sb->label, "round trip");
 
-	const __le64 *jb = tfs_sb_journal_buckets(h.sb, &nr);
+	u64 *jb;
 	const struct tfs_member *m = tfs_sb_this_member(h.sb);
 
+	/* mkfs's journal is one range right after the superblock area. */
+	assert_int_equal(tfs_sb_journal_buckets(h.sb, &jb, &nr), 0);
 	assert_int_equal(nr, TFS_JOURNAL_MIN_BUCKETS);
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(h.sb)), 1);
 	for (unsigned i = 0; i < nr; i++)
-		assert_int_equal(le64_to_cpu(jb[i]), le64_to_cpu(m->first_bucket) + i);
+		assert_int_equal(jb[i], le64_to_cpu(m->first_bucket) + i);
+	free(jb);
 	assert_int_equal(tfs_sb_bucket_size(h.sb), 16384);
 	assert_int_equal(le64_to_cpu(m->nbuckets) * 16384, DEV_SIZE);
 
@@ -146,10 +150,14 @@ static void test_round_trip_one(void **state)
 	tfs_sb_exit(&h);
 	read_dev(f, 0, &h);
 	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
-	jb = tfs_sb_journal_buckets(h.sb, &nr);
+	/* Stored as its runs: 20, 7, 30, 8-13; expanded back in ring order. */
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(h.sb)), 4);
+	assert_int_equal(tfs_sb_journal_nr_buckets(h.sb), 9);
+	assert_int_equal(tfs_sb_journal_buckets(h.sb, &jb, &nr), 0);
 	assert_int_equal(nr, 9);
 	for (unsigned i = 0; i < 9; i++)
-		assert_int_equal(le64_to_cpu(jb[i]), b[i]);
+		assert_int_equal(jb[i], b[i]);
+	free(jb);
 	printbuf_exit(&err);
 	tfs_sb_exit(&h);
 }
@@ -161,7 +169,6 @@ static void test_round_trip_several(void **state)
 	format(f, 3);
 	for (unsigned i = 0; i < 3; i++) {
 		struct tfs_sb_handle h;
-		unsigned nr;
 
 		read_dev(f, i, &h);
 		assert_int_equal(h.sb->dev_idx, i);
@@ -178,8 +185,7 @@ static void test_round_trip_several(void **state)
 					 DEV_SIZE * (j + 1));
 		}
 		assert_string_equal(tfs_sb_this_member(h.sb)->label, i ? "second" : "first");
-		assert_non_null(tfs_sb_journal_buckets(h.sb, &nr));
-		assert_true(nr >= TFS_JOURNAL_MIN_BUCKETS);
+		assert_true(tfs_sb_journal_nr_buckets(h.sb) >= TFS_JOURNAL_MIN_BUCKETS);
 		tfs_sb_exit(&h);
 	}
 	/* Writing all bumps every member to the same seq. */
@@ -452,8 +458,18 @@ static void edit_backup(struct tfs_sb_layout *l)
 	l->sb_offset[1] = cpu_to_le64(69632);
 }
 
+static void edit_uuid(struct tfs_sb_layout *l)
+{
+	memset(l->uuid, 0x99, 16);
+}
+
 static void test_layout_sector_differs(void **state)
 {
+	/* A sector of another filesystem, two copies of ours that agree: ours. */
+	layout_sector_differs(*state, edit_uuid,
+			      "uuid 99999999-9999-9999-9999-999999999999 differs from "
+			      "11111111-1111-1111-1111-111111111111 in the superblock copies at "
+			      "4096 and 36864");
 	/* Only the primary is listed: the one copy read says two. */
 	layout_sector_differs(*state, edit_nr,
 			      "nr_superblocks 1 differs from 2 in the superblock copy at 4096");
@@ -498,10 +514,12 @@ static void graft_backup(struct fixture *f, u8 uuid, u8 user_uuid, const char *w
 	assert_int_equal(h.sb->user_uuid[0], 0x22);
 	assert_string_equal(h.sb->label, "round trip");
 	assert_int_equal(h.copies_bad, 1);
+	/* The internal uuid is in the layout sector; the user_uuid only in the copies. */
 	prt_printf(&want,
-		   "warning: %s: superblock at 36864: %s %s (seq 5) differs from %s %s of the copy "
-		   "at 4096: another filesystem's copy, ignored; using the copy at 4096 (seq 1)\n",
-		   f->path[0], what, theirs, what, ours);
+		   "warning: %s: superblock at 36864: %s %s (seq 5) differs from %s %s of the %s: "
+		   "another filesystem's copy, ignored; using the copy at 4096 (seq 1)\n",
+		   f->path[0], what, theirs, what, ours,
+		   strcmp(what, "uuid") ? "copy at 4096" : "layout at 3584");
 	assert_string_equal(warn, printbuf_str(&want));
 	free(warn);
 
@@ -538,24 +556,46 @@ static void test_foreign_backup_user_uuid(void **state)
 }
 
 /* With the primary bad the reference is the newest valid copy, whatever its uuid. */
+/*
+ * The primary unreadable and the backup another filesystem's (an older
+ * mkfs's, here with a higher seq): the layout sector names our filesystem,
+ * so the backup is ruled out and the read fails saying why, rather than
+ * read another filesystem.  A copy that shares our internal uuid (mkfs
+ * --uuid reused) but not the user_uuid cannot be told apart without the
+ * primary: it is used.
+ */
 static void test_foreign_backup_primary_bad(void **state)
 {
 	struct fixture *f = *state;
 	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
 	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
 	void *buf = malloc(TFS_SB_MAX_SIZE_DEFAULT);
 	u8 byte = 0xff;
 
 	format(f, 1);
 	snprintf(f->path[1], sizeof(f->path[1]), "%s/other.img", f->dir);
-	mkfs_other(f->path[1], 0x55, 0x66, 1);
+	mkfs_other(f->path[1], 0x55, 0x66, 3);
+	peek(f->path[1], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
+	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
+			 -TFS_ERR_invalid_sb_csum);
+	assert_null(h.sb);
+	assert_non_null(strstr(printbuf_str(&err),
+			       ": superblock at 36864: uuid 55555555-5555-5555-5555-555555555555 "
+			       "(seq 4) differs from uuid 11111111-1111-1111-1111-111111111111 of "
+			       "the layout at 3584: another filesystem's copy, ignored"));
+	printbuf_exit(&err);
+
+	format(f, 1);
+	mkfs_other(f->path[1], 0x11, 0x66, 3);
 	peek(f->path[1], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
 	poke(f->path[0], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
 	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
 	read_dev(f, 0, &h);
 	assert_int_equal(h.read_offset, backup);
-	assert_int_equal(h.sb->uuid[0], 0x55);
-	assert_int_equal(h.copies_bad, 1);
+	assert_int_equal(h.sb->user_uuid[0], 0x66);
 	tfs_sb_exit(&h);
 	free(buf);
 }
@@ -615,8 +655,7 @@ static void test_field_resize(void **state)
 	format(f, 1);
 	before = le32_to_cpu(h->sb->u64s);
 	/* Grow members: journal moves and stays intact. */
-	const __le64 *jb = tfs_sb_journal_buckets(h->sb, &nr);
-	u64 first = le64_to_cpu(jb[0]);
+	u64 first = le64_to_cpu(tfs_sb_journal(h->sb)->ranges[0].start);
 
 	fl = tfs_sb_field_resize(
 		h, TFS_SB_FIELD_members,
@@ -624,15 +663,17 @@ static void test_field_resize(void **state)
 	assert_non_null(fl);
 	assert_int_equal(ret, 0);
 	assert_int_equal(le32_to_cpu(h->sb->u64s), before + 4);
-	jb = tfs_sb_journal_buckets(h->sb, &nr);
-	assert_int_equal(le64_to_cpu(jb[0]), first);
+	assert_int_equal(le64_to_cpu(tfs_sb_journal(h->sb)->ranges[0].start), first);
 	/* Too big for sb_max_size. */
 	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_clean, 5000, &ret));
 	assert_int_equal(ret, -TFS_ERR_invalid_sb_size);
 	/* Removing a field. */
 	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_journal, 0, &ret));
 	assert_int_equal(ret, 0);
-	assert_null(tfs_sb_journal_buckets(h->sb, &nr));
+	u64 *jb = (u64 *)1;
+
+	assert_int_equal(tfs_sb_journal_buckets(h->sb, &jb, &nr), 0);
+	assert_null(jb);
 	assert_int_equal(nr, 0);
 	h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
 	/* A rw member needs its journal; a spare one does not. */
