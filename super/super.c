@@ -264,9 +264,12 @@ int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entri
 {
 	int ret;
 	unsigned u64s = sizeof(struct tfs_sb_field_clean) / 8 + entries_u64s;
-	struct tfs_sb_field_clean *c =
-		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_clean, u64s, &ret);
+	struct tfs_sb_field_clean *c;
 
+	/* More than the copy holds (and u64s must not wrap). */
+	if (entries_u64s >= h->sb_bytes / 8)
+		return -TFS_ERR_invalid_sb_size;
+	c = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_clean, u64s, &ret);
 	if (!c)
 		return ret;
 	c->flags = 0;

@@ -223,8 +223,9 @@ int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsi
 /*
  * Records a clean unmount: the clean field gets journal_seq and a copy of
  * entries_u64s u64s of entries (struct tfs_clean_entry, back to back), and
- * TFS_SB_FLAG_CLEAN is set.  tfs_sb_clear_clean() removes both (at mount,
- * before the first journal write).
+ * TFS_SB_FLAG_CLEAN is set.  0, or -TFS_ERR_invalid_sb_size when the field
+ * would not fit in the copy (nothing changed).  tfs_sb_clear_clean() removes
+ * both (at mount, before the first journal write).
  */
 int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entries,
 		     unsigned entries_u64s);

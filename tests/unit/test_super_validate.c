@@ -405,6 +405,11 @@ static void test_clean_entries(void **state)
 			 -TFS_ERR_invalid_sb_clean);
 	assert_string_equal(printbuf_str(&err), "clean: entry 0 has u64s 0");
 
+	/* A length whose header-inclusive size wraps is refused, nothing copied. */
+	assert_int_equal(tfs_sb_set_clean(&hs[0], 1, entries, UINT32_MAX - 1),
+			 -TFS_ERR_invalid_sb_size);
+	assert_int_equal(le64_to_cpu(tfs_sb_clean(hs[0].sb)->journal_seq), 42);
+
 	tfs_sb_clear_clean(&hs[0]);
 	assert_null(tfs_sb_clean(hs[0].sb));
 	resum(hs[0].sb);
