@@ -546,3 +546,12 @@ void prt_errcode(struct printbuf *out, int err)
 {
 	prt_str(out, tfs_err_str(err));
 }
+
+void prt_err_desc(struct printbuf *out, int err)
+{
+	int class = tfs_err_class(err);
+
+	prt_str(out, tfs_err_str(class));
+	if (class != (err > 0 ? -err : err))
+		prt_printf(out, " (%s)", tfs_err_str(err));
+}

@@ -192,5 +192,10 @@ void prt_json_str(struct printbuf *out, const char *str);
 
 /* Name of the tinyfs or errno code err (see lib/errcode.h). */
 void prt_errcode(struct printbuf *out, int err);
+/*
+ * err for a user: the text of its errno class, and for a tinyfs code its
+ * name after it ("No such device (bdev_vanished)"; "Input/output error").
+ */
+void prt_err_desc(struct printbuf *out, int err);
 
 #endif /* TFS_LIB_PRINTBUF_H */

@@ -413,8 +413,9 @@ static int zero_range(struct tfs_bdev *bdev, u64 off, u64 len, enum tfs_bio_tag 
 		if (ret) {
 			if (err->pos)
 				prt_newline(err);
-			prt_printf(err, "%s: zeroing %zu bytes at %llu failed: %s", bdev->path, n,
-				   (ull)off, tfs_err_str(ret));
+			prt_printf(err, "%s: zeroing %zu bytes at %llu failed: ", bdev->path, n,
+				   (ull)off);
+			prt_err_desc(err, ret);
 			break;
 		}
 		off += n;
@@ -452,7 +453,8 @@ static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
 		ret = tfs_bio_submit_wait(&bio);
 		/* A device without discard still gets a correct filesystem. */
 		if (ret && !tfs_err_matches(ret, EOPNOTSUPP)) {
-			prt_printf(err, "%s: discard failed: %s", bdev->path, tfs_err_str(ret));
+			prt_printf(err, "%s: discard failed: ", bdev->path);
+			prt_err_desc(err, ret);
 			return ret;
 		}
 	}

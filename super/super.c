@@ -384,7 +384,8 @@ static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb
 		len = round_up(sizeof(struct tfs_sb), lbs);
 	r = read_range(bdev, off, len, &buf);
 	if (r) {
-		prt_printf(err, "read failed: %s", tfs_err_str(r));
+		prt_str(err, "read failed: ");
+		prt_err_desc(err, r);
 		return r == -ENOMEM ? r : -TFS_ERR_sb_read;
 	}
 
@@ -600,8 +601,8 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, lbs), &blk0);
 	if (ret) {
-		prt_printf(err, "%s: reading the layout sector failed: %s", bdev->path,
-			   tfs_err_str(ret));
+		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
+		prt_err_desc(err, ret);
 		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
 	}
 	memcpy(&layout, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(layout));
@@ -795,8 +796,8 @@ int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs
 	}
 	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, bdev_lbs(bdev)), &blk0);
 	if (ret) {
-		prt_printf(err, "%s: reading the layout sector failed: %s", bdev->path,
-			   tfs_err_str(ret));
+		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
+		prt_err_desc(err, ret);
 		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
 	}
 	memcpy(&l, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(l));
@@ -861,8 +862,9 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 	if (ret) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: writing superblock copy %u at %llu (%zu bytes) failed: %s",
-			   bdev->path, copy, (unsigned long long)off, len, tfs_err_str(ret));
+		prt_printf(err, "%s: writing superblock copy %u at %llu (%zu bytes) failed: ",
+			   bdev->path, copy, (unsigned long long)off, len);
+		prt_err_desc(err, ret);
 	}
 	return ret;
 }
@@ -875,8 +877,9 @@ static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf 
 	if (r) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
-			   h->bdev->path, what, tfs_err_str(r));
+		prt_printf(err, "%s: flush after writing the %s superblock failed: ", h->bdev->path,
+			   what);
+		prt_err_desc(err, r);
 	}
 	return r;
 }
@@ -957,8 +960,9 @@ int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err)
 	if (ret) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: writing the layout at %u failed: %s", bdev->path,
-			   TFS_SB_LAYOUT_OFFSET, tfs_err_str(ret));
+		prt_printf(err, "%s: writing the layout at %u failed: ", bdev->path,
+			   TFS_SB_LAYOUT_OFFSET);
+		prt_err_desc(err, ret);
 		return -TFS_ERR_sb_write;
 	}
 	return 0;

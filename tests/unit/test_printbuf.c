@@ -452,6 +452,22 @@ static void test_units_vs(void **state)
 	printbuf_exit(&out);
 }
 
+/* An error for a user: the errno's text, a tinyfs code's name after it. */
+static void test_err_desc(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	prt_err_desc(&out, -EIO);
+	prt_str(&out, "; ");
+	prt_err_desc(&out, -TFS_ERR_bdev_vanished);
+	prt_str(&out, "; ");
+	prt_err_desc(&out, -TFS_ERR_journal_full);
+	assert_string_equal(printbuf_str(&out),
+			    "Input/output error; No such device (bdev_vanished); Resource "
+			    "temporarily unavailable (journal_full)");
+	printbuf_exit(&out);
+}
+
 static void test_tabstop_limit(void **state)
 {
 	struct printbuf out = PRINTBUF;
@@ -495,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_detach_and_errcode),
 		cmocka_unit_test(test_tabstop_limit),
 		cmocka_unit_test(test_units_vs),
+		cmocka_unit_test(test_err_desc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
