@@ -44,8 +44,11 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 			}
 		/* The superblock lists ranges; the journal takes every bucket. */
 		ret = tfs_sb_journal_buckets(h->sb, &t->buckets[i], &jnr);
-		if (ret)
+		if (ret) {
+			prt_printf(err, "%s: listing the journal buckets: ", paths[i]);
+			prt_err_desc(err, ret);
 			return ret;
+		}
 		if (!jnr) {
 			prt_printf(err, "%s: no journal buckets", paths[i]);
 			return -TFS_ERR_invalid_sb_journal;

@@ -459,6 +459,8 @@ static int print_summary(const struct target *targets, const struct tfs_sb_handl
 	prt_uuid(&out, hs[0].sb->user_uuid);
 	prt_printf(&out, ", label \"%s\", block size ", label ?: "");
 	prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
+	prt_str(&out, ", btree node size ");
+	prt_units_u64(&out, tfs_sb_btree_node_size(hs[0].sb));
 	prt_newline(&out);
 	if (out.allocation_failure) {
 		fprintf(stderr,
