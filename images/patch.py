@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Patch a field in every superblock copy of a tinyfs image and fix the checksum.
 
-    patch.py IMAGE magic|nr_devices=N|first_bucket=N|corrupt_primary
+    patch.py IMAGE magic|nr_devices=N|first_bucket=N|corrupt_primary|foreign_backup
+
+foreign_backup makes the backup another filesystem's (its uuid, in the copy
+and in its embedded layout, checksums fixed) and spoils the primary: the
+layout sector still names ours, so the backup must be refused.
 
 Offsets follow super/super_format.h (docs/on-disk-format.md).
 """
@@ -10,6 +14,7 @@ import sys
 
 COPIES = (4096, 4096 + 32768)
 FIXED = 688
+LAYOUT = 176  # the embedded layout in a copy; its uuid at +88
 
 
 def crc32c(data, crc=0):
@@ -42,6 +47,15 @@ def main():
             # members is the first field: header 8, members header 8, then member 0.
             struct.pack_into("<Q", img, off + FIXED + 16 + 24, int(val))
             fix_csum(img, off)
+        elif name == "foreign_backup":
+            if off == COPIES[0]:
+                img[off + 64] ^= 0xFF
+            else:
+                for u in (off + 32, off + LAYOUT + 88):
+                    img[u:u + 16] = bytes([0x55] * 16)
+                lay = off + LAYOUT
+                struct.pack_into("<I", img, lay, crc32c(img[lay + 8:lay + 512]))
+                fix_csum(img, off)
         elif name == "corrupt_primary":
             if off == COPIES[0]:
                 img[off + 64] ^= 0xFF  # a label byte: only the checksum notices

@@ -368,9 +368,21 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 	}
 	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || le64_to_cpu(j->last_seq) > seq ||
 	    (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
-		prt_printf(err, "seq %llu: version %u, last_seq %llu, flags %x",
-			   (unsigned long long)seq, le32_to_cpu(j->version),
-			   (unsigned long long)le64_to_cpu(j->last_seq), le32_to_cpu(j->flags));
+		/* Name the one field that is wrong. */
+		if (le32_to_cpu(j->version) != TFS_JSET_VERSION)
+			prt_printf(err, "seq %llu: version %u, expected %u",
+				   (unsigned long long)seq, le32_to_cpu(j->version),
+				   TFS_JSET_VERSION);
+		else if (!seq)
+			prt_str(err, "seq 0: seqs start at 1");
+		else if (le64_to_cpu(j->last_seq) > seq)
+			prt_printf(err, "seq %llu: last_seq %llu > seq %llu",
+				   (unsigned long long)seq,
+				   (unsigned long long)le64_to_cpu(j->last_seq),
+				   (unsigned long long)seq);
+		else
+			prt_printf(err, "seq %llu: unknown flags 0x%x", (unsigned long long)seq,
+				   le32_to_cpu(j->flags) & ~TFS_JSET_no_flush);
 		return -TFS_ERR_journal_entry_invalid;
 	}
 
@@ -464,10 +476,10 @@ static int read_add(struct tfs_journal_read *r, const struct jset *js, unsigned 
 	if (e) {
 		if (e->j->csum != js->csum) {
 			fprintf(stderr,
-				"journal: dev %u (%s) bucket %u offset %u: seq %llu differs from "
-				"the copy on dev %u; keeping the first\n",
-				dev_idx, d->bdev->path, bucket, offset, (unsigned long long)seq,
-				e->devs[0]);
+				"journal: dev %u (%s) bucket %llu (ring index %u) offset %u: seq "
+				"%llu differs from the copy on dev %u; keeping the first\n",
+				dev_idx, d->bdev->path, (unsigned long long)d->buckets[bucket],
+				bucket, offset, (unsigned long long)seq, e->devs[0]);
 			return 0;
 		}
 		if (e->nr_devs < TFS_JOURNAL_MAX_DEVS)
@@ -511,8 +523,9 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 		ret = tfs_bdev_read(d->bdev, buf, d->bucket_size, base, TFS_TAG_journal);
 		if (ret) {
 			fprintf(stderr,
-				"journal: dev %u (%s): reading bucket %u (%llu) failed: %s\n",
-				d->dev_idx, d->bdev->path, b, (unsigned long long)d->buckets[b],
+				"journal: dev %u (%s): reading bucket %llu (ring index %u) failed: "
+				"%s\n",
+				d->dev_idx, d->bdev->path, (unsigned long long)d->buckets[b], b,
 				tfs_err_str(ret));
 			if (!rd->nr_read_errors++) {
 				rd->bad_bucket = b;
@@ -535,11 +548,11 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 
 			if (v) {
 				fprintf(stderr,
-					"journal: dev %u (%s) bucket %u (%llu) offset %u: corrupt "
-					"entry: %s (%s)\n",
-					d->dev_idx, d->bdev->path, b,
-					(unsigned long long)d->buckets[b], off, printbuf_str(&msg),
-					tfs_err_str(v));
+					"journal: dev %u (%s) bucket %llu (ring index %u) offset "
+					"%u: corrupt entry: %s (%s)\n",
+					d->dev_idx, d->bdev->path,
+					(unsigned long long)d->buckets[b], b, off,
+					printbuf_str(&msg), tfs_err_str(v));
 				printbuf_exit(&msg);
 				r->nr_corrupt++;
 				rd->nr_corrupt++;
@@ -557,11 +570,11 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 			if (opts->pin_fifo_size &&
 			    seq - le64_to_cpu(js->last_seq) >= opts->pin_fifo_size) {
 				fprintf(stderr,
-					"journal: dev %u (%s) bucket %u (%llu) offset %u: corrupt "
-					"entry: seq %llu, last_seq %llu: spans more seqs than a pin "
-					"fifo of %u holds (%s)\n",
-					d->dev_idx, d->bdev->path, b,
-					(unsigned long long)d->buckets[b], off,
+					"journal: dev %u (%s) bucket %llu (ring index %u) offset "
+					"%u: corrupt entry: seq %llu, last_seq %llu: spans more "
+					"seqs than a pin fifo of %u holds (%s)\n",
+					d->dev_idx, d->bdev->path,
+					(unsigned long long)d->buckets[b], b, off,
 					(unsigned long long)seq,
 					(unsigned long long)le64_to_cpu(js->last_seq),
 					opts->pin_fifo_size,
@@ -631,8 +644,9 @@ static int read_check_errors(const struct tfs_journal_read *r, u64 from, struct 
 
 		if (!rd->nr_read_errors)
 			continue;
-		prt_printf(err, "%sjournal: dev %u: bucket %u unreadable (%s", err->pos ? "; " : "",
-			   rd->dev_idx, rd->bad_bucket, tfs_err_str(rd->read_err));
+		prt_printf(err, "%sjournal: dev %u: ring index %u unreadable (%s",
+			   err->pos ? "; " : "", rd->dev_idx, rd->bad_bucket,
+			   tfs_err_str(rd->read_err));
 		if (rd->nr_read_errors > 1)
 			prt_printf(err, ", %u buckets in all", rd->nr_read_errors);
 		prt_str(err, ")");
@@ -968,10 +982,11 @@ void tfs_journal_read_to_text(struct printbuf *out, const struct tfs_journal_rea
 	for (unsigned i = 0; i < r->nr_devs; i++) {
 		const struct tfs_journal_read_dev *rd = &r->devs[i];
 
-		prt_printf(out,
-			   "dev %u:\t%llu entries, %llu corrupt, next write bucket %u offset %u\n",
-			   rd->dev_idx, (unsigned long long)rd->nr_entries,
-			   (unsigned long long)rd->nr_corrupt, rd->cur_idx, rd->cur_offset);
+		prt_printf(
+			out,
+			"dev %u:\t%llu entries, %llu corrupt, next write at ring index %u offset %u\n",
+			rd->dev_idx, (unsigned long long)rd->nr_entries,
+			(unsigned long long)rd->nr_corrupt, rd->cur_idx, rd->cur_offset);
 	}
 	printbuf_tabstop_pop(out);
 	for (unsigned i = 0; i < r->nr; i++) {

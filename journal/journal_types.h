@@ -14,9 +14,10 @@
 #include "journal/journal_format.h"
 #include "lib/bdev.h"
 #include "lib/types.h"
+#include "super/super_format.h"
 
-#define TFS_JOURNAL_BUF_NR 4	/* entries open or in flight at once */
-#define TFS_JOURNAL_MAX_DEVS 16 /* members the journal writes to */
+#define TFS_JOURNAL_BUF_NR 4		     /* entries open or in flight at once */
+#define TFS_JOURNAL_MAX_DEVS TFS_MAX_DEVICES /* members the journal writes to */
 
 /*
  * Why the current entry cannot be opened (or "ok" when it can).  The first

@@ -69,6 +69,7 @@
 	x(TFS_ERR_invalid_sb, invalid_sb_label)                                \
 	x(TFS_ERR_invalid_sb, invalid_sb_time)                                 \
 	x(TFS_ERR_invalid_sb, invalid_sb_device_size)                          \
+	x(TFS_ERR_invalid_sb, invalid_sb_btree_node_size)                      \
 	/* journal: reasons a reservation cannot proceed now (waits, never user-visible) */\
 	x(EAGAIN, journal_res_get_blocked)                                     \
 	x(TFS_ERR_journal_res_get_blocked, journal_blocked)                    \

@@ -417,6 +417,21 @@ void prt_units_s64(struct printbuf *out, s64 v)
 	}
 }
 
+void prt_units_u64_vs(struct printbuf *out, u64 bytes, u64 other)
+{
+	PRINTBUF_ONSTACK(a, 32);
+	PRINTBUF_ONSTACK(b, 32);
+
+	a.si_units = b.si_units = out->si_units;
+	a.raw_units = b.raw_units = out->raw_units;
+	prt_units_u64(&a, bytes);
+	prt_units_u64(&b, other);
+	if (bytes != other && !strcmp(printbuf_str(&a), printbuf_str(&b)))
+		prt_printf(out, "%llu bytes", (unsigned long long)bytes);
+	else
+		prt_str(out, printbuf_str(&a));
+}
+
 void prt_hex_bytes(struct printbuf *out, const void *data, size_t len, unsigned group,
 		   char separator)
 {
@@ -530,4 +545,13 @@ void prt_json_str(struct printbuf *out, const char *str)
 void prt_errcode(struct printbuf *out, int err)
 {
 	prt_str(out, tfs_err_str(err));
+}
+
+void prt_err_desc(struct printbuf *out, int err)
+{
+	int class = tfs_err_class(err);
+
+	prt_str(out, tfs_err_str(class));
+	if (class != (err > 0 ? -err : err))
+		prt_printf(out, " (%s)", tfs_err_str(err));
 }

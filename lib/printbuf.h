@@ -169,6 +169,12 @@ void prt_s64(struct printbuf *out, s64 v);
 void prt_units_u64(struct printbuf *out, u64 bytes);
 /* Same for a signed quantity ("-4.0 KiB"). */
 void prt_units_s64(struct printbuf *out, s64 bytes);
+/*
+ * bytes as prt_units_u64() prints it, unless that reads the same as `other`
+ * would while the two differ: then the exact "N bytes".  For messages that
+ * compare two sizes ("X do not fit in Y"), so they never show equal ones.
+ */
+void prt_units_u64_vs(struct printbuf *out, u64 bytes, u64 other);
 
 /* Lower-case hex of len bytes; a separator after each group of `group`
  * bytes (group 0: no separators). */
@@ -186,5 +192,10 @@ void prt_json_str(struct printbuf *out, const char *str);
 
 /* Name of the tinyfs or errno code err (see lib/errcode.h). */
 void prt_errcode(struct printbuf *out, int err);
+/*
+ * err for a user: the text of its errno class, and for a tinyfs code its
+ * name after it ("No such device (bdev_vanished)"; "Input/output error").
+ */
+void prt_err_desc(struct printbuf *out, int err);
 
 #endif /* TFS_LIB_PRINTBUF_H */

@@ -19,12 +19,6 @@ typedef unsigned long long ull;
 #define BUCKET_SIZE_MIN (16 * 1024)
 #define BUCKET_SIZE_DEFAULT_MAX (256 * 1024)
 #define JOURNAL_DEFAULT_MAX (1ULL << 30)
-/*
- * Room kept free in every superblock copy besides the fixed part, the
- * members and the journal field: for the clean field (btree roots) and
- * fields added later.
- */
-#define SB_SPARE_BYTES 4096
 #define ZERO_CHUNK (1024 * 1024)
 
 static u64 rounddown_pow2(u64 v)
@@ -58,22 +52,11 @@ static const char *dev_name(const struct tfs_format_dev *d, unsigned i, char nam
 	return name;
 }
 
-/* Journal buckets that fit in a copy of sb_max bytes with nr members. */
-static u64 journal_max_buckets(u32 sb_max, unsigned nr)
-{
-	u64 used = sizeof(struct tfs_sb) + sizeof(struct tfs_sb_field_members) +
-		   (u64)nr * sizeof(struct tfs_member) + sizeof(struct tfs_sb_field_journal) +
-		   SB_SPARE_BYTES;
-
-	return used < sb_max ? (sb_max - used) / sizeof(__le64) : 0;
-}
-
 static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_size,
 			 const struct tfs_sb_layout *l, unsigned nr, struct tfs_member *m,
 			 u64 *journal_nr, struct printbuf *err)
 {
-	u64 jmax = min_t(u64, journal_max_buckets(le32_to_cpu(l->sb_max_size), nr),
-			 TFS_FORMAT_JOURNAL_MAX_BUCKETS);
+	u64 jmax = TFS_JOURNAL_MAX_BUCKETS;
 	u32 bs = d->bucket_size ?: tfs_format_default_bucket_size(d->size, block_size);
 	u64 first, nbuckets, usable, jb;
 	char name[32];
@@ -88,11 +71,11 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 	nbuckets = d->size / bs;
 	if (nbuckets < first + TFS_MIN_BUCKETS) {
 		prt_printf(err, "%s: ", dev_name(d, i, name));
-		prt_units_u64(err, d->size);
+		prt_units_u64_vs(err, d->size, (first + TFS_MIN_BUCKETS) * bs);
 		prt_printf(err, " is too small: %llu buckets of ", (ull)nbuckets);
 		prt_units_u64(err, bs);
 		prt_printf(err, ", need at least %llu (", (ull)(first + TFS_MIN_BUCKETS));
-		prt_units_u64(err, (first + TFS_MIN_BUCKETS) * bs);
+		prt_units_u64_vs(err, (first + TFS_MIN_BUCKETS) * bs, d->size);
 		prt_printf(err, ")");
 		return -TFS_ERR_device_too_small;
 	}
@@ -106,10 +89,8 @@ static int plan_geometry(unsigned i, const struct tfs_format_dev *d, u32 block_s
 			prt_units_u64(err, d->journal_size);
 			prt_printf(err, " is %llu buckets of ", (ull)jb);
 			prt_units_u64(err, bs);
-			prt_printf(
-				err,
-				"; at most %llu buckets fit in the superblock (use larger buckets)",
-				(ull)jmax);
+			prt_printf(err, "; a journal has at most %llu buckets (use larger buckets)",
+				   (ull)jmax);
 			return -TFS_ERR_invalid_option;
 		}
 		if (jb < TFS_JOURNAL_MIN_BUCKETS || jb > usable / 2) {
@@ -168,6 +149,81 @@ static int check_replicas(const char *what, u8 *want, u8 *req, unsigned nr, stru
 		return -TFS_ERR_invalid_option;
 	}
 	return 0;
+}
+
+/*
+ * The btree node size: o->btree_node_size, or TFS_BTREE_NODE_SIZE_DEFAULT
+ * cut to the smallest bucket; a power of two in [MIN, MAX], at least the
+ * block size, dividing every bucket size (nodes never cross a bucket).
+ */
+static int plan_node_size(struct tfs_format_opts *o, const struct tfs_format_dev *devs,
+			  const struct tfs_sb_field_members *mf, unsigned nr, u32 block_size,
+			  struct printbuf *err)
+{
+	u32 node = o->btree_node_size, min_bucket = UINT32_MAX;
+	unsigned smallest = 0;
+	char name[32];
+
+	for (unsigned i = 0; i < nr; i++)
+		if (le32_to_cpu(mf->members[i].bucket_size) < min_bucket) {
+			min_bucket = le32_to_cpu(mf->members[i].bucket_size);
+			smallest = i;
+		}
+	if (!node && min_bucket < TFS_BTREE_NODE_SIZE_MIN) {
+		prt_str(err, "the bucket size ");
+		prt_units_u64(err, min_bucket);
+		prt_printf(err, " of %s is below the smallest btree node size ",
+			   dev_name(&devs[smallest], smallest, name));
+		prt_units_u64(err, TFS_BTREE_NODE_SIZE_MIN);
+		prt_str(err, " (use larger buckets)");
+		return -TFS_ERR_invalid_option;
+	}
+	if (!node) {
+		node = min_t(u32, TFS_BTREE_NODE_SIZE_DEFAULT, min_bucket);
+		node = max_t(u32, node, block_size);
+	}
+	if (!IS_POWER_OF_2(node) || node < TFS_BTREE_NODE_SIZE_MIN ||
+	    node > TFS_BTREE_NODE_SIZE_MAX) {
+		prt_printf(err, "btree node size %u must be a power of two from ", node);
+		prt_units_u64(err, TFS_BTREE_NODE_SIZE_MIN);
+		prt_str(err, " to ");
+		prt_units_u64(err, TFS_BTREE_NODE_SIZE_MAX);
+		return -TFS_ERR_invalid_option;
+	}
+	if (node < block_size) {
+		prt_str(err, "btree node size ");
+		prt_units_u64(err, node);
+		prt_str(err, " is smaller than the block size ");
+		prt_units_u64(err, block_size);
+		return -TFS_ERR_invalid_option;
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		u32 bs = le32_to_cpu(mf->members[i].bucket_size);
+
+		if (bs % node) {
+			prt_str(err, "btree node size ");
+			prt_units_u64(err, node);
+			prt_str(err, " does not divide the bucket size ");
+			prt_units_u64(err, bs);
+			prt_printf(err, " of %s (use larger buckets or smaller nodes)",
+				   dev_name(&devs[i], i, name));
+			return -TFS_ERR_invalid_option;
+		}
+	}
+	o->btree_node_size = node;
+	return 0;
+}
+
+static int check_durability(const char *what, unsigned req, unsigned durability,
+			    struct printbuf *err)
+{
+	if (req <= durability)
+		return 0;
+	prt_printf(err,
+		   "%s replicas required %u can never be met: the durability of every member adds "
+		   "up to %u (durability 0 is a cache)",
+		   what, req, durability);
+	return -TFS_ERR_invalid_option;
 }
 
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,
@@ -245,6 +301,9 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 	struct tfs_sb_layout *l = &sb->layout;
 
 	tfs_sb_layout_init_default(l);
+	/* So a copy of another filesystem is known for one even without our primary. */
+	memcpy(l->uuid, o.uuid, 16);
+	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
 
 	struct tfs_sb_handle tmp = { .sb = sb, .sb_bytes = TFS_SB_MAX_SIZE_DEFAULT };
 	unsigned mu64s =
@@ -269,6 +328,25 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 			}
 	}
 
+	ret = plan_node_size(&o, devs, mf, nr, block_size, err);
+	if (ret)
+		goto err;
+	sb->btree_node_size = cpu_to_le32(o.btree_node_size);
+
+	/*
+	 * Copies go to distinct members, each counting for its durability: a
+	 * requirement above the sum of them all can never be met (every write
+	 * would fail), so such a filesystem is refused here.
+	 */
+	unsigned durability = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		durability += mf->members[i].durability;
+	ret = check_durability("metadata", o.metadata_replicas_required, durability, err)
+		      ?: check_durability("data", o.data_replicas_required, durability, err);
+	if (ret)
+		goto err;
+
 	for (unsigned i = 0; i < nr; i++) {
 		struct tfs_sb_handle *h = &hs[i];
 		u64 first = le64_to_cpu(mf->members[i].first_bucket);
@@ -282,18 +360,14 @@ int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_
 		h->sb_bytes = TFS_SB_MAX_SIZE_DEFAULT;
 		h->sb->dev_idx = (u8)i;
 
-		u64 *b = malloc(sizeof(*b) * journal_nr[i]);
+		/* The journal: one range, right after the superblock area. */
+		struct tfs_sb_field_journal *j =
+			(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, 3, &ret);
 
-		if (!b) {
-			ret = -ENOMEM;
-			goto err;
+		if (j) {
+			j->ranges[0].start = cpu_to_le64(first);
+			j->ranges[0].nr = cpu_to_le64(journal_nr[i]);
 		}
-		/* The journal starts right after the superblock area. */
-		for (u64 k = 0; k < journal_nr[i]; k++)
-			b[k] = first + k;
-		/* At most TFS_FORMAT_JOURNAL_MAX_BUCKETS (plan_geometry()): no truncation. */
-		ret = tfs_sb_set_journal_buckets(h, b, (unsigned)journal_nr[i]);
-		free(b);
 		if (ret) {
 			prt_printf(err, "%s: the journal field does not fit in the superblock",
 				   dev_name(&devs[i], i, name));
@@ -334,12 +408,14 @@ static int zero_range(struct tfs_bdev *bdev, u64 off, u64 len, enum tfs_bio_tag 
 	while (len) {
 		size_t n = (size_t)min_t(u64, len, chunk);
 
-		ret = tfs_bdev_write(bdev, buf, n, off, 0, tag);
+		/* Quiet: the failure is reported below, once, as the zeroing's. */
+		ret = tfs_bdev_write(bdev, buf, n, off, TFS_BIO_QUIET, tag);
 		if (ret) {
 			if (err->pos)
 				prt_newline(err);
-			prt_printf(err, "%s: zeroing %zu bytes at %llu failed: %s", bdev->path, n,
-				   (ull)off, tfs_err_str(ret));
+			prt_printf(err, "%s: zeroing %zu bytes at %llu failed: ", bdev->path, n,
+				   (ull)off);
+			prt_err_desc(err, ret);
 			break;
 		}
 		off += n;
@@ -355,22 +431,30 @@ static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
 	const struct tfs_member *m = tfs_sb_this_member(h->sb);
 	u64 bs = le32_to_cpu(m->bucket_size);
 	u64 end = le64_to_cpu(m->nbuckets) * bs;
-	unsigned nr;
-	const __le64 *jb = tfs_sb_journal_buckets(h->sb, &nr);
+	const struct tfs_sb_field_journal *j = tfs_sb_journal(h->sb);
 	int ret;
 
 	if (bdev->size < end) {
 		prt_printf(err, "%s: device is ", bdev->path);
-		prt_units_u64(err, bdev->size);
+		prt_units_u64_vs(err, bdev->size, end);
 		prt_printf(err, ", smaller than the planned ");
-		prt_units_u64(err, end);
+		prt_units_u64_vs(err, end, bdev->size);
 		return -TFS_ERR_device_too_small;
 	}
 	if (m->discard) {
-		ret = tfs_bdev_discard(bdev, 0, end);
+		struct tfs_bio bio = {
+			.bdev = bdev,
+			.op = TFS_OP_discard,
+			.flags = TFS_BIO_QUIET,
+			.offset = 0,
+			.len = end,
+		};
+
+		ret = tfs_bio_submit_wait(&bio);
 		/* A device without discard still gets a correct filesystem. */
 		if (ret && !tfs_err_matches(ret, EOPNOTSUPP)) {
-			prt_printf(err, "%s: discard failed: %s", bdev->path, tfs_err_str(ret));
+			prt_printf(err, "%s: discard failed: ", bdev->path);
+			prt_err_desc(err, ret);
 			return ret;
 		}
 	}
@@ -381,15 +465,9 @@ static int format_one(struct tfs_sb_handle *h, struct printbuf *err)
 	 */
 	ret = zero_range(bdev, TFS_SB_OFFSET, le64_to_cpu(m->first_bucket) * bs - TFS_SB_OFFSET,
 			 TFS_TAG_sb, err);
-	for (unsigned i = 0; !ret && i < nr;) {
-		unsigned j = i;
-
-		while (j + 1 < nr && le64_to_cpu(jb[j + 1]) == le64_to_cpu(jb[j]) + 1)
-			j++;
-		ret = zero_range(bdev, le64_to_cpu(jb[i]) * bs, (u64)(j - i + 1) * bs,
-				 TFS_TAG_journal, err);
-		i = j + 1;
-	}
+	for (unsigned i = 0; !ret && i < tfs_sb_journal_nr_ranges(j); i++)
+		ret = zero_range(bdev, le64_to_cpu(j->ranges[i].start) * bs,
+				 le64_to_cpu(j->ranges[i].nr) * bs, TFS_TAG_journal, err);
 	return ret ?: tfs_sb_write_layout(h, err);
 }
 

@@ -15,11 +15,12 @@
  * first_bucket is the first bucket past them; the journal takes the next
  * journal_size worth of buckets (default: 1/64 of the device, clamped to
  * [TFS_JOURNAL_MIN_BUCKETS buckets, 1 GiB], to half the usable buckets and
- * to TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS).  The journal field lists every
- * bucket in the superblock, so an explicit journal_size may not exceed
- * TFS_FORMAT_JOURNAL_MAX_BUCKETS buckets (nor what fits in sb_max_size
- * beside the members and 4 KiB kept free); the bucket size, not the journal
- * length in buckets, grows with the device (up to 256 KiB by default).
+ * to TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS), one range in the journal field;
+ * an explicit journal_size may take up to half the usable buckets and at
+ * most TFS_JOURNAL_MAX_BUCKETS.  The bucket size, not the journal length in
+ * buckets, grows with the device (up to 256 KiB by default).  The btree node
+ * size is the option's, or TFS_BTREE_NODE_SIZE_DEFAULT cut to the smallest
+ * bucket size.
  * The output depends only on the options: given the same uuids and time it
  * is byte for byte the same.
  */
@@ -33,8 +34,8 @@ struct printbuf;
 
 /* Journal buckets mkfs picks at most by default (256 MiB of 256 KiB buckets). */
 #define TFS_FORMAT_JOURNAL_DEFAULT_MAX_BUCKETS 1024
-/* Most journal buckets a member may get (16 KiB of the 32 KiB superblock). */
-#define TFS_FORMAT_JOURNAL_MAX_BUCKETS 2048
+/* Most journal buckets a member may get: the one limit (super_format.h). */
+#define TFS_FORMAT_JOURNAL_MAX_BUCKETS TFS_JOURNAL_MAX_BUCKETS
 
 struct tfs_format_opts {
 	u8 uuid[16];	  /* internal; must not be zero */
@@ -46,6 +47,8 @@ struct tfs_format_opts {
 	u8 data_replicas, data_replicas_required;
 	u8 error_action; /* enum tfs_error_action */
 	u64 time;	 /* time_created and time_written, seconds */
+	/* bytes; 0: TFS_BTREE_NODE_SIZE_DEFAULT, or the smallest bucket size if smaller */
+	u32 btree_node_size;
 };
 
 struct tfs_format_dev {
@@ -65,7 +68,8 @@ struct tfs_format_dev {
  * Builds hs[0..nr) (zeroed by the caller) for devices devs[0..nr): one
  * superblock per member, identical but for dev_idx and the journal field,
  * seq 0, passing tfs_sb_validate().  Returns 0, or -TFS_ERR_invalid_option
- * (a bad size or option), -TFS_ERR_device_too_small, with the reason in err
+ * (a bad size or option, or metadata or data replicas required above the
+ * members' durabilities added up: never met), -TFS_ERR_device_too_small, with the reason in err
  * naming the device (devs[i].name, or by index).  hs[i]->bdev is left NULL.
  */
 int tfs_format_plan(const struct tfs_format_opts *opts, const struct tfs_format_dev *devs,

@@ -112,7 +112,9 @@ struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field
 {
 	struct tfs_sb_field *end = sb_fields_end(sb);
 
-	for (struct tfs_sb_field *f = (struct tfs_sb_field *)sb->_data; f < end && f->u64s;
+	/* Never past the fields, even in a copy shown although invalid. */
+	for (struct tfs_sb_field *f = (struct tfs_sb_field *)sb->_data;
+	     f < end && f->u64s && le32_to_cpu(f->u64s) <= (u64)((__le64 *)end - (__le64 *)f);
 	     f = sb_field_next(f))
 		if (le32_to_cpu(f->type) == type)
 			return f;
@@ -122,11 +124,13 @@ struct tfs_sb_field *tfs_sb_field_get(const struct tfs_sb *sb, enum tfs_sb_field
 struct tfs_member *tfs_sb_member(const struct tfs_sb *sb, unsigned idx)
 {
 	struct tfs_sb_field_members *mf = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_members);
+	size_t mb = mf ? le16_to_cpu(mf->member_bytes) : 0;
 
-	if (!mf || idx >= sb->nr_devices)
+	/* Within the field too: a shown invalid copy may say anything. */
+	if (!mf || idx >= sb->nr_devices || mb < sizeof(struct tfs_member) || mb % 8 ||
+	    le32_to_cpu(mf->field.u64s) * 8ULL < sizeof(*mf) + (idx + 1) * mb)
 		return NULL;
-	return (struct tfs_member *)((u8 *)mf->members +
-				     (size_t)idx * le16_to_cpu(mf->member_bytes));
+	return (struct tfs_member *)((u8 *)mf->members + (size_t)idx * mb);
 }
 
 u32 tfs_sb_bucket_size(const struct tfs_sb *sb)
@@ -136,12 +140,46 @@ u32 tfs_sb_bucket_size(const struct tfs_sb *sb)
 	return m ? le32_to_cpu(m->bucket_size) : 0;
 }
 
-const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr)
+struct tfs_sb_field_journal *tfs_sb_journal(const struct tfs_sb *sb)
 {
-	struct tfs_sb_field_journal *j = (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+	return (void *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal);
+}
 
-	*nr = j ? le32_to_cpu(j->field.u64s) - 1 : 0;
-	return j ? j->buckets : NULL;
+unsigned tfs_sb_journal_nr_ranges(const struct tfs_sb_field_journal *j)
+{
+	return j ? (le32_to_cpu(j->field.u64s) - 1) / 2 : 0;
+}
+
+u64 tfs_sb_journal_nr_buckets(const struct tfs_sb *sb)
+{
+	const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
+	u64 nr = 0;
+
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++)
+		nr += le64_to_cpu(j->ranges[i].nr);
+	return nr;
+}
+
+int tfs_sb_journal_buckets(const struct tfs_sb *sb, u64 **buckets, unsigned *nr)
+{
+	const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
+	u64 total = tfs_sb_journal_nr_buckets(sb), k = 0;
+
+	*buckets = NULL;
+	*nr = 0;
+	if (!total)
+		return 0;
+	/* Validation bounds it by TFS_JOURNAL_MAX_BUCKETS: this is a guard. */
+	if (total > TFS_JOURNAL_MAX_BUCKETS)
+		return -TFS_ERR_invalid_sb_journal;
+	*buckets = malloc(total * sizeof(u64));
+	if (!*buckets)
+		return -ENOMEM;
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++)
+		for (u64 b = 0; b < le64_to_cpu(j->ranges[i].nr); b++)
+			(*buckets)[k++] = le64_to_cpu(j->ranges[i].start) + b;
+	*nr = (unsigned)total;
+	return 0;
 }
 
 struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb)
@@ -186,18 +224,38 @@ struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_fi
 	return f;
 }
 
+/* Runs of consecutive buckets in buckets[0..nr), each a range. */
+static unsigned bucket_runs(const u64 *buckets, unsigned nr, struct tfs_journal_bucket_range *r)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < nr;) {
+		unsigned j = i;
+
+		while (j + 1 < nr && buckets[j + 1] == buckets[j] + 1)
+			j++;
+		if (r) {
+			r[n].start = cpu_to_le64(buckets[i]);
+			r[n].nr = cpu_to_le64(j - i + 1);
+		}
+		n++;
+		i = j + 1;
+	}
+	return n;
+}
+
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr)
 {
 	int ret;
 	struct tfs_sb_field_journal *j;
+	unsigned ranges = bucket_runs(buckets, nr, NULL);
 
-	/* nr + 1 must not wrap, nor the field outgrow the copy. */
-	if (nr >= h->sb_bytes / 8)
+	/* 1 + 2 * ranges must not wrap, nor the field outgrow the copy. */
+	if (ranges >= h->sb_bytes / 16)
 		return -TFS_ERR_invalid_sb_size;
-	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, nr ? nr + 1 : 0, &ret);
-
-	for (unsigned i = 0; j && i < nr; i++)
-		j->buckets[i] = cpu_to_le64(buckets[i]);
+	j = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_journal, ranges ? 1 + 2 * ranges : 0, &ret);
+	if (j)
+		bucket_runs(buckets, nr, j->ranges);
 	return ret;
 }
 
@@ -206,9 +264,12 @@ int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entri
 {
 	int ret;
 	unsigned u64s = sizeof(struct tfs_sb_field_clean) / 8 + entries_u64s;
-	struct tfs_sb_field_clean *c =
-		(void *)tfs_sb_field_resize(h, TFS_SB_FIELD_clean, u64s, &ret);
+	struct tfs_sb_field_clean *c;
 
+	/* More than the copy holds (and u64s must not wrap). */
+	if (entries_u64s >= h->sb_bytes / 8)
+		return -TFS_ERR_invalid_sb_size;
+	c = (void *)tfs_sb_field_resize(h, TFS_SB_FIELD_clean, u64s, &ret);
 	if (!c)
 		return ret;
 	c->flags = 0;
@@ -232,6 +293,8 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h)
 
 void tfs_sb_exit(struct tfs_sb_handle *h)
 {
+	for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++)
+		free(h->copies[i].why);
 	free(h->sb);
 	if (h->owns_bdev && h->bdev)
 		tfs_bdev_close(h->bdev);
@@ -252,12 +315,31 @@ void tfs_sb_layout_init_default(struct tfs_sb_layout *l)
 {
 	memset(l, 0, sizeof(*l));
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
-	l->version = 1;
+	l->version = TFS_SB_LAYOUT_VERSION;
 	l->nr_superblocks = 2;
 	l->sb_max_size = cpu_to_le32(TFS_SB_MAX_SIZE_DEFAULT);
 	l->sb_offset[0] = cpu_to_le64(TFS_SB_OFFSET);
 	l->sb_offset[1] = cpu_to_le64(TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT);
 	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
+}
+
+/*
+ * Superblock I/O, synchronous and TFS_BIO_QUIET: a failure is reported once,
+ * by the caller, in terms of the superblock (which copy, which offset).
+ */
+static int sb_io(struct tfs_bdev *bdev, enum tfs_bio_op op, void *buf, size_t len, u64 off)
+{
+	struct tfs_bio bio = {
+		.bdev = bdev,
+		.op = op,
+		.flags = TFS_BIO_QUIET,
+		.tag = TFS_TAG_sb,
+		.offset = off,
+		.buf = buf,
+		.len = len,
+	};
+
+	return tfs_bio_submit_wait(&bio);
 }
 
 /* Reads [off, off + len) into a fresh aligned buffer. */
@@ -269,7 +351,7 @@ static int read_range(struct tfs_bdev *bdev, u64 off, size_t len, void **ret)
 	*ret = NULL;
 	if (!buf)
 		return -ENOMEM;
-	r = tfs_bdev_read(bdev, buf, len, off, TFS_TAG_sb);
+	r = sb_io(bdev, TFS_OP_read, buf, len, off);
 	if (r) {
 		free(buf);
 		return r;
@@ -302,7 +384,8 @@ static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb
 		len = round_up(sizeof(struct tfs_sb), lbs);
 	r = read_range(bdev, off, len, &buf);
 	if (r) {
-		prt_printf(err, "read failed: %s", tfs_err_str(r));
+		prt_str(err, "read failed: ");
+		prt_err_desc(err, r);
 		return r == -ENOMEM ? r : -TFS_ERR_sb_read;
 	}
 
@@ -329,11 +412,12 @@ static int read_copy(struct tfs_bdev *bdev, u64 off, u32 max_size, struct tfs_sb
 /*
  * Which valid copy to use, or -1.  Seq only orders copies of one
  * filesystem: a copy left by an older mkfs on the same device may carry any
- * seq.  The layout sector records no uuid, so the reference is the primary
- * when it is valid (mkfs of the current filesystem wrote it, and every
- * write rewrites it first), else the valid copy with the highest seq.  A
- * valid copy whose uuid or user_uuid differs from the reference's is turned
- * into a bad one (code and reason set, freed); the newest of the rest wins.
+ * seq.  Copies of another internal uuid were ruled out by the layout's uuid
+ * already (tfs_sb_read()); the user_uuid is in the copies only, so the
+ * reference for it is the primary when it is valid (every write rewrites
+ * it first), else the valid copy with the highest seq.  A valid copy whose
+ * uuid or user_uuid differs from the reference's is turned into a bad one
+ * (code and reason set, freed); the newest of the rest wins.
  */
 static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies, int *codes,
 		     struct printbuf *why)
@@ -379,6 +463,113 @@ static int pick_copy(const struct tfs_sb_layout *layout, struct tfs_sb **copies,
 	return best;
 }
 
+/* Every copy's state into h (for show-super -l), whatever the outcome. */
+static void record_copies(struct tfs_sb_handle *h, const struct tfs_sb_layout *l,
+			  struct tfs_sb **copies, const int *codes, struct printbuf *why)
+{
+	h->nr_copies = min_t(unsigned, l->nr_superblocks, TFS_SB_LAYOUT_MAX_COPIES);
+	for (unsigned i = 0; i < h->nr_copies; i++) {
+		struct tfs_sb_copy_status *c = &h->copies[i];
+
+		c->offset = le64_to_cpu(l->sb_offset[i]);
+		c->code = codes[i];
+		c->seq = codes[i] ? 0 : le64_to_cpu(copies[i]->seq);
+		c->why = codes[i] ? strdup(printbuf_str(&why[i])) : NULL;
+	}
+}
+
+/*
+ * The first field where layouts a and b differ, as "FIELD A differs from
+ * B".  Both passed tfs_sb_layout_validate(): pads are zero, so some named
+ * field differs whenever the bytes do.
+ */
+static void layout_diff(struct printbuf *out, const struct tfs_sb_layout *a,
+			const struct tfs_sb_layout *b)
+{
+	if (a->version != b->version)
+		prt_printf(out, "version %u differs from %u", a->version, b->version);
+	else if (a->nr_superblocks != b->nr_superblocks)
+		prt_printf(out, "nr_superblocks %u differs from %u", a->nr_superblocks,
+			   b->nr_superblocks);
+	else if (a->sb_max_size != b->sb_max_size)
+		prt_printf(out, "sb_max_size %u differs from %u", le32_to_cpu(a->sb_max_size),
+			   le32_to_cpu(b->sb_max_size));
+	else if (memcmp(a->uuid, b->uuid, 16)) {
+		prt_str(out, "uuid ");
+		prt_uuid(out, a->uuid);
+		prt_str(out, " differs from ");
+		prt_uuid(out, b->uuid);
+	} else
+		for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++)
+			if (a->sb_offset[i] != b->sb_offset[i]) {
+				prt_printf(out, "sb_offset[%u] %llu differs from %llu", i,
+					   (unsigned long long)le64_to_cpu(a->sb_offset[i]),
+					   (unsigned long long)le64_to_cpu(b->sb_offset[i]));
+				return;
+			}
+}
+
+/* Reads and validates every copy l lists; -ENOMEM or 0 (codes[] say the rest). */
+static int read_copies(struct tfs_bdev *bdev, const struct tfs_sb_layout *l, struct tfs_sb **copies,
+		       int *codes, struct printbuf *why)
+{
+	for (unsigned i = 0; i < TFS_SB_LAYOUT_MAX_COPIES; i++) {
+		free(copies[i]);
+		copies[i] = NULL;
+		codes[i] = 0;
+		printbuf_exit(&why[i]);
+		why[i] = PRINTBUF;
+	}
+	for (unsigned i = 0; i < l->nr_superblocks; i++) {
+		codes[i] = read_copy(bdev, le64_to_cpu(l->sb_offset[i]),
+				     le32_to_cpu(l->sb_max_size), &copies[i], &why[i]);
+		if (codes[i] == -ENOMEM)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * When no valid copy carries the sector's layout but every valid copy
+ * carries the same other one, the copies are right and the sector stale
+ * (it is written only by mkfs, the copies on every write): returns the index
+ * of a copy with that layout and says in why what differs.  Else -1.  A
+ * lone copy of another filesystem (uuid) never overrules the sector: it is
+ * what a stale backup left by an older mkfs looks like when our primary is
+ * unreadable.
+ */
+static int copies_overrule(const struct tfs_sb_layout *sector, struct tfs_sb **copies,
+			   const int *codes, unsigned nr, struct printbuf *why)
+{
+	int first = -1;
+	unsigned nr_valid = 0;
+
+	for (unsigned i = 0; i < nr; i++) {
+		if (codes[i])
+			continue;
+		if (!memcmp(&copies[i]->layout, sector, sizeof(*sector)))
+			return -1;
+		if (first >= 0 &&
+		    memcmp(&copies[i]->layout, &copies[first]->layout, sizeof(*sector)))
+			return -1;
+		if (first < 0)
+			first = (int)i;
+		nr_valid++;
+	}
+	if (first < 0 || (nr_valid < 2 && memcmp(copies[first]->layout.uuid, sector->uuid, 16)))
+		return -1;
+	layout_diff(why, sector, &copies[first]->layout);
+	prt_printf(why, " in the superblock cop%s at", nr_valid > 1 ? "ies" : "y");
+	for (unsigned i = 0, k = 0; i < nr; i++)
+		if (!codes[i])
+			prt_printf(why, "%s%llu",
+				   !k++		   ? " "
+				   : k == nr_valid ? " and "
+						   : ", ",
+				   (unsigned long long)le64_to_cpu(sector->sb_offset[i]));
+	return first;
+}
+
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err)
 {
 	struct printbuf why[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
@@ -389,7 +580,13 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	unsigned lbs = bdev_lbs(bdev);
 	void *blk0 = NULL;
 	int best = -1, ret = 0;
-	bool layout_bad = false;
+	/* Where the layout in use comes from. */
+	enum {
+		FROM_SECTOR,
+		FROM_DEFAULT,
+		FROM_COPY,
+		FROM_COPIES
+	} from = FROM_SECTOR;
 	u64 adopted_from = 0;
 
 	memset(h, 0, sizeof(*h));
@@ -404,8 +601,8 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, lbs), &blk0);
 	if (ret) {
-		prt_printf(err, "%s: reading the layout sector failed: %s", bdev->path,
-			   tfs_err_str(ret));
+		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
+		prt_err_desc(err, ret);
 		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
 	}
 	memcpy(&layout, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(layout));
@@ -416,60 +613,86 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 		 * Fall back to the default layout; the first valid copy's
 		 * embedded layout then tells us where the copies really are.
 		 */
-		layout_bad = true;
+		from = FROM_DEFAULT;
 		tfs_sb_layout_init_default(&layout);
 	}
 
-	for (unsigned i = 0; i < layout.nr_superblocks; i++) {
-		why[i] = PRINTBUF;
-		codes[i] = read_copy(bdev, le64_to_cpu(layout.sb_offset[i]),
-				     le32_to_cpu(layout.sb_max_size), &copies[i], &why[i]);
-		if (codes[i] == -ENOMEM) {
-			ret = -ENOMEM;
-			goto out;
+	ret = read_copies(bdev, &layout, copies, codes, why);
+	if (ret)
+		goto out;
+	if (from == FROM_DEFAULT) {
+		for (unsigned i = 0; i < layout.nr_superblocks; i++)
+			if (!codes[i]) {
+				/* Adopt this copy's layout (validated with it). */
+				adopted_from = le64_to_cpu(layout.sb_offset[i]);
+				layout = copies[i]->layout;
+				from = FROM_COPY;
+				break;
+			}
+	} else {
+		int c = copies_overrule(&layout, copies, codes, layout.nr_superblocks, &layout_why);
+
+		if (c >= 0) {
+			layout = copies[c]->layout;
+			from = FROM_COPIES;
 		}
-		/*
-		 * Every copy must carry the layout sector's layout: a copy
-		 * that lists fewer copies would, once used, stop the others
-		 * from ever being written again.
-		 */
-		if (!codes[i] && !layout_bad &&
-		    memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
-			prt_printf(
-				&why[i],
-				"its layout (%u copies) differs from the layout at %u (%u copies)",
-				copies[i]->layout.nr_superblocks, TFS_SB_LAYOUT_OFFSET,
-				layout.nr_superblocks);
+	}
+	/* Read again every copy the adopted layout lists, at its sb_max_size. */
+	if (from == FROM_COPY || from == FROM_COPIES) {
+		ret = read_copies(bdev, &layout, copies, codes, why);
+		if (ret)
+			goto out;
+	}
+
+	/*
+	 * Every copy must carry the layout in use: a copy that lists fewer
+	 * copies would, once used, stop the others from ever being written
+	 * again.
+	 */
+	for (unsigned i = 0; i < layout.nr_superblocks; i++)
+		if (!codes[i] && memcmp(copies[i]->uuid, layout.uuid, 16)) {
+			/*
+			 * The layout names the filesystem: a copy of another
+			 * one (an older mkfs's backup) is never used, whatever
+			 * its seq, even when it is the only valid copy.
+			 */
+			prt_str(&why[i], "uuid ");
+			prt_uuid(&why[i], copies[i]->uuid);
+			prt_printf(&why[i], " (seq %llu) differs from uuid ",
+				   (unsigned long long)le64_to_cpu(copies[i]->seq));
+			prt_uuid(&why[i], layout.uuid);
+			if (from == FROM_SECTOR)
+				prt_printf(&why[i], " of the layout at %u", TFS_SB_LAYOUT_OFFSET);
+			else
+				prt_str(&why[i], " of the layout in use");
+			prt_str(&why[i], ": another filesystem's copy, ignored");
+			codes[i] = -TFS_ERR_invalid_sb_uuid;
+			free(copies[i]);
+			copies[i] = NULL;
+		} else if (!codes[i] && memcmp(&copies[i]->layout, &layout, sizeof(layout))) {
+			if (from == FROM_SECTOR)
+				prt_printf(&why[i], "its layout disagrees with the layout at %u: ",
+					   TFS_SB_LAYOUT_OFFSET);
+			else
+				prt_str(&why[i], "its layout disagrees with the one in use: ");
+			layout_diff(&why[i], &copies[i]->layout, &layout);
 			codes[i] = -TFS_ERR_invalid_sb_layout;
 			free(copies[i]);
 			copies[i] = NULL;
 		}
-		if (!codes[i] && layout_bad) {
-			/*
-			 * Adopt this copy's layout (validated with it) and read
-			 * every copy it lists again, at its sb_max_size.
-			 */
-			adopted_from = le64_to_cpu(layout.sb_offset[i]);
-			layout = copies[i]->layout;
-			layout_bad = false;
-			for (unsigned k = 0; k < TFS_SB_LAYOUT_MAX_COPIES; k++) {
-				free(copies[k]);
-				copies[k] = NULL;
-				codes[k] = 0;
-				printbuf_exit(&why[k]);
-			}
-			i = -1U;
-			continue;
-		}
-	}
 
 	best = pick_copy(&layout, copies, codes, why);
+	record_copies(h, &layout, copies, codes, why);
 
-	if (layout_why.pos && best >= 0)
+	if (best >= 0 && from == FROM_COPY)
 		fprintf(stderr,
 			"warning: %s: layout at %u: %s; using the copy in the superblock at %llu\n",
 			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why),
 			(unsigned long long)adopted_from);
+	if (best >= 0 && from == FROM_COPIES)
+		fprintf(stderr,
+			"warning: %s: layout at %u: %s; using the layout of the superblock copies\n",
+			bdev->path, TFS_SB_LAYOUT_OFFSET, printbuf_str(&layout_why));
 
 	if (best < 0) {
 		if (layout_why.pos)
@@ -528,18 +751,97 @@ int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 	int ret = tfs_bdev_open(path, bdev_flags, &bdev);
 
 	memset(h, 0, sizeof(*h));
-	if (ret) {
-		prt_printf(err, "%s: cannot open: %s", path, tfs_err_str(ret));
+	/* tfs_bdev_open() said why: once is enough. */
+	if (ret)
 		return ret;
-	}
 	ret = tfs_sb_read(bdev, h, err);
-	if (ret) {
-		tfs_bdev_close(bdev);
-		memset(h, 0, sizeof(*h));
-		return ret;
-	}
 	h->owns_bdev = true;
-	return 0;
+	if (ret)
+		tfs_sb_exit(h);
+	return ret;
+}
+
+/*
+ * A copy shown although it failed validation: its fields must stay inside
+ * the buffer, so u64s is cut to what fits (and err says so).
+ */
+static void clamp_for_display(struct tfs_sb *sb, u32 max_size, struct printbuf *err)
+{
+	u32 fit = (u32)((max_size - sizeof(*sb)) / 8);
+
+	if (le32_to_cpu(sb->u64s) > fit) {
+		prt_printf(err, " (u64s %u runs past the copy's %u bytes: fields shown up to them)",
+			   le32_to_cpu(sb->u64s), max_size);
+		sb->u64s = cpu_to_le32(fit);
+	}
+}
+
+int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs_sb_handle *h,
+		     struct printbuf *err)
+{
+	struct tfs_sb_layout l;
+	void *blk0 = NULL, *buf = NULL;
+	u64 off;
+	u32 max;
+	size_t len;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	h->bdev = bdev;
+	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
+		prt_printf(err, "%s: device is ", bdev->path);
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ", too small to hold a superblock");
+		return -TFS_ERR_device_too_small;
+	}
+	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, bdev_lbs(bdev)), &blk0);
+	if (ret) {
+		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
+		prt_err_desc(err, ret);
+		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
+	}
+	memcpy(&l, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(l));
+	free(blk0);
+	PRINTBUF_ONSTACK(ignored, 256);
+
+	/* A bad sector: the standard places, as tfs_sb_read() starts from. */
+	if (tfs_sb_layout_validate(&l, &ignored))
+		tfs_sb_layout_init_default(&l);
+	if (idx >= l.nr_superblocks) {
+		prt_printf(err, "%s: copy %u: the layout lists %u copies", bdev->path, idx,
+			   l.nr_superblocks);
+		if (l.nr_superblocks > 1)
+			prt_printf(err, " (0 %s %u)", l.nr_superblocks == 2 ? "and" : "to",
+				   l.nr_superblocks - 1);
+		return -TFS_ERR_invalid_argument;
+	}
+	off = le64_to_cpu(l.sb_offset[idx]);
+	max = le32_to_cpu(l.sb_max_size);
+	prt_printf(err, "%s: superblock at %llu: ", bdev->path, (unsigned long long)off);
+	ret = read_copy(bdev, off, max, &h->sb, err);
+	if (ret && force && tfs_err_matches(ret, TFS_ERR_invalid_sb) &&
+	    bdev->size - off >= sizeof(struct tfs_sb)) {
+		/* Read it again, without validation, to be shown anyway. */
+		len = round_down(min_t(u64, max, bdev->size - off), bdev_lbs(bdev));
+		if (len < sizeof(struct tfs_sb))
+			len = round_up(sizeof(struct tfs_sb), bdev_lbs(bdev));
+		h->sb = calloc(1, max_t(size_t, max, len));
+		if (!h->sb || read_range(bdev, off, len, &buf)) {
+			free(h->sb);
+			h->sb = NULL;
+		} else {
+			memcpy(h->sb, buf, min_t(size_t, len, max));
+			clamp_for_display(h->sb, max, err);
+		}
+		free(buf);
+	}
+	if (h->sb) {
+		h->sb_bytes = max;
+		h->read_offset = off;
+	}
+	if (!ret)
+		printbuf_reset(err);
+	return ret;
 }
 
 /* --- writing --- */
@@ -555,13 +857,14 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, h->sb, min_t(size_t, len, h->sb_bytes));
-	ret = tfs_bdev_write(bdev, buf, len, off, 0, TFS_TAG_sb);
+	ret = sb_io(bdev, TFS_OP_write, buf, len, off);
 	free(buf);
 	if (ret) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: writing superblock copy %u at %llu (%zu bytes) failed: %s",
-			   bdev->path, copy, (unsigned long long)off, len, tfs_err_str(ret));
+		prt_printf(err, "%s: writing superblock copy %u at %llu (%zu bytes) failed: ",
+			   bdev->path, copy, (unsigned long long)off, len);
+		prt_err_desc(err, ret);
 	}
 	return ret;
 }
@@ -569,13 +872,14 @@ static int write_copy(struct tfs_sb_handle *h, unsigned copy, struct printbuf *e
 /* Flushes device i; a failure goes into err.  0 or the code. */
 static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf *err)
 {
-	int r = tfs_bdev_flush(h->bdev);
+	int r = sb_io(h->bdev, TFS_OP_flush, NULL, 0, 0);
 
 	if (r) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: flush after writing the %s superblock failed: %s",
-			   h->bdev->path, what, tfs_err_str(r));
+		prt_printf(err, "%s: flush after writing the %s superblock failed: ", h->bdev->path,
+			   what);
+		prt_err_desc(err, r);
 	}
 	return r;
 }
@@ -651,13 +955,14 @@ int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err)
 		return -ENOMEM;
 	h->sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&h->sb->layout));
 	memcpy(buf + TFS_SB_LAYOUT_OFFSET, &h->sb->layout, sizeof(h->sb->layout));
-	ret = tfs_bdev_write(bdev, buf, len, 0, 0, TFS_TAG_sb);
+	ret = sb_io(bdev, TFS_OP_write, buf, len, 0);
 	free(buf);
 	if (ret) {
 		if (err->pos)
 			prt_newline(err);
-		prt_printf(err, "%s: writing the layout at %u failed: %s", bdev->path,
-			   TFS_SB_LAYOUT_OFFSET, tfs_err_str(ret));
+		prt_printf(err, "%s: writing the layout at %u failed: ", bdev->path,
+			   TFS_SB_LAYOUT_OFFSET);
+		prt_err_desc(err, ret);
 		return -TFS_ERR_sb_write;
 	}
 	return 0;

@@ -12,22 +12,28 @@
  *    (a members field exists with nr_devices entries, dev_idx < nr_devices,
  *    journal buckets lie in this device's bucket range).
  *  - Every byte goes through the handle's struct tfs_bdev (lib/bdev.h), tagged
- *    TFS_TAG_sb, so the fault device sees superblock I/O.
+ *    TFS_TAG_sb, so the fault device sees superblock I/O.  The bios are
+ *    TFS_BIO_QUIET: a failure is reported once, here, naming the copy.
  *  - Reading tries every copy the layout lists; the valid copy with the
  *    highest seq wins.  A copy whose embedded layout is not byte for byte
- *    the (valid) layout sector's is bad, so the layout a handle holds, and
- *    hence the set of copies every write updates, is always the sector's.
- *    A bad copy is never fatal while another is valid: a warning naming
+ *    the layout in use is bad, so the layout a handle holds, and hence the
+ *    set of copies every write updates, is the one every copy used agrees
+ *    on.  The layout in use is the (valid) layout sector's, unless no
+ *    valid copy carries it and all valid copies carry the same other one:
+ *    the sector, written only by mkfs, is then the stale one, and the
+ *    copies' layout is used (a warning names the field that differs).  A
+ *    bad copy is never fatal while another is valid: a warning naming
  *    the bad copy and the one used goes to stderr.
  *  - Seq only orders copies of one filesystem: a stale copy left on the
  *    device by an older filesystem may have any seq.  The copies of the
- *    current filesystem are those whose uuid and user_uuid equal the
- *    reference copy's: the primary when it is valid (mkfs of the current
- *    filesystem writes it, every write rewrites it first; the layout
- *    sector records no uuid to compare with), else the valid copy with the
- *    highest seq.  Any other valid copy is bad (-TFS_ERR_invalid_sb_uuid,
- *    counted in copies_bad) and never chosen, whatever its seq; its
- *    warning names its offset and the reference's.
+ *    current filesystem are those whose uuid is the layout's uuid (the
+ *    layout sector names the filesystem, so a foreign copy is ruled out
+ *    even when the primary is unreadable) and whose user_uuid is the
+ *    reference copy's: the primary when it is valid (every write rewrites
+ *    it first), else the valid copy with the highest seq.  Any other valid
+ *    copy is bad (-TFS_ERR_invalid_sb_uuid, counted in copies_bad) and
+ *    never chosen, whatever its seq; its warning names its offset and the
+ *    layout's or the reference's.
  *  - Writing bumps seq and writes every copy on every member: all primaries,
  *    a flush, then all backups, a flush; a device whose primary or flush
  *    failed keeps its old backup (see tfs_sb_write_all()).
@@ -62,18 +68,41 @@ int tfs_sb_field_type_parse(const char *name);
  * Reads the superblock of bdev into h (which the caller zeroed or
  * tfs_sb_exit()ed): the layout sector (or, if it is bad, the default layout
  * -- the primary and the standard backup -- and then the embedded layout of
- * the first valid copy found there), then every copy it lists; keeps the
- * valid one with the highest seq.  h->bdev is set but not owned.  When no
- * copy is valid, returns the primary's code and err lists the layout
- * sector's problem, if any, and every copy with its reason.
+ * the first valid copy found there; or, if the copies agree on another, the
+ * copies' layout), then every copy it lists; keeps the valid one with the
+ * highest seq.  h->bdev is set but not owned.  When no copy is valid,
+ * returns the primary's code and err lists the layout sector's problem, if
+ * any, and every copy with its reason.  Either way h->copies[] says what
+ * each copy of the layout in use was (valid with its seq, or the reason),
+ * so tfs_sb_exit() h in every case.
  */
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err);
 
-/* Opens path (tfs_bdev_open() flags) and reads it; h owns the bdev. */
+/*
+ * Opens path (tfs_bdev_open() flags) and reads it; h owns the bdev.  When
+ * the open itself fails, tfs_bdev_open() has printed why and err is left
+ * as it was.
+ */
 int tfs_sb_open(const char *path, unsigned bdev_flags, struct tfs_sb_handle *h,
 		struct printbuf *err);
 
-/* Frees h's memory and closes its bdev if owned; h is zeroed. Safe twice. */
+/*
+ * Reads copy idx (0: the primary) of the layout the layout sector gives (the
+ * default layout when the sector is bad) into h, which owns nothing: for
+ * tools that show one copy.  Returns 0, or the copy's code with err saying
+ * "PATH: superblock at OFF: why"; -TFS_ERR_invalid_argument when the layout
+ * has no copy idx.  With force, a copy that was read but failed validation
+ * is still put in h->sb (u64s cut to what fits in the copy, said in err),
+ * so it can be shown after the reason; only the to_text functions may be
+ * given it: they stay inside the fields whatever they say.
+ */
+int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs_sb_handle *h,
+		     struct printbuf *err);
+
+/*
+ * Frees h's memory (the superblock, the copies' reasons) and closes its
+ * bdev if owned; h is zeroed. Safe twice.
+ */
 void tfs_sb_exit(struct tfs_sb_handle *h);
 
 /* --- validation --- */
@@ -96,7 +125,8 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err);
  * enforces), each in [first_bucket, nbuckets), each once.  Every pad
  * and reserved byte (of the fixed part, the layout, the members and clean
  * fields and their entries) must be zero, so later versions may use them;
- * the message names field, byte and offset.  Returns 0 or
+ * the message names field, byte and offset.  Each known field type appears
+ * at most once; fields of unknown types are skipped, any number of each.  Returns 0 or
  * the -TFS_ERR_invalid_sb_* code of the first failure, with one precise line
  * in err.
  */
@@ -115,7 +145,9 @@ u32 tfs_sb_csum(const struct tfs_sb *sb);
 u32 tfs_sb_layout_csum(const struct tfs_sb_layout *l);
 
 /* Fills l with the layout mkfs writes: the primary at TFS_SB_OFFSET and one
- * backup right after its maximum size, checksummed. */
+ * backup right after its maximum size, checksummed.  Its uuid is zero: mkfs
+ * sets it (and the checksum again); a reader uses the default only to know
+ * where to look. */
 void tfs_sb_layout_init_default(struct tfs_sb_layout *l);
 /* Bytes of the copy: the fixed part plus the fields. */
 static inline size_t tfs_sb_bytes(const struct tfs_sb *sb)
@@ -140,11 +172,26 @@ static inline struct tfs_member *tfs_sb_this_member(const struct tfs_sb *sb)
 /* This device's bucket size in bytes. */
 u32 tfs_sb_bucket_size(const struct tfs_sb *sb);
 
+/* The filesystem's btree node size in bytes (validated: see super_format.h). */
+static inline u32 tfs_sb_btree_node_size(const struct tfs_sb *sb)
+{
+	return le32_to_cpu(sb->btree_node_size);
+}
+
+/* This device's journal field, or NULL. */
+struct tfs_sb_field_journal *tfs_sb_journal(const struct tfs_sb *sb);
+/* Ranges in a journal field (0 for NULL); iterate j->ranges[0..n). */
+unsigned tfs_sb_journal_nr_ranges(const struct tfs_sb_field_journal *j);
+/* This device's journal buckets, all ranges added up (0: no journal field). */
+u64 tfs_sb_journal_nr_buckets(const struct tfs_sb *sb);
+
 /*
- * This device's journal bucket indices, in ring order; *nr gets how many.
- * NULL (and *nr = 0) when the device has no journal field.
+ * This device's journal bucket indices, in ring order, expanded from the
+ * ranges into a malloc()ed array the caller frees; *nr gets how many.
+ * *buckets NULL and *nr 0 when the device has no journal field.  0 or
+ * -ENOMEM.
  */
-const __le64 *tfs_sb_journal_buckets(const struct tfs_sb *sb, unsigned *nr);
+int tfs_sb_journal_buckets(const struct tfs_sb *sb, u64 **buckets, unsigned *nr);
 
 /* The clean field, or NULL. */
 struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb);
@@ -167,14 +214,18 @@ struct tfs_sb_field_clean *tfs_sb_clean(const struct tfs_sb *sb);
 struct tfs_sb_field *tfs_sb_field_resize(struct tfs_sb_handle *h, enum tfs_sb_field_type type,
 					 unsigned u64s, int *ret);
 
-/* Replaces this device's journal bucket list.  0 or a code as above. */
+/*
+ * Replaces this device's journal bucket list (ring order; stored as the
+ * runs of consecutive buckets, one range each).  0 or a code as above.
+ */
 int tfs_sb_set_journal_buckets(struct tfs_sb_handle *h, const u64 *buckets, unsigned nr);
 
 /*
  * Records a clean unmount: the clean field gets journal_seq and a copy of
  * entries_u64s u64s of entries (struct tfs_clean_entry, back to back), and
- * TFS_SB_FLAG_CLEAN is set.  tfs_sb_clear_clean() removes both (at mount,
- * before the first journal write).
+ * TFS_SB_FLAG_CLEAN is set.  0, or -TFS_ERR_invalid_sb_size when the field
+ * would not fit in the copy (nothing changed).  tfs_sb_clear_clean() removes
+ * both (at mount, before the first journal write).
  */
 int tfs_sb_set_clean(struct tfs_sb_handle *h, u64 journal_seq, const void *entries,
 		     unsigned entries_u64s);
@@ -213,16 +264,32 @@ int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err);
 
 /* --- text --- */
 
+/* The column every "Name:" line's value starts at in tfs_sb_to_text(). */
+#define TFS_SB_TEXT_VALUE_COLUMN 26
+
 /* Options for tfs_sb_to_text(): which fields; all by default. */
 struct tfs_sb_to_text_opts {
-	unsigned fields; /* bitmask of 1 << enum tfs_sb_field_type; 0: all */
-	bool layout;	 /* also print the layout */
+	unsigned fields;    /* bitmask of 1 << enum tfs_sb_field_type; 0: all */
+	bool layout;	    /* also print the layout */
+	const char *device; /* printed first when set */
+	/*
+	 * With layout: each copy's state (from tfs_sb_read(), matched by
+	 * offset), and the offset of the copy shown ("in use" when valid,
+	 * "shown" when it is not).
+	 */
+	const struct tfs_sb_copy_status *copies;
+	unsigned nr_copies;
+	u64 shown_offset;
 };
 
 /*
  * The superblock as aligned "name<tab>value" lines with human units: the
- * fixed part, the layout when asked, then each selected field through its
- * own to_text.
+ * fixed part (with the fields present), the layout when asked, then each
+ * selected field through its own to_text.  Every value starts in one
+ * column (TFS_SB_TEXT_VALUE_COLUMN) whatever the nesting: nested to_texts
+ * set their tabstops from the indent they are called at.  Safe on a copy
+ * that failed validation (tfs_sb_read_copy() with force): nothing past the
+ * fields is read.
  */
 void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 		    const struct tfs_sb_to_text_opts *opts);

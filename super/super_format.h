@@ -10,7 +10,8 @@
  * Every member device starts with:
  *
  *	[0, 3584)	untouched by reads; zeroed by mkfs
- *	[3584, 4096)	struct tfs_sb_layout: where the superblock copies are
+ *	[3584, 4096)	struct tfs_sb_layout: where the superblock copies are,
+ *			and the uuid of the filesystem they belong to
  *	[4096, ...)	superblock copies at layout.sb_offset[], each at most
  *			layout.sb_max_size bytes (primary first, then backups)
  *	first_bucket	buckets: the journal's, then everything else
@@ -30,9 +31,15 @@
 #define TFS_SB_LAYOUT_MAGIC 0x31594c5346594e54ULL /* "TNYFSLY1" */
 
 /* clang-format off */
-/* Format versions: x(name, nr). */
+/*
+ * Format versions: x(name, nr).  2: the btree node size in the fixed part,
+ * the filesystem uuid in the layout (layout version 2), the journal field
+ * as bucket ranges.  Nothing of version 1 was ever in use: this build reads
+ * version 2 only.
+ */
 #define TFS_SB_VERSIONS(x)	\
-	x(initial, 1)
+	x(initial, 1)		\
+	x(btree_node_size, 2)
 /* clang-format on */
 
 enum tfs_sb_version {
@@ -43,7 +50,7 @@ enum tfs_sb_version {
 };
 
 #define TFS_SB_VERSION_CURRENT (TFS_SB_VERSION_NR - 1)
-#define TFS_SB_VERSION_MIN TFS_SB_VERSION_initial
+#define TFS_SB_VERSION_MIN TFS_SB_VERSION_btree_node_size
 
 #define TFS_SB_LAYOUT_OFFSET 3584 /* bytes: sector 7 */
 #define TFS_SB_LAYOUT_SIZE 512
@@ -52,8 +59,14 @@ enum tfs_sb_version {
 #define TFS_SB_MAX_SIZE_MIN 4096
 #define TFS_SB_MAX_SIZE_MAX (1024 * 1024)
 #define TFS_SB_LAYOUT_MAX_COPIES 8
+#define TFS_SB_LAYOUT_VERSION 2 /* 2: the filesystem uuid in the layout */
 
-#define TFS_MAX_DEVICES 64
+/*
+ * Members of one filesystem: the journal writes to at most this many
+ * (journal/journal_types.h: TFS_JOURNAL_MAX_DEVS is this), so mkfs and
+ * validation allow no more.
+ */
+#define TFS_MAX_DEVICES 16
 #define TFS_MAX_REPLICAS 4
 #define TFS_MAX_DURABILITY 4
 #define TFS_LABEL_SIZE 32
@@ -65,25 +78,47 @@ enum tfs_sb_version {
 #define TFS_MIN_BUCKETS 32
 /*
  * A journal field lists at least this many buckets: mkfs never makes fewer
- * and validation refuses fewer.
+ * and validation refuses fewer.  (The journal itself needs its reserve plus
+ * two: journal/journal.c, tfs_journal_init().)
  */
 #define TFS_JOURNAL_MIN_BUCKETS 8
+/*
+ * ... and at most this many: the journal keeps two u64s a bucket in memory
+ * (16 MiB at this count) and counts buckets in an unsigned; it reads every
+ * bucket when it opens.  The journal has no lower limit of its own: this is
+ * the one limit, for mkfs and validation alike.
+ */
+#define TFS_JOURNAL_MAX_BUCKETS (1U << 20)
+
+/*
+ * Btree nodes: one size for the whole filesystem (struct
+ * tfs_sb.btree_node_size), a power of two in [MIN, MAX], at least the
+ * block size and dividing every member's bucket size (nodes never cross a
+ * bucket).  mkfs's default: TFS_BTREE_NODE_SIZE_DEFAULT, or the smallest
+ * bucket size when that is smaller.
+ */
+#define TFS_BTREE_NODE_SIZE_MIN (4 * 1024)
+#define TFS_BTREE_NODE_SIZE_MAX (256 * 1024)
+#define TFS_BTREE_NODE_SIZE_DEFAULT (64 * 1024)
 
 /*
  * Where the superblock copies are.  The same 512 bytes sit at
  * TFS_SB_LAYOUT_OFFSET and inside every copy (struct tfs_sb.layout), so a
- * damaged layout sector is recovered from the primary copy.
+ * damaged layout sector is recovered from the primary copy.  uuid is the
+ * filesystem's (struct tfs_sb.uuid): a copy of another filesystem left on
+ * the device is told apart by it even when the primary is unreadable.
  */
 struct tfs_sb_layout {
 	__le32 csum;  /* crc32c of bytes [8, 512) */
 	__le32 pad0;  /* zero */
 	__le64 magic; /* TFS_SB_LAYOUT_MAGIC */
-	u8 version;   /* 1 */
+	u8 version;   /* TFS_SB_LAYOUT_VERSION */
 	u8 nr_superblocks;
 	__le16 pad1;
 	__le32 sb_max_size;			    /* bytes; every copy fits in this */
 	__le64 sb_offset[TFS_SB_LAYOUT_MAX_COPIES]; /* bytes; [0] is the primary */
-	u8 pad2[424];
+	u8 uuid[16];				    /* the filesystem's internal uuid */
+	u8 pad2[408];
 };
 static_assert(sizeof(struct tfs_sb_layout) == TFS_SB_LAYOUT_SIZE, "layout size");
 static_assert(offsetof(struct tfs_sb_layout, magic) == 8, "layout magic");
@@ -91,7 +126,8 @@ static_assert(offsetof(struct tfs_sb_layout, version) == 16, "layout version");
 static_assert(offsetof(struct tfs_sb_layout, nr_superblocks) == 17, "layout nr");
 static_assert(offsetof(struct tfs_sb_layout, sb_max_size) == 20, "layout max size");
 static_assert(offsetof(struct tfs_sb_layout, sb_offset) == 24, "layout offsets");
-static_assert(offsetof(struct tfs_sb_layout, pad2) == 88, "layout pad");
+static_assert(offsetof(struct tfs_sb_layout, uuid) == 88, "layout uuid");
+static_assert(offsetof(struct tfs_sb_layout, pad2) == 104, "layout pad");
 
 /* clang-format off */
 /* What to do on a metadata error: x(name, nr). */
@@ -175,10 +211,12 @@ struct tfs_sb {
 	u8 data_csum_type;
 	u8 error_action; /* enum tfs_error_action */
 	u8 pad0;
-	__le64 time_created; /* seconds since the epoch */
-	__le64 time_written; /* of the last write, seconds */
-	__le64 features;     /* incompatible features; none yet, must be 0 */
-	__le64 reserved[5];
+	__le64 time_created;	/* seconds since the epoch */
+	__le64 time_written;	/* of the last write, seconds */
+	__le64 features;	/* incompatible features; none yet, must be 0 */
+	__le32 btree_node_size; /* bytes; see TFS_BTREE_NODE_SIZE_MIN */
+	__le32 pad1;
+	__le64 reserved[4];
 	struct tfs_sb_layout layout; /* a copy of the layout sector */
 	__le64 _data[];		     /* the variable fields */
 };
@@ -198,6 +236,8 @@ static_assert(offsetof(struct tfs_sb, error_action) == 110, "sb error_action");
 static_assert(offsetof(struct tfs_sb, time_created) == 112, "sb time_created");
 static_assert(offsetof(struct tfs_sb, time_written) == 120, "sb time_written");
 static_assert(offsetof(struct tfs_sb, features) == 128, "sb features");
+static_assert(offsetof(struct tfs_sb, btree_node_size) == 136, "sb btree_node_size");
+static_assert(offsetof(struct tfs_sb, reserved) == 144, "sb reserved");
 static_assert(offsetof(struct tfs_sb, layout) == 176, "sb layout");
 static_assert(offsetof(struct tfs_sb, _data) == 688, "sb fields");
 static_assert(sizeof(struct tfs_sb) == 688, "sb size");
@@ -245,10 +285,21 @@ struct tfs_sb_field_members {
 };
 static_assert(sizeof(struct tfs_sb_field_members) == 16, "members header");
 
-/* This device's journal buckets, in ring order (u64s - 1 of them). */
+/* A run of journal buckets: start, start + 1, ..., start + nr - 1. */
+struct tfs_journal_bucket_range {
+	__le64 start;
+	__le64 nr; /* >= 1 */
+};
+static_assert(sizeof(struct tfs_journal_bucket_range) == 16, "journal range");
+
+/*
+ * This device's journal buckets, in ring order: the ranges one after the
+ * other ((u64s - 1) / 2 of them), so the field's size does not grow with
+ * the journal.
+ */
 struct tfs_sb_field_journal {
 	struct tfs_sb_field field;
-	__le64 buckets[];
+	struct tfs_journal_bucket_range ranges[];
 };
 static_assert(sizeof(struct tfs_sb_field_journal) == 8, "journal header");
 

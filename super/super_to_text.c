@@ -10,7 +10,16 @@
 
 typedef unsigned long long ull;
 
-#define NAME_COLUMN 24
+/*
+ * Pushes the tabstop that puts values at TFS_SB_TEXT_VALUE_COLUMN: tabstops
+ * count from the indent, so a nested to_text pushes a narrower one.
+ */
+static void value_tabstop_push(struct printbuf *out)
+{
+	unsigned col = TFS_SB_TEXT_VALUE_COLUMN;
+
+	printbuf_tabstop_push(out, out->indent + 2 < col ? col - out->indent : 2);
+}
 
 /* A fixed-width on-disk string, printed up to its NUL. */
 static void prt_field_str(struct printbuf *out, const char *s, size_t size)
@@ -35,20 +44,30 @@ static void prt_field_str(struct printbuf *out, const char *s, size_t size)
 	}
 }
 
-static void prt_time(struct printbuf *out, u64 secs)
+/* The last second gmtime() and a four-digit year show: 9999-12-31 23:59:59 UTC. */
+#define TIME_SHOWN_MAX 253402300799ULL
+
+/*
+ * A time in seconds since the epoch: the date and the number.  0 is the
+ * epoch itself unless the field says 0 means "never" (zero_never).  A time
+ * past TIME_SHOWN_MAX (negative as a time_t from 2^63 on) is printed as
+ * the number, marked out of range.
+ */
+static void prt_time(struct printbuf *out, u64 secs, bool zero_never)
 {
 	time_t t = (time_t)secs;
 	struct tm tm;
 	char buf[64];
 
-	if (!secs) {
+	if (!secs && zero_never) {
 		prt_str(out, "never");
 		return;
 	}
-	if (gmtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
+	if (secs <= TIME_SHOWN_MAX && gmtime_r(&t, &tm) &&
+	    strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S UTC", &tm))
 		prt_printf(out, "%s (%llu)", buf, (ull)secs);
 	else
-		prt_u64(out, secs);
+		prt_printf(out, "%llu (out of range)", (ull)secs);
 }
 
 static void prt_version(struct printbuf *out, unsigned v)
@@ -73,26 +92,54 @@ static void prt_name(struct printbuf *out, const char *name)
 	prt_tab(out);
 }
 
-void tfs_sb_layout_to_text(struct printbuf *out, const struct tfs_sb_layout *l)
+static const struct tfs_sb_copy_status *copy_status(const struct tfs_sb_to_text_opts *opts,
+						    u64 offset)
+{
+	for (unsigned i = 0; opts && opts->copies && i < opts->nr_copies; i++)
+		if (opts->copies[i].offset == offset)
+			return &opts->copies[i];
+	return NULL;
+}
+
+static void layout_to_text(struct printbuf *out, const struct tfs_sb_layout *l,
+			   const struct tfs_sb_to_text_opts *opts)
 {
 	unsigned nr = min_t(unsigned, l->nr_superblocks, TFS_SB_LAYOUT_MAX_COPIES);
 
-	printbuf_tabstop_push(out, NAME_COLUMN);
+	value_tabstop_push(out);
 	prt_name(out, "Layout version");
 	prt_printf(out, "%u\n", l->version);
 	prt_name(out, "Superblock max size");
 	prt_units_u64(out, le32_to_cpu(l->sb_max_size));
 	prt_newline(out);
+	prt_name(out, "Filesystem UUID");
+	prt_uuid(out, l->uuid);
+	prt_newline(out);
 	prt_name(out, "Copies");
 	prt_printf(out, "%u\n", l->nr_superblocks);
 	for (unsigned i = 0; i < nr; i++) {
+		u64 off = le64_to_cpu(l->sb_offset[i]);
+		const struct tfs_sb_copy_status *c = copy_status(opts, off);
+
 		prt_printf(out, "Copy %u:", i);
 		prt_tab(out);
-		prt_printf(out, "at %llu (", (ull)le64_to_cpu(l->sb_offset[i]));
-		prt_units_u64(out, le64_to_cpu(l->sb_offset[i]));
-		prt_printf(out, ")%s\n", i ? "" : ", primary");
+		prt_printf(out, "at %llu (", (ull)off);
+		prt_units_u64(out, off);
+		prt_printf(out, ")%s", i ? "" : ", primary");
+		if (c && !c->code)
+			prt_printf(out, ": valid, seq %llu%s", (ull)c->seq,
+				   off == opts->shown_offset ? ", in use" : "");
+		else if (c)
+			prt_printf(out, ": bad: %s%s", c->why ?: "(reason lost: out of memory)",
+				   off == opts->shown_offset ? "; shown" : "");
+		prt_newline(out);
 	}
 	printbuf_tabstop_pop(out);
+}
+
+void tfs_sb_layout_to_text(struct printbuf *out, const struct tfs_sb_layout *l)
+{
+	layout_to_text(out, l, NULL);
 }
 
 void tfs_member_to_text(struct printbuf *out, const struct tfs_member *m, unsigned idx)
@@ -101,9 +148,9 @@ void tfs_member_to_text(struct printbuf *out, const struct tfs_member *m, unsign
 	u64 nb = le64_to_cpu(m->nbuckets);
 	const char *state = tfs_member_state_str(m->state);
 
-	printbuf_tabstop_push(out, NAME_COLUMN);
 	prt_printf(out, "Device %u:\n", idx);
 	printbuf_indent_add(out, 2);
+	value_tabstop_push(out);
 	prt_name(out, "UUID");
 	prt_uuid(out, m->uuid);
 	prt_newline(out);
@@ -131,10 +178,10 @@ void tfs_member_to_text(struct printbuf *out, const struct tfs_member *m, unsign
 	prt_name(out, "Discard");
 	prt_str(out, m->discard ? "yes\n" : "no\n");
 	prt_name(out, "Last mount");
-	prt_time(out, le64_to_cpu(m->last_mount));
+	prt_time(out, le64_to_cpu(m->last_mount), true);
 	prt_newline(out);
-	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);
+	printbuf_indent_sub(out, 2);
 }
 
 void tfs_sb_members_to_text(struct printbuf *out, const struct tfs_sb *sb,
@@ -151,44 +198,42 @@ void tfs_sb_members_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	printbuf_indent_sub(out, 2);
 }
 
-/* Bucket lists as runs: "1-8 12 20-23". */
-static void prt_bucket_runs(struct printbuf *out, const __le64 *b, unsigned nr)
+/* Ranges as runs: "1-8 12 20-23". */
+static void prt_ranges(struct printbuf *out, const struct tfs_sb_field_journal *f)
 {
-	for (unsigned i = 0; i < nr;) {
-		unsigned j = i;
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(f); i++) {
+		u64 start = le64_to_cpu(f->ranges[i].start), nr = le64_to_cpu(f->ranges[i].nr);
 
-		while (j + 1 < nr && le64_to_cpu(b[j + 1]) == le64_to_cpu(b[j]) + 1)
-			j++;
 		if (i)
 			prt_char(out, ' ');
-		if (j > i)
-			prt_printf(out, "%llu-%llu", (ull)le64_to_cpu(b[i]),
-				   (ull)le64_to_cpu(b[j]));
+		if (nr == 1)
+			prt_u64(out, start);
 		else
-			prt_u64(out, le64_to_cpu(b[i]));
-		i = j + 1;
+			prt_printf(out, "%llu-%llu", (ull)start, (ull)(start + nr - 1));
 	}
 }
 
 void tfs_sb_journal_to_text(struct printbuf *out, const struct tfs_sb *sb,
 			    const struct tfs_sb_field_journal *f)
 {
-	unsigned nr = le32_to_cpu(f->field.u64s) - 1;
+	u64 nr = 0;
 	u32 bs = tfs_sb_bucket_size(sb);
 
-	printbuf_tabstop_push(out, NAME_COLUMN);
+	for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(f); i++)
+		nr += le64_to_cpu(f->ranges[i].nr);
 	prt_printf(out, "Journal:\n");
 	printbuf_indent_add(out, 2);
+	value_tabstop_push(out);
 	prt_name(out, "Buckets");
-	prt_printf(out, "%u\n", nr);
+	prt_printf(out, "%llu\n", (ull)nr);
 	prt_name(out, "Size");
-	prt_units_u64(out, (u64)nr * bs);
+	prt_units_u64(out, nr * bs);
 	prt_newline(out);
 	prt_name(out, "Bucket list");
-	prt_bucket_runs(out, f->buckets, nr);
+	prt_ranges(out, f);
 	prt_newline(out);
-	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);
+	printbuf_indent_sub(out, 2);
 }
 
 void tfs_sb_clean_to_text(struct printbuf *out, const struct tfs_sb *sb,
@@ -197,9 +242,9 @@ void tfs_sb_clean_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	const struct tfs_clean_entry *e;
 	unsigned idx = 0;
 
-	printbuf_tabstop_push(out, NAME_COLUMN);
 	prt_printf(out, "Clean:\n");
 	printbuf_indent_add(out, 2);
+	value_tabstop_push(out);
 	prt_name(out, "Journal seq");
 	prt_printf(out, "%llu\n", (ull)le64_to_cpu(f->journal_seq));
 	for_each_clean_entry(f, e)
@@ -215,8 +260,8 @@ void tfs_sb_clean_to_text(struct printbuf *out, const struct tfs_sb *sb,
 		prt_printf(out, " btree %u level %u, %u u64s\n", e->btree_id, e->level,
 			   le16_to_cpu(e->u64s));
 	}
-	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);
+	printbuf_indent_sub(out, 2);
 }
 
 void tfs_sb_field_to_text(struct printbuf *out, const struct tfs_sb *sb,
@@ -254,6 +299,35 @@ static void prt_csum_type(struct printbuf *out, unsigned t)
 	prt_newline(out);
 }
 
+/* "members (18 u64s), journal (9 u64s), type 50 (2 u64s)", in order. */
+static void fields_list(struct printbuf *out, const struct tfs_sb *sb)
+{
+	const __le64 *p = sb->_data, *end = sb->_data + le32_to_cpu(sb->u64s);
+	unsigned idx = 0;
+
+	if (p == end)
+		prt_str(out, "none");
+	for (; p < end; idx++) {
+		const struct tfs_sb_field *f = (const void *)p;
+		unsigned u64s = le32_to_cpu(f->u64s), type = le32_to_cpu(f->type);
+		const char *name = tfs_sb_field_type_str(type);
+
+		if (idx)
+			prt_str(out, ", ");
+		if (name)
+			prt_str(out, name);
+		else
+			prt_printf(out, "type %u", type);
+		if (!u64s || u64s > (size_t)(end - p)) {
+			prt_printf(out, " (u64s %u: not a whole field; the rest is not shown)",
+				   u64s);
+			break;
+		}
+		prt_printf(out, " (%u u64s)", u64s);
+		p += u64s;
+	}
+}
+
 static bool field_wanted(const struct tfs_sb_to_text_opts *opts, unsigned type)
 {
 	return !opts || !opts->fields || (type < 32 && (opts->fields & (1U << type)));
@@ -264,7 +338,14 @@ void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 {
 	const char *action = tfs_error_action_str(sb->error_action);
 
-	printbuf_tabstop_push(out, NAME_COLUMN);
+	value_tabstop_push(out);
+	if (opts && opts->device) {
+		prt_name(out, "Device");
+		prt_str(out, opts->device);
+		prt_newline(out);
+	}
+	prt_name(out, "Magic");
+	prt_printf(out, "0x%016llx\n", (ull)le64_to_cpu(sb->magic));
 	prt_name(out, "External UUID");
 	prt_uuid(out, sb->user_uuid);
 	prt_newline(out);
@@ -280,16 +361,24 @@ void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	prt_name(out, "Oldest version");
 	prt_version(out, le16_to_cpu(sb->version_min));
 	prt_newline(out);
+	prt_name(out, "Features");
+	if (sb->features)
+		prt_printf(out, "0x%llx (unknown)\n", (ull)le64_to_cpu(sb->features));
+	else
+		prt_str(out, "none\n");
 	prt_name(out, "Seq");
 	prt_printf(out, "%llu\n", (ull)le64_to_cpu(sb->seq));
 	prt_name(out, "Created");
-	prt_time(out, le64_to_cpu(sb->time_created));
+	prt_time(out, le64_to_cpu(sb->time_created), false);
 	prt_newline(out);
 	prt_name(out, "Written");
-	prt_time(out, le64_to_cpu(sb->time_written));
+	prt_time(out, le64_to_cpu(sb->time_written), false);
 	prt_newline(out);
 	prt_name(out, "Block size");
 	prt_units_u64(out, le32_to_cpu(sb->block_size));
+	prt_newline(out);
+	prt_name(out, "Btree node size");
+	prt_units_u64(out, tfs_sb_btree_node_size(sb));
 	prt_newline(out);
 	prt_name(out, "Superblock size");
 	prt_units_u64(out, tfs_sb_bytes(sb));
@@ -318,21 +407,25 @@ void tfs_sb_to_text(struct printbuf *out, const struct tfs_sb *sb,
 	else
 		prt_printf(out, "unknown (%u)", sb->error_action);
 	prt_newline(out);
+	prt_name(out, "Fields");
+	fields_list(out, sb);
+	prt_newline(out);
 	printbuf_tabstop_pop(out);
 
 	if (opts && opts->layout) {
 		prt_str(out, "Layout:\n");
 		printbuf_indent_add(out, 2);
-		tfs_sb_layout_to_text(out, &sb->layout);
+		layout_to_text(out, &sb->layout, opts);
 		printbuf_indent_sub(out, 2);
 	}
 
 	const __le64 *p = sb->_data, *end = sb->_data + le32_to_cpu(sb->u64s);
 
+	/* Only whole fields: a copy shown although invalid may say anything. */
 	while (p < end) {
 		const struct tfs_sb_field *f = (const void *)p;
 
-		if (!f->u64s)
+		if (!f->u64s || le32_to_cpu(f->u64s) > (size_t)(end - p))
 			break;
 		if (field_wanted(opts, le32_to_cpu(f->type)))
 			tfs_sb_field_to_text(out, sb, f);
@@ -391,15 +484,21 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 	bool first = true, f2;
 
 	prt_char(out, '{');
+	if (opts && opts->device)
+		json_str(out, &first, "device", opts->device);
+	json_key(out, &first, "magic");
+	prt_printf(out, "\"0x%016llx\"", (ull)le64_to_cpu(sb->magic));
 	json_uuid(out, &first, "user_uuid", sb->user_uuid);
 	json_uuid(out, &first, "uuid", sb->uuid);
 	json_field_str(out, &first, "label", sb->label, sizeof(sb->label));
 	json_u64(out, &first, "version", le16_to_cpu(sb->version));
 	json_u64(out, &first, "version_min", le16_to_cpu(sb->version_min));
+	json_u64(out, &first, "features", le64_to_cpu(sb->features));
 	json_u64(out, &first, "seq", le64_to_cpu(sb->seq));
 	json_u64(out, &first, "time_created", le64_to_cpu(sb->time_created));
 	json_u64(out, &first, "time_written", le64_to_cpu(sb->time_written));
 	json_u64(out, &first, "block_size", le32_to_cpu(sb->block_size));
+	json_u64(out, &first, "btree_node_size", tfs_sb_btree_node_size(sb));
 	json_u64(out, &first, "sb_bytes", tfs_sb_bytes(sb));
 	json_u64(out, &first, "csum", le32_to_cpu(sb->csum));
 	json_key(out, &first, "clean");
@@ -414,6 +513,29 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 	json_str(out, &first, "data_csum_type", tfs_csum_type_str(sb->data_csum_type));
 	json_str(out, &first, "error_action", tfs_error_action_str(sb->error_action));
 
+	/* Every whole field in order: known types by name, others by number. */
+	const __le64 *p = sb->_data, *end = sb->_data + le32_to_cpu(sb->u64s);
+
+	json_key(out, &first, "fields");
+	prt_char(out, '[');
+	for (unsigned idx = 0; p < end; idx++) {
+		const struct tfs_sb_field *f = (const void *)p;
+		unsigned u64s = le32_to_cpu(f->u64s), type = le32_to_cpu(f->type);
+
+		if (!u64s || u64s > (size_t)(end - p))
+			break;
+		f2 = true;
+		prt_str(out, idx ? ",{" : "{");
+		if (tfs_sb_field_type_str(type))
+			json_str(out, &f2, "type", tfs_sb_field_type_str(type));
+		else
+			json_u64(out, &f2, "type", type);
+		json_u64(out, &f2, "u64s", u64s);
+		prt_char(out, '}');
+		p += u64s;
+	}
+	prt_char(out, ']');
+
 	if (opts && opts->layout) {
 		const struct tfs_sb_layout *l = &sb->layout;
 
@@ -422,11 +544,39 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 		prt_char(out, '{');
 		json_u64(out, &f2, "version", l->version);
 		json_u64(out, &f2, "sb_max_size", le32_to_cpu(l->sb_max_size));
+		json_uuid(out, &f2, "uuid", l->uuid);
 		json_key(out, &f2, "sb_offsets");
 		prt_char(out, '[');
 		for (unsigned i = 0; i < l->nr_superblocks && i < TFS_SB_LAYOUT_MAX_COPIES; i++)
 			prt_printf(out, "%s%llu", i ? "," : "", (ull)le64_to_cpu(l->sb_offset[i]));
-		prt_str(out, "]}");
+		prt_char(out, ']');
+		if (opts->copies) {
+			json_key(out, &f2, "copies");
+			prt_char(out, '[');
+			for (unsigned i = 0; i < l->nr_superblocks && i < TFS_SB_LAYOUT_MAX_COPIES;
+			     i++) {
+				u64 off = le64_to_cpu(l->sb_offset[i]);
+				const struct tfs_sb_copy_status *c = copy_status(opts, off);
+				bool f3 = true;
+
+				prt_str(out, i ? ",{" : "{");
+				json_u64(out, &f3, "offset", off);
+				json_key(out, &f3, "valid");
+				prt_str(out, c && !c->code ? "true" : "false");
+				if (c && !c->code) {
+					json_u64(out, &f3, "seq", c->seq);
+					json_key(out, &f3, "in_use");
+				} else {
+					json_str(out, &f3, "reason",
+						 c ? c->why : "not read: not in the layout read");
+					json_key(out, &f3, "shown");
+				}
+				prt_str(out, off == opts->shown_offset ? "true" : "false");
+				prt_char(out, '}');
+			}
+			prt_char(out, ']');
+		}
+		prt_char(out, '}');
 	}
 
 	if (field_wanted(opts, TFS_SB_FIELD_members)) {
@@ -456,13 +606,18 @@ void tfs_sb_to_json(struct printbuf *out, const struct tfs_sb *sb,
 	}
 
 	if (field_wanted(opts, TFS_SB_FIELD_journal)) {
-		unsigned nr;
-		const __le64 *b = tfs_sb_journal_buckets(sb, &nr);
+		const struct tfs_sb_field_journal *j = tfs_sb_journal(sb);
 
-		json_key(out, &first, "journal_buckets");
+		json_u64(out, &first, "journal_nr_buckets", tfs_sb_journal_nr_buckets(sb));
+		json_key(out, &first, "journal_ranges");
 		prt_char(out, '[');
-		for (unsigned i = 0; b && i < nr; i++)
-			prt_printf(out, "%s%llu", i ? "," : "", (ull)le64_to_cpu(b[i]));
+		for (unsigned i = 0; i < tfs_sb_journal_nr_ranges(j); i++) {
+			f2 = true;
+			prt_str(out, i ? ",{" : "{");
+			json_u64(out, &f2, "start", le64_to_cpu(j->ranges[i].start));
+			json_u64(out, &f2, "nr", le64_to_cpu(j->ranges[i].nr));
+			prt_char(out, '}');
+		}
 		prt_char(out, ']');
 	}
 

@@ -115,8 +115,9 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 		return fail(invalid_sb_layout, "layout: checksum 0x%08x, computed 0x%08x",
 			    le32_to_cpu(l->csum), tfs_sb_layout_csum(l));
 	check_zero(invalid_sb_layout, l, pad0, "layout: ");
-	if (l->version != 1)
-		return fail(invalid_sb_layout, "layout: version %u unknown", l->version);
+	if (l->version != TFS_SB_LAYOUT_VERSION)
+		return fail(invalid_sb_layout, "layout: version %u, expected %u", l->version,
+			    TFS_SB_LAYOUT_VERSION);
 
 	u32 max = le32_to_cpu(l->sb_max_size);
 
@@ -153,15 +154,10 @@ int tfs_sb_layout_validate(const struct tfs_sb_layout *l, struct printbuf *err)
 		if (l->sb_offset[i])
 			return fail(invalid_sb_layout, "layout: unused offset %u is %llu, not 0", i,
 				    (ull)le64_to_cpu(l->sb_offset[i]));
+	if (uuid_is_zero(l->uuid))
+		return fail(invalid_sb_layout, "layout: uuid is zero");
 	check_zero(invalid_sb_layout, l, pad2, "layout: ");
 	return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	u64 x = *(const u64 *)a, y = *(const u64 *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *f, u64 dev_size,
@@ -214,6 +210,12 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 		if (bs < block_size)
 			return fail(invalid_sb_members, "member %u: bucket_size %u < block_size %u",
 				    i, bs, block_size);
+		/* Nodes never cross a bucket. */
+		if (bs % le32_to_cpu(sb->btree_node_size))
+			return fail(
+				invalid_sb_members,
+				"member %u: bucket_size %u is not a multiple of btree_node_size %u",
+				i, bs, le32_to_cpu(sb->btree_node_size));
 		if (first >= nbuckets)
 			return fail(invalid_sb_members,
 				    "member %u: first_bucket %llu >= nbuckets %llu", i, (ull)first,
@@ -250,9 +252,9 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 			prt_printf(err, "member %u: %llu buckets of ", i, (ull)nbuckets);
 			prt_units_u64(err, bs);
 			prt_printf(err, " (");
-			prt_units_u64(err, nbuckets * bs);
+			prt_units_u64_vs(err, nbuckets * bs, dev_size);
 			prt_printf(err, ") do not fit in the device (");
-			prt_units_u64(err, dev_size);
+			prt_units_u64_vs(err, dev_size, nbuckets * bs);
 			prt_printf(err, ")");
 			return -TFS_ERR_invalid_sb_device_size;
 		}
@@ -260,43 +262,70 @@ static int validate_members(const struct tfs_sb *sb, const struct tfs_sb_field *
 	return 0;
 }
 
+static int cmp_range(const void *a, const void *b)
+{
+	u64 x = le64_to_cpu(((const struct tfs_journal_bucket_range *)a)->start);
+	u64 y = le64_to_cpu(((const struct tfs_journal_bucket_range *)b)->start);
+
+	return x < y ? -1 : x > y;
+}
+
 static int validate_journal(const struct tfs_sb *sb, const struct tfs_sb_field *f,
 			    struct printbuf *err)
 {
 	const struct tfs_sb_field_journal *j = (const void *)f;
 	const struct tfs_member *m = tfs_sb_this_member(sb);
-	unsigned nr = le32_to_cpu(f->u64s) - 1;
-	u64 *sorted;
+	unsigned u64s = le32_to_cpu(f->u64s), nr = tfs_sb_journal_nr_ranges(j);
+	u64 first = le64_to_cpu(m->first_bucket), nbuckets = le64_to_cpu(m->nbuckets), total = 0;
+	struct tfs_journal_bucket_range *sorted;
 	int ret = 0;
 
-	/* The same minimum mkfs enforces (super/format.c). */
-	if (nr < TFS_JOURNAL_MIN_BUCKETS)
-		return fail(invalid_sb_journal, "journal: %u buckets, fewer than %u", nr,
-			    TFS_JOURNAL_MIN_BUCKETS);
+	if (u64s < 3 || (u64s - 1) % 2)
+		return fail(
+			invalid_sb_journal,
+			"journal: field of %u u64s is not a header and whole ranges (2 u64s each)",
+			u64s);
 	for (unsigned i = 0; i < nr; i++) {
-		u64 b = le64_to_cpu(j->buckets[i]);
+		u64 start = le64_to_cpu(j->ranges[i].start), n = le64_to_cpu(j->ranges[i].nr);
 
-		if (b < le64_to_cpu(m->first_bucket))
+		if (!n)
 			return fail(invalid_sb_journal,
-				    "journal: bucket %llu (entry %u) < first_bucket %llu", (ull)b,
-				    i, (ull)le64_to_cpu(m->first_bucket));
-		if (b >= le64_to_cpu(m->nbuckets))
-			return fail(invalid_sb_journal,
-				    "journal: bucket %llu (entry %u) >= nbuckets %llu", (ull)b, i,
-				    (ull)le64_to_cpu(m->nbuckets));
+				    "journal: range %u (at bucket %llu) is empty", i, (ull)start);
+		if (start < first)
+			return fail(
+				invalid_sb_journal,
+				"journal: range %u (buckets %llu..) starts below first_bucket %llu",
+				i, (ull)start, (ull)first);
+		/* start < nbuckets first, so nbuckets - start does not wrap. */
+		if (start >= nbuckets || n > nbuckets - start)
+			return fail(
+				invalid_sb_journal,
+				"journal: range %u (%llu buckets at %llu) ends past nbuckets %llu",
+				i, (ull)n, (ull)start, (ull)nbuckets);
+		/* Each range fits in nbuckets: the sum cannot wrap before this. */
+		total += n;
+		if (total > TFS_JOURNAL_MAX_BUCKETS)
+			return fail(invalid_sb_journal, "journal: more than %u buckets",
+				    TFS_JOURNAL_MAX_BUCKETS);
 	}
-	sorted = malloc(sizeof(*sorted) * (nr ?: 1));
+	/* The same minimum mkfs enforces (super/format.c). */
+	if (total < TFS_JOURNAL_MIN_BUCKETS)
+		return fail(invalid_sb_journal, "journal: %llu buckets, fewer than %u", (ull)total,
+			    TFS_JOURNAL_MIN_BUCKETS);
+	sorted = malloc(sizeof(*sorted) * nr);
 	if (!sorted)
 		return -ENOMEM;
-	for (unsigned i = 0; i < nr; i++)
-		sorted[i] = le64_to_cpu(j->buckets[i]);
-	qsort(sorted, nr, sizeof(*sorted), cmp_u64);
-	for (unsigned i = 1; i < nr; i++)
-		if (sorted[i] == sorted[i - 1]) {
+	memcpy(sorted, j->ranges, sizeof(*sorted) * nr);
+	qsort(sorted, nr, sizeof(*sorted), cmp_range);
+	for (unsigned i = 1; i < nr; i++) {
+		u64 prev_end = le64_to_cpu(sorted[i - 1].start) + le64_to_cpu(sorted[i - 1].nr);
+
+		if (le64_to_cpu(sorted[i].start) < prev_end) {
 			ret = fail(invalid_sb_journal, "journal: bucket %llu listed twice",
-				   (ull)sorted[i]);
+				   (ull)le64_to_cpu(sorted[i].start));
 			break;
 		}
+	}
 	free(sorted);
 	return ret;
 }
@@ -385,6 +414,14 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		return fail(invalid_sb_uuid, "uuid is zero");
 	if (uuid_is_zero(sb->user_uuid))
 		return fail(invalid_sb_uuid, "user_uuid is zero");
+	/* The layout names the filesystem its copies belong to: this one. */
+	if (memcmp(sb->layout.uuid, sb->uuid, 16)) {
+		prt_str(err, "layout: uuid ");
+		prt_uuid(err, sb->layout.uuid);
+		prt_str(err, " differs from the superblock's uuid ");
+		prt_uuid(err, sb->uuid);
+		return -TFS_ERR_invalid_sb_layout;
+	}
 	bad = label_bad_char(sb->label, sizeof(sb->label));
 	if (bad >= 0)
 		return fail(invalid_sb_label, "label: bad byte 0x%02x at %d", (u8)sb->label[bad],
@@ -397,6 +434,18 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		return fail(invalid_sb_block_size,
 			    "block_size %u is not a power of two in [%u, %u]", block_size,
 			    TFS_BLOCK_SIZE_MIN, TFS_BLOCK_SIZE_MAX);
+
+	u32 node = le32_to_cpu(sb->btree_node_size);
+
+	if (!IS_POWER_OF_2(node) || node < TFS_BTREE_NODE_SIZE_MIN ||
+	    node > TFS_BTREE_NODE_SIZE_MAX)
+		return fail(invalid_sb_btree_node_size,
+			    "btree_node_size %u is not a power of two in [%u, %u]", node,
+			    TFS_BTREE_NODE_SIZE_MIN, TFS_BTREE_NODE_SIZE_MAX);
+	if (node < block_size)
+		return fail(invalid_sb_btree_node_size, "btree_node_size %u < block_size %u", node,
+			    block_size);
+	check_zero(invalid_sb_btree_node_size, sb, pad1, "");
 
 	if (!sb->nr_devices || sb->nr_devices > TFS_MAX_DEVICES)
 		return fail(invalid_sb_nr_devices, "nr_devices %u not in [1, %u]", sb->nr_devices,
@@ -453,10 +502,15 @@ int tfs_sb_validate(const struct tfs_sb *sb, size_t bytes, u64 dev_size, struct 
 		if (u64s > (size_t)(end - p))
 			return fail(invalid_sb_field, "field %u (%s): %u u64s run past the end",
 				    idx, tfs_sb_field_type_str(type) ?: "unknown", u64s);
-		if (type < 32) {
+		/*
+		 * One rule: each known type at most once; fields of unknown
+		 * types are skipped, any number of each (a later version
+		 * says what they may repeat).
+		 */
+		if (tfs_sb_field_type_str(type)) {
 			if (seen & (1U << type))
 				return fail(invalid_sb_field, "field %u: a second %s field", idx,
-					    tfs_sb_field_type_str(type) ?: "unknown");
+					    tfs_sb_field_type_str(type));
 			seen |= 1U << type;
 		}
 		p += u64s;

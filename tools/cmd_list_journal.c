@@ -30,8 +30,9 @@ static void list_journal_usage(FILE *f)
 		"      --fault SPEC     arm fault rules (see TFS_FAULTS in the README)\n"
 		"  -h, --help           this text\n"
 		"\n"
-		"Exit status: 0; 1 when a device cannot be read or the journal has corrupt\n"
-		"entries or gaps (still printed); 2 on usage errors.\n");
+		"Exit status: 0; 1 when a device cannot be read, a member of the filesystem\n"
+		"that may hold entries is not given, or the journal has corrupt entries or\n"
+		"gaps (still printed); 2 on usage errors.\n");
 }
 
 /* "A..B", "A..", "..B" or "A" (just A). */
@@ -104,29 +105,32 @@ static int cmd_list_journal(int argc, char **argv)
 
 	ret = tfs_tool_journal_open(&t, argv + optind, argc - optind, false, &err);
 	if (ret) {
-		fprintf(stderr, "tinyfs list-journal: %s\n", printbuf_str(&err));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 		goto out;
 	}
+	/* What the given members hold is still shown: a partial journal, said so. */
+	if (tfs_tool_journal_missing(&t, &err)) {
+		prt_str(&err, " not given: the journal shown may be incomplete");
+		tfs_print_err("tinyfs list-journal", &err);
+		printbuf_reset(&err);
+		status = TFS_EXIT_FAILURE;
+	}
 	ret = tfs_journal_read(t.devs, t.nr, &t.opts, &r, &err);
 	if (ret && ret != -TFS_ERR_journal_empty && !r) {
-		fprintf(stderr, "tinyfs list-journal: %s (%s)\n", printbuf_str(&err),
-			tfs_err_str(ret));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 		goto out;
 	}
 	if (ret == -TFS_ERR_journal_gap) {
-		fprintf(stderr, "tinyfs list-journal: %s\n", printbuf_str(&err));
+		tfs_print_err("tinyfs list-journal", &err);
 		status = TFS_EXIT_FAILURE;
 	}
 	if (r->nr_corrupt)
 		status = TFS_EXIT_FAILURE;
 	tfs_journal_read_to_text(&out, r, from, to);
-	fputs(printbuf_str(&out), stdout);
-	if (out.allocation_failure || fflush(stdout)) {
-		fprintf(stderr, "tinyfs list-journal: writing the output failed\n");
+	if (tfs_print_out("tinyfs list-journal", &out))
 		status = TFS_EXIT_FAILURE;
-	}
 out:
 	tfs_journal_read_free(r);
 	tfs_tool_journal_close(&t);

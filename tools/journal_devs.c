@@ -9,6 +9,7 @@
 #include "lib/bdev.h"
 #include "lib/errcode.h"
 #include "lib/printbuf.h"
+#include "lib/string.h"
 #include "super/super.h"
 
 int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsigned nr, bool rw,
@@ -24,7 +25,6 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 	}
 	for (unsigned i = 0; i < nr; i++) {
 		struct tfs_sb_handle *h = &t->h[i];
-		const __le64 *jb;
 		unsigned jnr;
 
 		ret = tfs_sb_open(paths[i], rw ? 0 : TFS_BDEV_RDONLY, h, err);
@@ -42,16 +42,17 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 					   h->sb->dev_idx);
 				return -TFS_ERR_invalid_argument;
 			}
-		jb = tfs_sb_journal_buckets(h->sb, &jnr);
-		if (!jb || !jnr) {
+		/* The superblock lists ranges; the journal takes every bucket. */
+		ret = tfs_sb_journal_buckets(h->sb, &t->buckets[i], &jnr);
+		if (ret) {
+			prt_printf(err, "%s: listing the journal buckets: ", paths[i]);
+			prt_err_desc(err, ret);
+			return ret;
+		}
+		if (!jnr) {
 			prt_printf(err, "%s: no journal buckets", paths[i]);
 			return -TFS_ERR_invalid_sb_journal;
 		}
-		t->buckets[i] = calloc(jnr, sizeof(u64));
-		if (!t->buckets[i])
-			return -ENOMEM;
-		for (unsigned b = 0; b < jnr; b++)
-			t->buckets[i][b] = le64_to_cpu(jb[b]);
 		t->devs[i] = (struct tfs_journal_dev){
 			.bdev = h->bdev,
 			.dev_idx = h->sb->dev_idx,
@@ -80,4 +81,39 @@ void tfs_tool_journal_close(struct tfs_tool_journal *t)
 		free(t->buckets[i]);
 	}
 	memset(t, 0, sizeof(*t));
+}
+
+unsigned tfs_tool_journal_missing(const struct tfs_tool_journal *t, struct printbuf *out)
+{
+	const struct tfs_sb *sb = t->nr ? t->h[0].sb : NULL;
+	unsigned missing[TFS_MAX_DEVICES], nr = 0;
+
+	for (unsigned i = 0; sb && i < sb->nr_devices; i++) {
+		const struct tfs_member *m = tfs_sb_member(sb, i);
+		bool given = false;
+
+		for (unsigned k = 0; k < t->nr; k++)
+			given |= t->h[k].sb->dev_idx == i;
+		/* failed and spare members hold no journal anyone could read. */
+		if (!given && (m->state == TFS_MEMBER_rw || m->state == TFS_MEMBER_ro))
+			missing[nr++] = i;
+	}
+	for (unsigned k = 0; k < nr; k++) {
+		const struct tfs_member *m = tfs_sb_member(sb, missing[k]);
+		size_t len = tfs_strnlen_field(m->label, sizeof(m->label));
+
+		if (!k)
+			prt_str(out, nr > 1 ? "members " : "member ");
+		else
+			prt_str(out, k + 1 < nr ? ", " : " and ");
+		prt_printf(out, "%u (uuid ", missing[k]);
+		prt_uuid(out, m->uuid);
+		if (len) {
+			prt_str(out, ", label \"");
+			prt_bytes(out, m->label, len);
+			prt_char(out, '"');
+		}
+		prt_char(out, ')');
+	}
+	return nr;
 }

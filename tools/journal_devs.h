@@ -35,4 +35,11 @@ int tfs_tool_journal_open(struct tfs_tool_journal *t, char *const *paths, unsign
 
 void tfs_tool_journal_close(struct tfs_tool_journal *t);
 
+/*
+ * The members of t's filesystem that may hold journal entries (state rw or
+ * ro) but were not opened: "member 1 (uuid U, label "L")", or "members 0
+ * (...) and 2 (...)", appended to out.  Returns how many (0: out untouched).
+ */
+unsigned tfs_tool_journal_missing(const struct tfs_tool_journal *t, struct printbuf *out);
+
 #endif /* TFS_TOOLS_JOURNAL_DEVS_H */

@@ -4,7 +4,9 @@
  *
  * Order matters for "a failed mkfs leaves an existing image untouched":
  * parse everything; open every target (block devices with O_EXCL, so a
- * mounted one is refused; missing image files are created) and keep the fds
+ * mounted one is refused; a target in use -- mounted, or an image behind a
+ * loop device that is -- is refused even with --force, see in_use.h;
+ * missing image files are created) and keep the fds
  * to the end; probe every target (refusing existing signatures without
  * --force); plan every superblock in memory; extend image files and open
  * the bdevs.  Only when all of that succeeded are signatures wiped (through
@@ -31,6 +33,7 @@
 #include "lib/string.h"
 #include "super/format.h"
 #include "super/super.h"
+#include "tools/in_use.h"
 #include "tools/util.h"
 
 #define PROG "mkfs.tinyfs"
@@ -60,6 +63,9 @@ static void usage(FILE *f)
 		"                                the internal and member uuids are derived from\n"
 		"                                it, so reusing a UUID gives identical ones\n"
 		"      --block-size SIZE         block size (default 4 KiB)\n"
+		"      --btree-node-size SIZE    btree node size: a power of two, 4 KiB to\n"
+		"                                256 KiB, dividing every bucket size (default\n"
+		"                                64 KiB, or the smallest bucket if smaller)\n"
 		"      --metadata-replicas N     copies of metadata (default 1)\n"
 		"      --metadata-replicas-required N\n"
 		"      --data-replicas N         copies of data (default 1)\n"
@@ -69,18 +75,20 @@ static void usage(FILE *f)
 		"  -q, --quiet                   print nothing but errors\n"
 		"      --fault SPEC              arm fault rules (see TFS_FAULTS in the README)\n"
 		"  -h, --help                    this text\n"
+		"  -V, --version                 print the version and the format version\n"
 		"\n"
 		"Device options (apply to every device named after them):\n"
 		"      --size SIZE               use SIZE bytes; creates or extends an image file\n"
 		"      --bucket-size SIZE        bucket size (default: from the device size)\n"
 		"      --journal-size SIZE       journal size (default 1/64 of the device,\n"
-		"                                8 to 1024 buckets, at most 1 GiB; at most\n"
-		"                                2048 buckets fit in the superblock)\n"
+		"                                8 to 1024 buckets, at most 1 GiB; given, up\n"
+		"                                to half the device)\n"
 		"      --durability N            0 (cache) to 4 (default 1)\n"
 		"      --dev-label LABEL         member label\n"
 		"      --discard                 discard the device and freed buckets\n"
 		"\n"
-		"SIZE takes a unit: 512, 4k, 64M, 1G, 1T (powers of 1024) or kB, MB, GB (1000).\n"
+		"SIZE takes a unit: 512, 4k, 64M, 1G, 1T, 1P, 1E or KiB ... EiB (powers of 1024),\n"
+		"kB ... EB (powers of 1000); case does not matter (64m = 64M = 64MiB).\n"
 		"Exit status: 0, 1 on failure, 2 on usage errors.\n");
 }
 
@@ -198,6 +206,23 @@ out:
 }
 
 /*
+ * A target the system uses (tools/in_use.h) is refused whatever --force
+ * says: writing it would destroy a live filesystem.  True when refused.
+ */
+static bool refuse_in_use(const char *path, const struct stat *st)
+{
+	struct printbuf why = PRINTBUF;
+	bool ret = tfs_target_in_use(path, st, &why);
+
+	if (ret)
+		fprintf(stderr,
+			PROG ": %s %s; will not make a filesystem here, not even with --force\n",
+			path, printbuf_str(&why));
+	printbuf_exit(&why);
+	return ret;
+}
+
+/*
  * Opens the target read-write and keeps the fd to the end: O_EXCL, so a
  * block device that is mounted or in use fails here with EBUSY (and nobody
  * can mount it while mkfs runs); a missing image file is created (with
@@ -217,18 +242,26 @@ static int open_target(struct target *t)
 		t->created = t->fd >= 0;
 	}
 	if (t->fd < 0) {
-		if (errno == EBUSY)
+		int e = errno;
+		struct stat st;
+
+		if (e == EBUSY && !stat(t->path, &st) && refuse_in_use(t->path, &st))
+			return TFS_EXIT_FAILURE;
+		if (e == EBUSY)
 			fprintf(stderr,
 				PROG ": %s: device is busy (mounted or in use); not touched\n",
 				t->path);
 		else
-			fprintf(stderr, PROG ": %s: cannot open: %s\n", t->path, strerror(errno));
+			fprintf(stderr, PROG ": %s: cannot open: %s\n", t->path, strerror(e));
 		return TFS_EXIT_FAILURE;
 	}
 	if (fstat(t->fd, &t->st)) {
 		fprintf(stderr, PROG ": %s: %s\n", t->path, strerror(errno));
 		return TFS_EXIT_FAILURE;
 	}
+	/* Before anything is probed or planned: this one is never --force'd. */
+	if (!t->created && refuse_in_use(t->path, &t->st))
+		return TFS_EXIT_FAILURE;
 	if (!S_ISREG(t->st.st_mode) && !S_ISBLK(t->st.st_mode)) {
 		fprintf(stderr, PROG ": %s: not a regular file or a block device\n", t->path);
 		return TFS_EXIT_FAILURE;
@@ -327,8 +360,12 @@ static int prepare_file(struct target *t)
 	if (ftruncate(t->fd, (off_t)t->d.size)) {
 		int e = errno;
 
-		fprintf(stderr, PROG ": %s: cannot set the size to %llu: %s\n", t->path,
-			(unsigned long long)t->d.size, strerror(e));
+		struct printbuf sz = PRINTBUF;
+
+		prt_units_u64(&sz, t->d.size);
+		fprintf(stderr, PROG ": %s: cannot set the size to %s: %s\n", t->path,
+			printbuf_str(&sz), strerror(e));
+		printbuf_exit(&sz);
 		return -e;
 	}
 	return 0;
@@ -359,12 +396,21 @@ enum {
 	OPT_DISCARD,
 	OPT_ERROR_ACTION,
 	OPT_FAULT,
+	OPT_BTREE_NODE_SIZE,
 };
 
 static int bad_value(const char *opt, const char *val, const char *what)
 {
 	fprintf(stderr, PROG ": --%s \"%s\": %s\n", opt, val, what);
 	return TFS_EXIT_USAGE;
+}
+
+/* A size option refused: not a size, zero, or above max. */
+static int size_err(const char *opt, const char *val, int err, bool zero, u64 max)
+{
+	if (!err && zero)
+		return bad_value(opt, val, "must not be 0");
+	return tfs_size_opt_err(PROG, opt, val, err, max);
 }
 
 /* Labels must be UTF-8 without control characters (what validation requires). */
@@ -380,23 +426,53 @@ static bool bad_label(const char *opt, const char *val)
 	return true;
 }
 
-static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
+/* One line per member: what mkfs made of it. */
+static void summary_to_text(struct printbuf *out, const struct target *t,
+			    const struct tfs_sb_handle *h)
 {
 	const struct tfs_member *m = tfs_sb_this_member(h->sb);
-	struct printbuf out = PRINTBUF;
-	unsigned jnr;
+	u64 jnr = tfs_sb_journal_nr_buckets(h->sb);
 	u32 bs = le32_to_cpu(m->bucket_size);
 
-	tfs_sb_journal_buckets(h->sb, &jnr);
-	prt_printf(&out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
-	prt_units_u64(&out, le64_to_cpu(m->nbuckets) * bs);
-	prt_printf(&out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
-	prt_units_u64(&out, bs);
-	prt_printf(&out, ", journal %u buckets (", jnr);
-	prt_units_u64(&out, (u64)jnr * bs);
-	prt_str(&out, ")\n");
-	fputs(printbuf_str(&out), stdout);
+	prt_printf(out, "%s: member %u of %u, ", t->path, h->sb->dev_idx, h->sb->nr_devices);
+	prt_units_u64(out, le64_to_cpu(m->nbuckets) * bs);
+	prt_printf(out, ", %llu buckets of ", (unsigned long long)le64_to_cpu(m->nbuckets));
+	prt_units_u64(out, bs);
+	prt_printf(out, ", journal %llu buckets (", (unsigned long long)jnr);
+	prt_units_u64(out, jnr * bs);
+	prt_str(out, ")\n");
+}
+
+/*
+ * The summary, whole or not at all: an allocation failure prints no cut
+ * line but says so, and mkfs then fails (the filesystem is made).
+ */
+static int print_summary(const struct target *targets, const struct tfs_sb_handle *hs, unsigned nr,
+			 const char *label)
+{
+	struct printbuf out = PRINTBUF;
+	int ret = 0;
+
+	for (unsigned i = 0; i < nr; i++)
+		summary_to_text(&out, &targets[i], &hs[i]);
+	prt_str(&out, "tinyfs uuid ");
+	prt_uuid(&out, hs[0].sb->user_uuid);
+	prt_printf(&out, ", label \"%s\", block size ", label ?: "");
+	prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
+	prt_str(&out, ", btree node size ");
+	prt_units_u64(&out, tfs_sb_btree_node_size(hs[0].sb));
+	prt_newline(&out);
+	if (out.allocation_failure) {
+		fprintf(stderr,
+			PROG ": out of memory printing the summary (the filesystem was made)\n");
+		ret = -ENOMEM;
+	} else if (fputs(printbuf_str(&out), stdout) == EOF || fflush(stdout)) {
+		fprintf(stderr, PROG ": writing the summary failed: %s (the filesystem was made)\n",
+			strerror(errno));
+		ret = -EIO;
+	}
 	printbuf_exit(&out);
+	return ret;
 }
 
 /* Leaves main() through its one cleanup path. */
@@ -411,6 +487,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "block-size", required_argument, NULL, OPT_BLOCK_SIZE },
+		{ "btree-node-size", required_argument, NULL, OPT_BTREE_NODE_SIZE },
 		{ "bucket-size", required_argument, NULL, OPT_BUCKET_SIZE },
 		{ "journal-size", required_argument, NULL, OPT_JOURNAL_SIZE },
 		{ "label", required_argument, NULL, 'L' },
@@ -427,6 +504,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "fault", required_argument, NULL, OPT_FAULT },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct tfs_format_opts opts = { .error_action = TFS_ON_ERROR_ro };
@@ -445,8 +523,10 @@ int main(int argc, char **argv)
 	if (!targets)
 		return TFS_EXIT_FAILURE;
 
+	/* getopt's own messages name argv[0]: the tool, not the path it was run by. */
+	argv[0] = (char *)PROG;
 	/* "-" first: devices come back in order, so device options apply to later ones. */
-	while ((c = getopt_long(argc, argv, "-L:U:fqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "-L:U:fqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 1:
 			cur.path = optarg;
@@ -454,22 +534,37 @@ int main(int argc, char **argv)
 			dev_opt_pending = false;
 			continue;
 		case OPT_SIZE:
-			if (tfs_parse_size(optarg, &cur.want_size) || !cur.want_size)
-				EXIT_WITH(bad_value("size", optarg, "not a size"));
+			/* ftruncate() takes an off_t. */
+			ret = tfs_parse_size(optarg, &cur.want_size);
+			if (ret || !cur.want_size || cur.want_size > INT64_MAX)
+				EXIT_WITH(size_err("size", optarg, ret, !cur.want_size, INT64_MAX));
 			break;
 		case OPT_BLOCK_SIZE:
-			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
-				EXIT_WITH(bad_value("block-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BLOCK_SIZE_MAX)
+				EXIT_WITH(size_err("block-size", optarg, ret, !v,
+						   TFS_BLOCK_SIZE_MAX));
 			opts.block_size = (u32)v;
 			continue;
+		case OPT_BTREE_NODE_SIZE:
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BTREE_NODE_SIZE_MAX)
+				EXIT_WITH(size_err("btree-node-size", optarg, ret, !v,
+						   TFS_BTREE_NODE_SIZE_MAX));
+			opts.btree_node_size = (u32)v;
+			continue;
 		case OPT_BUCKET_SIZE:
-			if (tfs_parse_size(optarg, &v) || !v || v > UINT32_MAX)
-				EXIT_WITH(bad_value("bucket-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &v);
+			if (ret || !v || v > TFS_BUCKET_SIZE_MAX)
+				EXIT_WITH(size_err("bucket-size", optarg, ret, !v,
+						   TFS_BUCKET_SIZE_MAX));
 			cur.d.bucket_size = (u32)v;
 			break;
 		case OPT_JOURNAL_SIZE:
-			if (tfs_parse_size(optarg, &cur.d.journal_size) || !cur.d.journal_size)
-				EXIT_WITH(bad_value("journal-size", optarg, "not a size"));
+			ret = tfs_parse_size(optarg, &cur.d.journal_size);
+			if (ret || !cur.d.journal_size)
+				EXIT_WITH(size_err("journal-size", optarg, ret, !cur.d.journal_size,
+						   UINT64_MAX));
 			break;
 		case 'L':
 			if (bad_label("label", optarg))
@@ -532,6 +627,9 @@ int main(int argc, char **argv)
 			continue;
 		case 'h':
 			usage(stdout);
+			EXIT_WITH(TFS_EXIT_OK);
+		case 'V':
+			tfs_print_version(PROG);
 			EXIT_WITH(TFS_EXIT_OK);
 		default:
 			fprintf(stderr, "Try `" PROG " --help'.\n");
@@ -626,7 +724,7 @@ int main(int argc, char **argv)
 	ret = tfs_format_plan(&opts, devs, nr, hs, &err);
 	free(devs);
 	if (ret) {
-		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		tfs_print_err(PROG, &err);
 		status = tfs_err_matches(ret, TFS_ERR_invalid_option) ? TFS_EXIT_USAGE
 								      : TFS_EXIT_FAILURE;
 		goto undo;
@@ -648,23 +746,11 @@ int main(int argc, char **argv)
 			goto undo;
 	ret = tfs_format_write(hps, nr, &err);
 	if (ret) {
-		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
+		tfs_print_err(PROG, &err);
 		goto undo;
 	}
-	if (!quiet) {
-		for (unsigned i = 0; i < nr; i++)
-			print_summary(&targets[i], &hs[i]);
-		struct printbuf out = PRINTBUF;
-
-		prt_str(&out, "tinyfs uuid ");
-		prt_uuid(&out, hs[0].sb->user_uuid);
-		prt_printf(&out, ", label \"%s\", block size ", opts.label ?: "");
-		prt_units_u64(&out, le32_to_cpu(hs[0].sb->block_size));
-		prt_newline(&out);
-		fputs(printbuf_str(&out), stdout);
-		printbuf_exit(&out);
-	}
-	status = TFS_EXIT_OK;
+	status = !quiet && print_summary(targets, hs, nr, opts.label) ? TFS_EXIT_FAILURE
+								      : TFS_EXIT_OK;
 	goto out;
 undo:
 	for (unsigned i = 0; i < nr; i++) {

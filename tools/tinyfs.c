@@ -25,7 +25,8 @@ static void usage(FILE *f)
 	size_t nr = (size_t)(__stop_tfs_cmds - __start_tfs_cmds);
 	const struct tfs_cmd **cmds = calloc(nr ?: 1, sizeof(*cmds));
 
-	fprintf(f, "usage: tinyfs COMMAND [OPTIONS] [ARGS]\n\ncommands:\n");
+	fprintf(f, "usage: tinyfs COMMAND [OPTIONS] [ARGS]\n"
+		   "       tinyfs --version\n\ncommands:\n");
 	if (cmds) {
 		memcpy(cmds, __start_tfs_cmds, nr * sizeof(*cmds));
 		qsort(cmds, nr, sizeof(*cmds), cmd_cmp);
@@ -50,9 +51,19 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return TFS_EXIT_OK;
 	}
+	if (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version")) {
+		tfs_print_version("tinyfs");
+		return TFS_EXIT_OK;
+	}
 	for (const struct tfs_cmd **c = __start_tfs_cmds; c < __stop_tfs_cmds; c++)
-		if (!strcmp((*c)->name, argv[1]))
+		if (!strcmp((*c)->name, argv[1])) {
+			static char name[64];
+
+			/* getopt's messages name argv[0]: "tinyfs show-super: ...". */
+			snprintf(name, sizeof(name), "tinyfs %s", (*c)->name);
+			argv[1] = name;
 			return (*c)->fn(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "tinyfs: unknown command \"%s\"; `tinyfs --help` lists them\n", argv[1]);
 	return TFS_EXIT_USAGE;
 }

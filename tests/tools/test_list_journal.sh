@@ -44,7 +44,15 @@ run 0 "$mkfs" -q --size 32M --metadata-replicas 2 m0.img m1.img
 run 0 "$fill" 4 0 m0.img m1.img
 run 0 "$tinyfs" list-journal m0.img m1.img && has out "dev 1:" && has out "on dev 0,1: seq 1"
 run 1 "$tinyfs" list-journal m0.img m0.img && has err "both member 0"
-run 0 "$tinyfs" list-journal m1.img && has out "on dev 1: seq 1"
+# Only some members: what they hold is printed, the missing ones are named
+# (the superblock knows them), exit 1.
+run 1 "$tinyfs" list-journal m1.img && has out "on dev 1: seq 1" &&
+	has err "member 0 (uuid " && has err "not given: the journal shown may be incomplete"
+hasnt err "member 1 ("
+run 0 "$mkfs" -q --size 32M --metadata-replicas 2 --dev-label x n0.img n1.img --dev-label y n2.img
+run 1 "$tinyfs" list-journal n1.img && has err "members 0 (uuid " && has err "label \"x\")" &&
+	has err "2 (uuid " && has err "label \"y\")"
+run 1 "$tinyfs" list-journal n0.img n2.img && has err "member 1 (uuid " && hasnt err "member 0"
 
 # 6. A corrupt entry: reported with device, bucket and offset; exit 1.
 run 0 "$mkfs" -q --size 32M c.img
@@ -60,10 +68,41 @@ print(next(o + 24 for o in range(first + 4096, len(d), 4096)
 PY
 )
 if [ -n "$off" ]; then
+	# Messages name the bucket by its number and give its index in the ring
+	# apart: the journal of a 32 MiB image starts at bucket 2 (64 KiB buckets).
+	where="bucket $(((off - 24) / 65536)) (ring index $(((off - 24) / 65536 - 2))) offset $(((off - 24) % 65536))"
+	cp c.img c0.img
 	printf '\x77' | dd of=c.img bs=1 seek="$off" conv=notrunc status=none
 	run 1 "$tinyfs" list-journal c.img
-	has err "corrupt entry: seq 2: bad checksum" && has err "bucket " && has err "offset "
+	has err "corrupt entry: seq 2: bad checksum" && has err "dev 0 (c.img) $where: corrupt entry"
 	has err "seqs 2..2 missing"
+	# A field out of range, checksum fixed: the message says which field, and
+	# only that one.
+	for f in "32 <I 9 seq 2: version 9, expected 1" "36 <I 16 seq 2: unknown flags 0x10" \
+		"24 <Q 3 seq 2: last_seq 3 > seq 2" "16 <Q 0 seq 0: seqs start at 1"; do
+		set -- $f
+		cp c0.img c.img
+		python3 - c.img "$((off - 24))" "$1" "$2" "$3" <<'PY'
+import struct, sys
+path, base, field, fmt, val = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+d = bytearray(open(path, 'rb').read())
+struct.pack_into(fmt, d, base + field, val)
+def crc32c(data, crc=0):
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+(u64s,) = struct.unpack_from('<I', d, base + 40)
+struct.pack_into('<Q', d, base, crc32c(d[base + 8:base + 48 + 8 * u64s]))
+open(path, 'wb').write(d)
+PY
+		shift 3
+		run 1 "$tinyfs" list-journal c.img && has err "corrupt entry: $*"
+		case "$*" in version*) ;; *) hasnt err "version 1" ;; esac
+		case "$*" in *flags*) ;; *) hasnt err "flags" ;; esac
+	done
 else
 	fail "could not find seq 2 in c.img"
 fi
@@ -73,7 +112,10 @@ run 1 "$tinyfs" list-journal --fault "dev * read tag=journal every=1 fail=EIO" a
 has err "no device could be read"
 # One unreadable bucket fails the read too (entries may be missing), naming it.
 run 1 "$tinyfs" list-journal --fault "dev * read tag=journal nth=2 fail=EIO" a.img
-has err "dev 0: bucket 1 unreadable" && hasnt out "replay:"
+has err "reading bucket 3 (ring index 1) failed" && has err "dev 0: ring index 1 unreadable" &&
+	hasnt out "replay:"
+# Where the next entry goes: a ring index, said so.
+run 0 "$tinyfs" list-journal a.img && has out "next write at ring index " && hasnt out "write bucket"
 run 2 "$tinyfs" list-journal --fault "dev * bogus" a.img && has err "--fault"
 
 [ "$fails" = 0 ] && echo "all list-journal checks passed"

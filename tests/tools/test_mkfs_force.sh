@@ -36,7 +36,7 @@ mkfs.ext4 -q -F l.img >/dev/null 2>&1
 if loop=$(losetup -f --show l.img 2>/dev/null) && mkdir m && mount "$loop" m 2>/dev/null; then
 	mnt=$tmp/m
 	before=$(dd if="$loop" bs=64k count=1 2>/dev/null | sha256sum)
-	run 1 "$mkfs" --force "$loop" && has err "$loop" && has err "busy"
+	run 1 "$mkfs" --force "$loop" && has err "$loop" && has err "mounted on"
 	[ "$(dd if="$loop" bs=64k count=1 2>/dev/null | sha256sum)" = "$before" ] ||
 		fail "mkfs --force changed a mounted device"
 	hasnt out "wiped"

@@ -630,7 +630,7 @@ static void test_read_error_fails_read(void **state)
 	assert_int_equal(jt_read(&t, &r, &err), -TFS_ERR_journal_read);
 	assert_null(r);
 	assert_non_null(strstr(printbuf_str(&err), "dev 0"));
-	assert_non_null(strstr(printbuf_str(&err), "bucket 3"));
+	assert_non_null(strstr(printbuf_str(&err), "ring index 3"));
 	jt_close_bdevs(&t);
 	jt_cleanup(&t);
 

@@ -433,6 +433,41 @@ static void test_detach_and_errcode(void **state)
 	free(s);
 }
 
+/* Two sizes in a message: units, unless they would read the same. */
+static void test_units_vs(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	prt_units_u64_vs(&out, 67108865, 67108864);
+	prt_char(&out, ' ');
+	prt_units_u64_vs(&out, 67108864, 67108865);
+	prt_char(&out, ' ');
+	prt_units_u64_vs(&out, 8 << 20, 4 << 20);
+	prt_char(&out, ' ');
+	prt_units_u64_vs(&out, 4096, 4096);
+	prt_char(&out, ' ');
+	prt_units_u64_vs(&out, 100, 101);
+	assert_string_equal(printbuf_str(&out),
+			    "67108865 bytes 67108864 bytes 8.0 MiB 4.0 KiB 100 B");
+	printbuf_exit(&out);
+}
+
+/* An error for a user: the errno's text, a tinyfs code's name after it. */
+static void test_err_desc(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	prt_err_desc(&out, -EIO);
+	prt_str(&out, "; ");
+	prt_err_desc(&out, -TFS_ERR_bdev_vanished);
+	prt_str(&out, "; ");
+	prt_err_desc(&out, -TFS_ERR_journal_full);
+	assert_string_equal(printbuf_str(&out),
+			    "Input/output error; No such device (bdev_vanished); Resource "
+			    "temporarily unavailable (journal_full)");
+	printbuf_exit(&out);
+}
+
 static void test_tabstop_limit(void **state)
 {
 	struct printbuf out = PRINTBUF;
@@ -475,6 +510,8 @@ int main(void)
 		cmocka_unit_test(test_json_str_invalid_utf8),
 		cmocka_unit_test(test_detach_and_errcode),
 		cmocka_unit_test(test_tabstop_limit),
+		cmocka_unit_test(test_units_vs),
+		cmocka_unit_test(test_err_desc),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,12 +127,16 @@ static void test_round_trip_one(void **state)
 	assert_memory_equal(h.sb, f->hs[0].sb, tfs_sb_bytes(h.sb));
 	assert_string_equal(h.sb->label, "round trip");
 
-	const __le64 *jb = tfs_sb_journal_buckets(h.sb, &nr);
+	u64 *jb;
 	const struct tfs_member *m = tfs_sb_this_member(h.sb);
 
+	/* mkfs's journal is one range right after the superblock area. */
+	assert_int_equal(tfs_sb_journal_buckets(h.sb, &jb, &nr), 0);
 	assert_int_equal(nr, TFS_JOURNAL_MIN_BUCKETS);
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(h.sb)), 1);
 	for (unsigned i = 0; i < nr; i++)
-		assert_int_equal(le64_to_cpu(jb[i]), le64_to_cpu(m->first_bucket) + i);
+		assert_int_equal(jb[i], le64_to_cpu(m->first_bucket) + i);
+	free(jb);
 	assert_int_equal(tfs_sb_bucket_size(h.sb), 16384);
 	assert_int_equal(le64_to_cpu(m->nbuckets) * 16384, DEV_SIZE);
 
@@ -146,10 +150,14 @@ static void test_round_trip_one(void **state)
 	tfs_sb_exit(&h);
 	read_dev(f, 0, &h);
 	assert_int_equal(le64_to_cpu(h.sb->seq), 2);
-	jb = tfs_sb_journal_buckets(h.sb, &nr);
+	/* Stored as its runs: 20, 7, 30, 8-13; expanded back in ring order. */
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(h.sb)), 4);
+	assert_int_equal(tfs_sb_journal_nr_buckets(h.sb), 9);
+	assert_int_equal(tfs_sb_journal_buckets(h.sb, &jb, &nr), 0);
 	assert_int_equal(nr, 9);
 	for (unsigned i = 0; i < 9; i++)
-		assert_int_equal(le64_to_cpu(jb[i]), b[i]);
+		assert_int_equal(jb[i], b[i]);
+	free(jb);
 	printbuf_exit(&err);
 	tfs_sb_exit(&h);
 }
@@ -161,7 +169,6 @@ static void test_round_trip_several(void **state)
 	format(f, 3);
 	for (unsigned i = 0; i < 3; i++) {
 		struct tfs_sb_handle h;
-		unsigned nr;
 
 		read_dev(f, i, &h);
 		assert_int_equal(h.sb->dev_idx, i);
@@ -178,8 +185,7 @@ static void test_round_trip_several(void **state)
 					 DEV_SIZE * (j + 1));
 		}
 		assert_string_equal(tfs_sb_this_member(h.sb)->label, i ? "second" : "first");
-		assert_non_null(tfs_sb_journal_buckets(h.sb, &nr));
-		assert_true(nr >= TFS_JOURNAL_MIN_BUCKETS);
+		assert_true(tfs_sb_journal_nr_buckets(h.sb) >= TFS_JOURNAL_MIN_BUCKETS);
 		tfs_sb_exit(&h);
 	}
 	/* Writing all bumps every member to the same seq. */
@@ -405,6 +411,79 @@ static void read_dev_stderr(struct fixture *f, unsigned i, struct tfs_sb_handle 
 }
 
 /*
+ * The layout sector, still valid, disagrees with the superblock copies,
+ * which agree with each other (a stale or hand-edited sector): the copies
+ * win, the warning names the field that differs, and every copy they list
+ * is read.
+ */
+static void layout_sector_differs(struct fixture *f, void (*edit)(struct tfs_sb_layout *l),
+				  const char *field)
+{
+	struct tfs_sb_handle h;
+	struct tfs_sb_layout l;
+	struct printbuf want = PRINTBUF;
+	char *warn;
+
+	format(f, 1);
+	l = f->hs[0].sb->layout;
+	edit(&l);
+	l.csum = cpu_to_le32(tfs_sb_layout_csum(&l));
+	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, &l, sizeof(l));
+	read_dev_stderr(f, 0, &h, &warn);
+	assert_int_equal(h.read_offset, TFS_SB_OFFSET);
+	assert_int_equal(h.copies_bad, 0);
+	assert_memory_equal(&h.sb->layout, &f->hs[0].sb->layout, sizeof(l));
+	prt_printf(&want,
+		   "warning: %s: layout at 3584: %s; using the layout of the superblock copies\n",
+		   f->path[0], field);
+	assert_string_equal(warn, printbuf_str(&want));
+	free(warn);
+	tfs_sb_exit(&h);
+	printbuf_exit(&want);
+}
+
+static void edit_nr(struct tfs_sb_layout *l)
+{
+	l->nr_superblocks = 1;
+	l->sb_offset[1] = 0;
+}
+
+static void edit_max(struct tfs_sb_layout *l)
+{
+	l->sb_max_size = cpu_to_le32(16384);
+}
+
+static void edit_backup(struct tfs_sb_layout *l)
+{
+	l->sb_offset[1] = cpu_to_le64(69632);
+}
+
+static void edit_uuid(struct tfs_sb_layout *l)
+{
+	memset(l->uuid, 0x99, 16);
+}
+
+static void test_layout_sector_differs(void **state)
+{
+	/* A sector of another filesystem, two copies of ours that agree: ours. */
+	layout_sector_differs(*state, edit_uuid,
+			      "uuid 99999999-9999-9999-9999-999999999999 differs from "
+			      "11111111-1111-1111-1111-111111111111 in the superblock copies at "
+			      "4096 and 36864");
+	/* Only the primary is listed: the one copy read says two. */
+	layout_sector_differs(*state, edit_nr,
+			      "nr_superblocks 1 differs from 2 in the superblock copy at 4096");
+	/* Both copies read, both valid, both say 32 KiB. */
+	layout_sector_differs(
+		*state, edit_max,
+		"sb_max_size 16384 differs from 32768 in the superblock copies at 4096 and 36864");
+	/* The backup is not where the sector says: the primary knows. */
+	layout_sector_differs(
+		*state, edit_backup,
+		"sb_offset[1] 69632 differs from 36864 in the superblock copy at 4096");
+}
+
+/*
  * A stale backup of another filesystem (another mkfs on the device, a
  * higher seq, a valid checksum) is ignored with a warning naming both
  * offsets; the current filesystem's primary is used, and the next write
@@ -435,10 +514,12 @@ static void graft_backup(struct fixture *f, u8 uuid, u8 user_uuid, const char *w
 	assert_int_equal(h.sb->user_uuid[0], 0x22);
 	assert_string_equal(h.sb->label, "round trip");
 	assert_int_equal(h.copies_bad, 1);
+	/* The internal uuid is in the layout sector; the user_uuid only in the copies. */
 	prt_printf(&want,
-		   "warning: %s: superblock at 36864: %s %s (seq 5) differs from %s %s of the copy "
-		   "at 4096: another filesystem's copy, ignored; using the copy at 4096 (seq 1)\n",
-		   f->path[0], what, theirs, what, ours);
+		   "warning: %s: superblock at 36864: %s %s (seq 5) differs from %s %s of the %s: "
+		   "another filesystem's copy, ignored; using the copy at 4096 (seq 1)\n",
+		   f->path[0], what, theirs, what, ours,
+		   strcmp(what, "uuid") ? "copy at 4096" : "layout at 3584");
 	assert_string_equal(warn, printbuf_str(&want));
 	free(warn);
 
@@ -475,24 +556,46 @@ static void test_foreign_backup_user_uuid(void **state)
 }
 
 /* With the primary bad the reference is the newest valid copy, whatever its uuid. */
+/*
+ * The primary unreadable and the backup another filesystem's (an older
+ * mkfs's, here with a higher seq): the layout sector names our filesystem,
+ * so the backup is ruled out and the read fails saying why, rather than
+ * read another filesystem.  A copy that shares our internal uuid (mkfs
+ * --uuid reused) but not the user_uuid cannot be told apart without the
+ * primary: it is used.
+ */
 static void test_foreign_backup_primary_bad(void **state)
 {
 	struct fixture *f = *state;
 	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
 	u64 backup = TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT;
 	void *buf = malloc(TFS_SB_MAX_SIZE_DEFAULT);
 	u8 byte = 0xff;
 
 	format(f, 1);
 	snprintf(f->path[1], sizeof(f->path[1]), "%s/other.img", f->dir);
-	mkfs_other(f->path[1], 0x55, 0x66, 1);
+	mkfs_other(f->path[1], 0x55, 0x66, 3);
+	peek(f->path[1], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
+	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
+	assert_int_equal(tfs_sb_open(f->path[0], TFS_BDEV_RDONLY, &h, &err),
+			 -TFS_ERR_invalid_sb_csum);
+	assert_null(h.sb);
+	assert_non_null(strstr(printbuf_str(&err),
+			       ": superblock at 36864: uuid 55555555-5555-5555-5555-555555555555 "
+			       "(seq 4) differs from uuid 11111111-1111-1111-1111-111111111111 of "
+			       "the layout at 3584: another filesystem's copy, ignored"));
+	printbuf_exit(&err);
+
+	format(f, 1);
+	mkfs_other(f->path[1], 0x11, 0x66, 3);
 	peek(f->path[1], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
 	poke(f->path[0], backup, buf, TFS_SB_MAX_SIZE_DEFAULT);
 	poke(f->path[0], TFS_SB_OFFSET + 70, &byte, 1);
 	read_dev(f, 0, &h);
 	assert_int_equal(h.read_offset, backup);
-	assert_int_equal(h.sb->uuid[0], 0x55);
-	assert_int_equal(h.copies_bad, 1);
+	assert_int_equal(h.sb->user_uuid[0], 0x66);
 	tfs_sb_exit(&h);
 	free(buf);
 }
@@ -552,8 +655,7 @@ static void test_field_resize(void **state)
 	format(f, 1);
 	before = le32_to_cpu(h->sb->u64s);
 	/* Grow members: journal moves and stays intact. */
-	const __le64 *jb = tfs_sb_journal_buckets(h->sb, &nr);
-	u64 first = le64_to_cpu(jb[0]);
+	u64 first = le64_to_cpu(tfs_sb_journal(h->sb)->ranges[0].start);
 
 	fl = tfs_sb_field_resize(
 		h, TFS_SB_FIELD_members,
@@ -561,15 +663,17 @@ static void test_field_resize(void **state)
 	assert_non_null(fl);
 	assert_int_equal(ret, 0);
 	assert_int_equal(le32_to_cpu(h->sb->u64s), before + 4);
-	jb = tfs_sb_journal_buckets(h->sb, &nr);
-	assert_int_equal(le64_to_cpu(jb[0]), first);
+	assert_int_equal(le64_to_cpu(tfs_sb_journal(h->sb)->ranges[0].start), first);
 	/* Too big for sb_max_size. */
 	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_clean, 5000, &ret));
 	assert_int_equal(ret, -TFS_ERR_invalid_sb_size);
 	/* Removing a field. */
 	assert_null(tfs_sb_field_resize(h, TFS_SB_FIELD_journal, 0, &ret));
 	assert_int_equal(ret, 0);
-	assert_null(tfs_sb_journal_buckets(h->sb, &nr));
+	u64 *jb = (u64 *)1;
+
+	assert_int_equal(tfs_sb_journal_buckets(h->sb, &jb, &nr), 0);
+	assert_null(jb);
 	assert_int_equal(nr, 0);
 	h->sb->csum = cpu_to_le32(tfs_sb_csum(h->sb));
 	/* A rw member needs its journal; a spare one does not. */
@@ -590,17 +694,148 @@ static void test_to_text(void **state)
 	format(f, 2);
 	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
 	assert_false(out.allocation_failure);
-	assert_non_null(strstr(printbuf_str(&out), "Device index:           1\n"));
+	/* Every value in column 26, however deep its name is nested. */
+	assert_non_null(strstr(printbuf_str(&out), "\nDevice index:             1\n"));
 	assert_non_null(
-		strstr(printbuf_str(&out), "Copy 1:                 at 36864 (36.0 KiB)\n"));
-	assert_non_null(strstr(printbuf_str(&out), "    Label:                  second\n"));
-	assert_non_null(strstr(printbuf_str(&out), "  Size:                   8.0 MiB\n"));
+		strstr(printbuf_str(&out), "\n  Copy 1:                 at 36864 (36.0 KiB)\n"));
+	assert_non_null(strstr(printbuf_str(&out), "\n    Label:                second\n"));
+	assert_non_null(strstr(printbuf_str(&out), "\n    Size:                 8.0 MiB\n"));
 	printbuf_reset(&out);
 	opts.fields = 1U << TFS_SB_FIELD_journal;
 	tfs_sb_to_text(&out, f->hs[1].sb, &opts);
 	assert_null(strstr(printbuf_str(&out), "Members"));
 	assert_non_null(strstr(printbuf_str(&out), "Journal:\n"));
 	printbuf_exit(&out);
+}
+
+/*
+ * The value printed after "name:" on the first line of text that starts
+ * (after indent) with it, in buf; asserts there is one.
+ */
+static const char *line_value(const char *text, const char *name, char *buf, size_t size)
+{
+	size_t n = strlen(name);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *p = l;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, name, n) || p[n] != ':')
+			continue;
+		p += n + 1;
+		while (*p == ' ')
+			p++;
+		size_t len = strcspn(p, "\n");
+
+		assert_true(len < size);
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		return buf;
+	}
+	fail_msg("no line \"%s:\" in:\n%s", name, text);
+	return NULL;
+}
+
+/*
+ * Times: 0 is the epoch for creation and writing, "never" only for a
+ * member's last mount; a time gmtime() cannot show, or past 9999, or one
+ * that is negative as a time_t, is printed as out of range, never as 1969.
+ */
+static void test_to_text_times(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb *sb;
+	struct printbuf out = PRINTBUF;
+	char v[128];
+
+	format(f, 1);
+	sb = f->hs[0].sb;
+	sb->time_created = 0;
+	sb->time_written = cpu_to_le64(1ULL << 62);
+	tfs_sb_this_member(sb)->last_mount = 0;
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "1970-01-01 00:00:00 UTC (0)");
+	assert_string_equal(line_value(printbuf_str(&out), "Written", v, sizeof(v)),
+			    "4611686018427387904 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)), "never");
+
+	printbuf_reset(&out);
+	sb->time_created = cpu_to_le64(1ULL << 63);
+	sb->time_written = cpu_to_le64(UINT64_MAX);
+	tfs_sb_this_member(sb)->last_mount = cpu_to_le64(253402300800ULL); /* 10000-01-01 */
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "9223372036854775808 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Written", v, sizeof(v)),
+			    "18446744073709551615 (out of range)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)),
+			    "253402300800 (out of range)");
+
+	printbuf_reset(&out);
+	sb->time_created = cpu_to_le64(253402300799ULL);
+	tfs_sb_this_member(sb)->last_mount = cpu_to_le64(1700000000);
+	tfs_sb_to_text(&out, sb, NULL);
+	assert_string_equal(line_value(printbuf_str(&out), "Created", v, sizeof(v)),
+			    "9999-12-31 23:59:59 UTC (253402300799)");
+	assert_string_equal(line_value(printbuf_str(&out), "Last mount", v, sizeof(v)),
+			    "2023-11-14 22:13:20 UTC (1700000000)");
+	printbuf_exit(&out);
+}
+
+/*
+ * show-super --force shows a copy that failed validation: whatever its bytes
+ * say (u64s, nr_devices, member_bytes, field sizes, entries), to_text and
+ * to_json stay inside the copy (ASan checks the reads) and end.  Each round
+ * corrupts a few bytes of the primary, header fields included, at random
+ * (seeded: the round number reproduces it).
+ */
+static void test_forced_copy_any_bytes(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_to_text_opts opts = { .layout = true };
+	u8 *good = malloc(TFS_SB_MAX_SIZE_DEFAULT);
+	u64 rng = 0x9e3779b97f4a7c15ULL;
+	unsigned shown = 0;
+
+	format(f, 2);
+	peek(f->path[0], TFS_SB_OFFSET, good, TFS_SB_MAX_SIZE_DEFAULT);
+	/* The bytes most likely to send a reader astray, and any byte. */
+	static const unsigned hot[] = { 20, 21, 22, 101, 100, 688, 689, 692, 696, 697, 744, 756 };
+	size_t used = tfs_sb_bytes((struct tfs_sb *)good);
+
+	for (unsigned round = 0; round < 300; round++) {
+		u8 bad[4096];
+		struct tfs_sb_handle h;
+		struct tfs_bdev *bdev;
+		struct printbuf out = PRINTBUF, err = PRINTBUF;
+
+		memcpy(bad, good, sizeof(bad));
+		for (unsigned k = 0; k < 1 + round % 4; k++) {
+			rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+			size_t at = (rng >> 33) % 2 ? hot[(rng >> 40) % ARRAY_SIZE(hot)]
+						    : 8 + (rng >> 40) % (used - 8);
+			bad[at] = (u8)(rng >> 20);
+		}
+		poke(f->path[0], TFS_SB_OFFSET, bad, sizeof(bad));
+		assert_int_equal(tfs_bdev_open(f->path[0], TFS_BDEV_RDONLY, &bdev), 0);
+		tfs_sb_read_copy(bdev, 0, true, &h, &err);
+		if (h.sb) {
+			shown++;
+			opts.fields = 0;
+			tfs_sb_to_text(&out, h.sb, &opts);
+			tfs_sb_to_json(&out, h.sb, &opts);
+			assert_false(out.allocation_failure);
+		}
+		tfs_sb_exit(&h);
+		tfs_bdev_close(bdev);
+		printbuf_exit(&out);
+		printbuf_exit(&err);
+	}
+	/* A copy that fails validation is shown too: not only the lucky ones. */
+	assert_true(shown == 300);
+	free(good);
 }
 
 /*
@@ -715,6 +950,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_layout_sector, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layout_sector_differs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_user_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_primary_bad, setup, teardown),
@@ -722,6 +958,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_field_resize, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_text, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_to_text_times, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_forced_copy_any_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_primary_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_backup_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_torn_primary_keeps_backup, setup,

@@ -86,7 +86,8 @@ MUT(csum_type, sb->csum_type = 7)
 MUT(csum, sb->csum ^= 1)
 MUT(size, sb->u64s = cpu_to_le32(100000))
 MUT(version, sb->version = 9)
-MUT(version_min, sb->version_min = 2)
+MUT(version_1, sb->version = 1; sb->version_min = 1)
+MUT(version_min, sb->version_min = 3)
 MUT(features, sb->features = 4)
 MUT(layout_nr, sb->layout.nr_superblocks = 0;
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
@@ -108,6 +109,7 @@ MUT(label_trunc, sb->label[0] = 'a'; sb->label[1] = (char)0xc3)
 MUT(block_size, sb->block_size = cpu_to_le32(3000))
 MUT(nr_devices_0, sb->nr_devices = 0)
 MUT(nr_devices, sb->nr_devices = 3)
+MUT(nr_devices_17, sb->nr_devices = 17)
 MUT(dev_idx, sb->dev_idx = 2)
 MUT(meta_repl, sb->metadata_replicas = 5)
 MUT(meta_req, sb->metadata_replicas_required = 2)
@@ -134,21 +136,30 @@ MUT(discard, m0(sb, 1)->discard = 2)
 MUT(member_label, m0(sb, 1)->label[0] = 1)
 MUT(first_in_sb, m0(sb, 0)->first_bucket = cpu_to_le64(2))
 MUT(dev_size, m0(sb, 0)->nbuckets = cpu_to_le64(512))
-MUT(journal_low, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
-			 ->buckets[0] = cpu_to_le64(4))
-MUT(journal_high, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
-			  ->buckets[2] = cpu_to_le64(256))
-MUT(journal_dup, ((struct tfs_sb_field_journal *)tfs_sb_field_get(sb, TFS_SB_FIELD_journal))
-			 ->buckets[3] = cpu_to_le64(5))
+MUT(journal_low, tfs_sb_journal(sb)->ranges[0].start = cpu_to_le64(4))
+MUT(journal_high, tfs_sb_journal(sb)->ranges[0].start = cpu_to_le64(250))
+MUT(journal_empty, tfs_sb_journal(sb)->ranges[0].nr = 0)
+MUT(node_pow2, sb->btree_node_size = cpu_to_le32(3000))
+MUT(node_small, sb->btree_node_size = cpu_to_le32(2048))
+MUT(node_big, sb->btree_node_size = cpu_to_le32(512 * 1024))
+MUT(node_block, sb->btree_node_size = cpu_to_le32(4096); sb->block_size = cpu_to_le32(8192))
+MUT(node_bucket, sb->btree_node_size = cpu_to_le32(32768))
+MUT(sb_pad1, sb->pad1 = cpu_to_le32(0x5a))
+MUT(layout_uuid, sb->layout.uuid[0] ^= 1;
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_uuid_zero, memset(sb->layout.uuid, 0, 16);
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
+MUT(layout_version, sb->layout.version = 1;
+    sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
 /* Padding and reserved bytes: a later version may give them a meaning. */
 MUT(sb_pad0, sb->pad0 = 0x5a)
 MUT(sb_reserved, ((u8 *)sb->reserved)[3] = 0x5a)
-MUT(sb_reserved_last, ((u8 *)sb->reserved)[39] = 1)
+MUT(sb_reserved_last, ((u8 *)sb->reserved)[31] = 1)
 MUT(layout_pad0, sb->layout.pad0 = cpu_to_le32(0x100);
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
 MUT(layout_pad1, sb->layout.pad1 = cpu_to_le16(7);
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
-MUT(layout_pad2, sb->layout.pad2[423] = 0x80;
+MUT(layout_pad2, sb->layout.pad2[407] = 0x80;
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
 MUT(members_pad0, ((struct tfs_sb_field_members *)tfs_sb_field_get(sb, TFS_SB_FIELD_members))
 			  ->pad0 = cpu_to_le16(0x200))
@@ -166,9 +177,11 @@ static const struct vcase cases[] = {
 	{ "size", mut_size, true, -TFS_ERR_invalid_sb_size,
 	  "u64s 100000: fields end at 800688, past the copy's 32768 bytes" },
 	{ "version", mut_version, false, -TFS_ERR_invalid_sb_version,
-	  "version 9: this build reads 1 to 1" },
+	  "version 9: this build reads 2 to 2" },
+	{ "version_1", mut_version_1, false, -TFS_ERR_invalid_sb_version,
+	  "version 1: this build reads 2 to 2" },
 	{ "version_min", mut_version_min, false, -TFS_ERR_invalid_sb_version,
-	  "version_min 2 not in [1, version 1]" },
+	  "version_min 3 not in [2, version 2]" },
 	{ "features", mut_features, false, -TFS_ERR_invalid_sb_version,
 	  "unknown incompatible features 0x4" },
 	{ "layout_nr", mut_layout_nr, false, -TFS_ERR_invalid_sb_layout,
@@ -193,7 +206,9 @@ static const struct vcase cases[] = {
 	{ "block_size", mut_block_size, false, -TFS_ERR_invalid_sb_block_size,
 	  "block_size 3000 is not a power of two in [512, 65536]" },
 	{ "nr_devices_0", mut_nr_devices_0, false, -TFS_ERR_invalid_sb_nr_devices,
-	  "nr_devices 0 not in [1, 64]" },
+	  "nr_devices 0 not in [1, 16]" },
+	{ "nr_devices_17", mut_nr_devices_17, false, -TFS_ERR_invalid_sb_nr_devices,
+	  "nr_devices 17 not in [1, 16]" },
 	{ "dev_idx", mut_dev_idx, false, -TFS_ERR_invalid_sb_dev_idx, "dev_idx 2 >= nr_devices 2" },
 	{ "meta_repl", mut_meta_repl, false, -TFS_ERR_invalid_sb_options,
 	  "metadata_replicas 5 not in [1, 4]" },
@@ -240,23 +255,42 @@ static const struct vcase cases[] = {
 	{ "dev_size", mut_dev_size, false, -TFS_ERR_invalid_sb_device_size,
 	  "member 0: 512 buckets of 16.0 KiB (8.0 MiB) do not fit in the device (4.0 MiB)" },
 	{ "journal_low", mut_journal_low, false, -TFS_ERR_invalid_sb_journal,
-	  "journal: bucket 4 (entry 0) < first_bucket 5" },
+	  "journal: range 0 (buckets 4..) starts below first_bucket 5" },
 	{ "journal_high", mut_journal_high, false, -TFS_ERR_invalid_sb_journal,
-	  "journal: bucket 256 (entry 2) >= nbuckets 256" },
-	{ "journal_dup", mut_journal_dup, false, -TFS_ERR_invalid_sb_journal,
-	  "journal: bucket 5 listed twice" },
+	  "journal: range 0 (8 buckets at 250) ends past nbuckets 256" },
+	{ "journal_empty", mut_journal_empty, false, -TFS_ERR_invalid_sb_journal,
+	  "journal: range 0 (at bucket 5) is empty" },
+	{ "node_pow2", mut_node_pow2, false, -TFS_ERR_invalid_sb_btree_node_size,
+	  "btree_node_size 3000 is not a power of two in [4096, 262144]" },
+	{ "node_small", mut_node_small, false, -TFS_ERR_invalid_sb_btree_node_size,
+	  "btree_node_size 2048 is not a power of two in [4096, 262144]" },
+	{ "node_big", mut_node_big, false, -TFS_ERR_invalid_sb_btree_node_size,
+	  "btree_node_size 524288 is not a power of two in [4096, 262144]" },
+	{ "node_block", mut_node_block, false, -TFS_ERR_invalid_sb_btree_node_size,
+	  "btree_node_size 4096 < block_size 8192" },
+	{ "node_bucket", mut_node_bucket, false, -TFS_ERR_invalid_sb_members,
+	  "member 0: bucket_size 16384 is not a multiple of btree_node_size 32768" },
+	{ "sb_pad1", mut_sb_pad1, false, -TFS_ERR_invalid_sb_btree_node_size,
+	  "pad1 byte 0 (offset 140) is 0x5a, must be 0" },
+	{ "layout_uuid", mut_layout_uuid, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: uuid 10111111-1111-1111-1111-111111111111 differs from the superblock's uuid "
+	  "11111111-1111-1111-1111-111111111111" },
+	{ "layout_uuid_zero", mut_layout_uuid_zero, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: uuid is zero" },
+	{ "layout_version", mut_layout_version, false, -TFS_ERR_invalid_sb_layout,
+	  "layout: version 1, expected 2" },
 	{ "sb_pad0", mut_sb_pad0, false, -TFS_ERR_invalid_sb_options,
 	  "pad0 byte 0 (offset 111) is 0x5a, must be 0" },
 	{ "sb_reserved", mut_sb_reserved, false, -TFS_ERR_invalid_sb_version,
-	  "reserved byte 3 (offset 139) is 0x5a, must be 0" },
+	  "reserved byte 3 (offset 147) is 0x5a, must be 0" },
 	{ "sb_reserved_last", mut_sb_reserved_last, false, -TFS_ERR_invalid_sb_version,
-	  "reserved byte 39 (offset 175) is 0x01, must be 0" },
+	  "reserved byte 31 (offset 175) is 0x01, must be 0" },
 	{ "layout_pad0", mut_layout_pad0, false, -TFS_ERR_invalid_sb_layout,
 	  "layout: pad0 byte 1 (offset 5) is 0x01, must be 0" },
 	{ "layout_pad1", mut_layout_pad1, false, -TFS_ERR_invalid_sb_layout,
 	  "layout: pad1 byte 0 (offset 18) is 0x07, must be 0" },
 	{ "layout_pad2", mut_layout_pad2, false, -TFS_ERR_invalid_sb_layout,
-	  "layout: pad2 byte 423 (offset 511) is 0x80, must be 0" },
+	  "layout: pad2 byte 407 (offset 511) is 0x80, must be 0" },
 	{ "members_pad0", mut_members_pad0, false, -TFS_ERR_invalid_sb_members,
 	  "members: pad0 byte 1 (offset 11) is 0x02, must be 0" },
 	{ "members_pad1", mut_members_pad1, false, -TFS_ERR_invalid_sb_members,
@@ -371,6 +405,11 @@ static void test_clean_entries(void **state)
 			 -TFS_ERR_invalid_sb_clean);
 	assert_string_equal(printbuf_str(&err), "clean: entry 0 has u64s 0");
 
+	/* A length whose header-inclusive size wraps is refused, nothing copied. */
+	assert_int_equal(tfs_sb_set_clean(&hs[0], 1, entries, UINT32_MAX - 1),
+			 -TFS_ERR_invalid_sb_size);
+	assert_int_equal(le64_to_cpu(tfs_sb_clean(hs[0].sb)->journal_seq), 42);
+
 	tfs_sb_clear_clean(&hs[0]);
 	assert_null(tfs_sb_clean(hs[0].sb));
 	resum(hs[0].sb);
@@ -459,6 +498,143 @@ static void test_journal_min(void **state)
 	tfs_sb_exit(&hs[1]);
 }
 
+/*
+ * A member a few bytes larger than the device: the rounded sizes read the
+ * same, so the message gives both in bytes.
+ */
+static void test_device_size_exact(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct printbuf err = PRINTBUF;
+
+	make_sb(hs);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, DEV_SIZE - 512, &err),
+			 -TFS_ERR_invalid_sb_device_size);
+	assert_string_equal(printbuf_str(&err),
+			    "member 0: 256 buckets of 16.0 KiB (4194304 bytes) do not fit in the "
+			    "device (4193792 bytes)");
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
+/* Appends a field of any type (even a second one of a type) after the others. */
+static void append_field(struct tfs_sb_handle *h, unsigned type, unsigned u64s)
+{
+	struct tfs_sb *sb = h->sb;
+	struct tfs_sb_field *f = (void *)(sb->_data + le32_to_cpu(sb->u64s));
+
+	assert_true(tfs_sb_bytes(sb) + 8 * u64s <= h->sb_bytes);
+	memset(f, 0, 8 * u64s);
+	f->u64s = cpu_to_le32(u64s);
+	f->type = cpu_to_le32(type);
+	sb->u64s = cpu_to_le32(le32_to_cpu(sb->u64s) + u64s);
+	resum(sb);
+}
+
+/*
+ * One rule for fields (docs/on-disk-format.md): a reader skips every field
+ * whose type it does not know, however many there are and whatever the
+ * type's number; each known type appears at most once.
+ */
+static void test_unknown_fields(void **state)
+{
+	static const unsigned types[] = { 4, 7, 31, 32, 50, 0xffffffff };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(types); i++) {
+		struct tfs_sb_handle hs[2];
+
+		make_sb(hs);
+		append_field(&hs[0], types[i], 2);
+		expect(&hs[0], 0, "");
+		append_field(&hs[0], types[i], 3);
+		expect(&hs[0], 0, "");
+		tfs_sb_exit(&hs[0]);
+		tfs_sb_exit(&hs[1]);
+	}
+	for (unsigned t = 1; t < TFS_SB_FIELD_NR; t++) {
+		struct tfs_sb_handle hs[2];
+		char msg[64];
+
+		make_sb(hs);
+		/* make_sb() has members and journal; a clean field is added first. */
+		unsigned idx = 2, u64s = (unsigned)sizeof(struct tfs_sb_field_clean) / 8;
+
+		if (!tfs_sb_field_get(hs[0].sb, t)) {
+			append_field(&hs[0], t, u64s);
+			expect(&hs[0], 0, "");
+			idx++;
+		}
+		append_field(&hs[0], t, u64s);
+		snprintf(msg, sizeof(msg), "field %u: a second %s field", idx,
+			 tfs_sb_field_type_str(t));
+		expect(&hs[0], -TFS_ERR_invalid_sb_field, msg);
+		tfs_sb_exit(&hs[0]);
+		tfs_sb_exit(&hs[1]);
+	}
+}
+
+/*
+ * The journal field is ranges: overlapping ones, a count past the one
+ * limit, and a field that is not whole ranges are refused; many buckets
+ * take one range.
+ */
+static void test_journal_ranges(void **state)
+{
+	struct tfs_sb_handle hs[2];
+	struct tfs_sb_field_journal *j;
+	struct tfs_member *m;
+	u64 b[9] = { 5, 6, 7, 8, 9, 10, 11, 12, 8 };
+	char msg[96];
+	int ret;
+
+	make_sb(hs);
+	/* 5-12 and 8 again: stored as two ranges, which overlap. */
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b, 9), 0);
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(hs[0].sb)), 2);
+	resum(hs[0].sb);
+	expect(&hs[0], -TFS_ERR_invalid_sb_journal, "journal: bucket 8 listed twice");
+	/* Two ranges that do not overlap, the later one first: fine. */
+	u64 b2[8] = { 9, 10, 11, 12, 5, 6, 7, 8 };
+
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b2, 8), 0);
+	assert_int_equal(tfs_sb_journal_nr_ranges(tfs_sb_journal(hs[0].sb)), 2);
+	resum(hs[0].sb);
+	expect(&hs[0], 0, "");
+
+	/* A member large enough for the limit: one range of exactly it is fine. */
+	m = tfs_sb_member(hs[0].sb, 0);
+	m->nbuckets = cpu_to_le64(1ULL << 30);
+	assert_int_equal(tfs_sb_set_journal_buckets(&hs[0], b, 8), 0);
+	j = tfs_sb_journal(hs[0].sb);
+	j->ranges[0].start = cpu_to_le64(5);
+	j->ranges[0].nr = cpu_to_le64(TFS_JOURNAL_MAX_BUCKETS);
+	resum(hs[0].sb);
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, 0, &err), 0);
+	j->ranges[0].nr = cpu_to_le64(TFS_JOURNAL_MAX_BUCKETS + 1ULL);
+	resum(hs[0].sb);
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, 0, &err),
+			 -TFS_ERR_invalid_sb_journal);
+	snprintf(msg, sizeof(msg), "journal: more than %u buckets", TFS_JOURNAL_MAX_BUCKETS);
+	assert_string_equal(printbuf_str(&err), msg);
+	printbuf_exit(&err);
+
+	/* A field of a header and one and a half ranges. */
+	assert_non_null(tfs_sb_field_resize(&hs[0], TFS_SB_FIELD_journal, 4, &ret));
+	resum(hs[0].sb);
+	err = PRINTBUF;
+	assert_int_equal(tfs_sb_validate(hs[0].sb, hs[0].sb_bytes, 0, &err),
+			 -TFS_ERR_invalid_sb_journal);
+	assert_string_equal(
+		printbuf_str(&err),
+		"journal: field of 4 u64s is not a header and whole ranges (2 u64s each)");
+	printbuf_exit(&err);
+	tfs_sb_exit(&hs[0]);
+	tfs_sb_exit(&hs[1]);
+}
+
 static void test_label_utf8_ok(void **state)
 {
 	struct tfs_sb_handle hs[2];
@@ -474,10 +650,16 @@ static void test_label_utf8_ok(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid),		cmocka_unit_test(test_each_error),
-		cmocka_unit_test(test_truncated_copy),	cmocka_unit_test(test_clean_entries),
-		cmocka_unit_test(test_layout_overflow), cmocka_unit_test(test_label_utf8_ok),
+		cmocka_unit_test(test_valid),
+		cmocka_unit_test(test_each_error),
+		cmocka_unit_test(test_truncated_copy),
+		cmocka_unit_test(test_clean_entries),
+		cmocka_unit_test(test_layout_overflow),
+		cmocka_unit_test(test_label_utf8_ok),
 		cmocka_unit_test(test_journal_min),
+		cmocka_unit_test(test_unknown_fields),
+		cmocka_unit_test(test_device_size_exact),
+		cmocka_unit_test(test_journal_ranges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
