@@ -345,7 +345,7 @@ int tfs_journal_stop(struct tfs_journal *j)
 	 */
 	j->draining = true;
 	pthread_cond_signal(&j->write_wait);
-	while (j->seq_done < j->cur_seq) {
+	while (j->seq_done < j->cur_seq || j->nr_in_endio) {
 		if (j->cur_open && !j->buf[j->cur_seq % TFS_JOURNAL_BUF_NR].nr_res)
 			tfs_journal_entry_close_locked(j);
 		pthread_cond_signal(&j->write_wait);
@@ -587,8 +587,8 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
 			u32 *limit = reserved ? &b->u64s_max : &b->u64s_normal;
 
-			/* An empty entry's room may have grown since it opened. */
-			if (b->u64s_used + u64s > *limit && !b->u64s_used)
+			/* Its room may have grown since it opened (space freed). */
+			if (b->u64s_used + u64s > *limit)
 				journal_entry_set_room(j, b);
 			if (b->u64s_used + u64s <= *limit) {
 				res->ref = true;

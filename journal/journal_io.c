@@ -190,8 +190,18 @@ static void journal_advance_locked(struct tfs_journal *j)
 
 				j->flushed_seq_ondisk = s;
 				j->last_seq_ondisk = max_t(u64, j->last_seq_ondisk, b->last_seq);
-				if (b->nr_flush_waiters)
+				/*
+				 * Group commit: the committers just answered come
+				 * back; with those already waiting on the entry
+				 * gathering behind this one, that is everyone.
+				 */
+				if (b->nr_flush_waiters) {
+					struct tfs_journal_buf *n = journal_seq_buf(j, j->cur_seq);
+
 					j->group_expect = b->nr_flush_waiters;
+					if (j->cur_open && n->must_flush)
+						j->group_expect += n->nr_flush_waiters;
+				}
 				j->flush_lat_ns =
 					j->flush_lat_ns ? (7 * j->flush_lat_ns + lat) / 8 : lat;
 			}
@@ -245,6 +255,8 @@ static void journal_write_endio(struct tfs_bio *bio)
 	struct tfs_journal_device *d = &j->devs[dev];
 
 	pthread_mutex_lock(&j->lock);
+	/* Submitting below drops the lock: stop waits for us to finish. */
+	j->nr_in_endio++;
 	if (bio->op == TFS_OP_write) {
 		d->nr_writes++;
 		if (!bio->result) {
@@ -277,14 +289,22 @@ static void journal_write_endio(struct tfs_bio *bio)
 	}
 	if (!--b->bios_pending) {
 		if (b->state == TFS_JBUF_FLUSHING) {
-			/* The separate flushes are done: the write thread writes it. */
+			/* The separate flushes are done: now it can be written. */
 			b->flushes_done = true;
 			b->state = TFS_JBUF_CLOSED;
-			pthread_cond_signal(&j->write_wait);
 		} else {
 			journal_write_done_locked(j, b);
 		}
+		/*
+		 * Write what this made ready (a flush entry waiting for this
+		 * one) from here: a hand-off to the write thread costs a
+		 * wake-up on every flush.  Submitting to another device may
+		 * wait for room in its queue, never for this one.
+		 */
+		tfs_journal_write_ready_locked(j);
 	}
+	if (!--j->nr_in_endio)
+		pthread_cond_broadcast(&j->wait);
 	tfs_journal_unlock(j);
 }
 

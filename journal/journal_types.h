@@ -200,8 +200,9 @@ struct tfs_journal {
 	pthread_cond_t reclaim_wait; /* the reclaim thread */
 	pthread_t write_thread, reclaim_thread;
 	bool threads_started, stopping;
-	bool draining;	   /* stop: entries that cannot be written are cancelled */
-	bool drain_cancel; /* ... and one was: so is every later one */
+	unsigned nr_in_endio; /* write completions running (they may submit, unlocked) */
+	bool draining;	      /* stop: entries that cannot be written are cancelled */
+	bool drain_cancel;    /* ... and one was: so is every later one */
 
 	struct tfs_journal_opts opts;
 	u64 magic;

@@ -285,6 +285,7 @@ struct lv_obj {
 	u64 disk;  /* written back */
 	u64 seq;   /* newest seq holding its key */
 	u64 acked; /* newest value a successful flush_seq covered */
+	u64 acked_seq;
 };
 
 static struct {
@@ -352,15 +353,20 @@ static int lv_flush_rejournal(struct tfs_journal *j, struct tfs_journal_entry_pi
 {
 	struct lv_obj *o = container_of(pin, struct lv_obj, pin);
 	struct tfs_journal_res res;
+
+	/* The object first, then its reservation: updates land in seq order. */
+	pthread_mutex_lock(&o->lock);
 	int ret = tfs_journal_res_get(j, &res, tfs_jset_entry_u64s(2), TFS_JOURNAL_RES_RESERVED);
 
 	if (tfs_err_matches(ret, TFS_ERR_journal_res_get_blocked)) {
+		pthread_mutex_unlock(&o->lock);
 		__atomic_fetch_add(&lv.rejournal_fallbacks, 1, __ATOMIC_RELAXED);
 		return lv_writeback(j, o, false);
 	}
-	if (ret)
+	if (ret) {
+		pthread_mutex_unlock(&o->lock);
 		return ret;
-	pthread_mutex_lock(&o->lock);
+	}
 	lv_key(j, &res, o - lv.objs, o->mem, 0);
 	if (o->seq) {
 		tfs_journal_pin_update(j, res.seq, &o->pin, lv_flush_rejournal);
@@ -387,15 +393,33 @@ static void *lv_worker(void *arg)
 		rnd = rnd * 1103515245 + 12345;
 		unsigned id = t * LV_PER + (rnd >> 16) % LV_PER;
 		struct lv_obj *o = &lv.objs[id];
-		unsigned pad = (rnd >> 4) % 160;
+		unsigned pad = (rnd >> 4) % 160, u64s = tfs_jset_entry_u64s(2 + pad);
 		struct tfs_journal_res res;
-		int ret = tfs_journal_res_get(lv.j, &res, tfs_jset_entry_u64s(2 + pad), 0);
+		int ret;
 
+		/*
+		 * The object first, then its reservation, so its updates land
+		 * in seq order; but never wait for the journal holding it (a
+		 * callback may need it to free space): wait without, retry.
+		 */
+		while (1) {
+			pthread_mutex_lock(&o->lock);
+			ret = tfs_journal_res_get(lv.j, &res, u64s, TFS_JOURNAL_RES_NONBLOCK);
+			if (!ret || !tfs_err_matches(ret, TFS_ERR_journal_res_get_blocked))
+				break;
+			pthread_mutex_unlock(&o->lock);
+			ret = tfs_journal_res_get(lv.j, &res, u64s, 0);
+			if (ret) {
+				pthread_mutex_lock(&o->lock);
+				break;
+			}
+			tfs_journal_res_put(lv.j, &res); /* unused: a hole replay skips */
+		}
 		if (ret) {
+			pthread_mutex_unlock(&o->lock);
 			lv_fail("reservation", ret);
 			break;
 		}
-		pthread_mutex_lock(&o->lock);
 		u64 v = ++o->mem;
 
 		lv_key(lv.j, &res, id, v, pad);
@@ -412,7 +436,10 @@ static void *lv_worker(void *arg)
 				break;
 			}
 			pthread_mutex_lock(&o->lock);
-			o->acked = max_t(u64, o->acked, v);
+			if (v > o->acked) {
+				o->acked = v;
+				o->acked_seq = res.seq;
+			}
 			pthread_mutex_unlock(&o->lock);
 		}
 		/* The owner writes back one of its objects: pins go in any order. */
@@ -493,7 +520,7 @@ static void lv_run(struct jt *t)
 }
 
 struct lv_replay {
-	u64 val[LV_NOBJS];
+	u64 val[LV_NOBJS], seq[LV_NOBJS];
 	bool seen[LV_NOBJS];
 };
 
@@ -503,8 +530,32 @@ static int lv_replay_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, 
 	unsigned id = (le64_to_cpu(k[0]) >> 32) % LV_NOBJS;
 
 	r->val[id] = le64_to_cpu(k[1]);
+	r->seq[id] = seq;
 	r->seen[id] = true;
 	return 0;
+}
+
+/* Every key of object id in what was read: seq, value, flags (for a failure message). */
+static void lv_keys_to_text(struct printbuf *out, const struct tfs_journal_read *r, unsigned id)
+{
+	for (unsigned i = 0; i < r->nr; i++) {
+		const struct jset *js = r->entries[i].j;
+		const __le64 *end = js->_data + le32_to_cpu(js->u64s);
+
+		for (const struct jset_entry *e = (const void *)js->_data; (const __le64 *)e < end;
+		     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+			if (e->type != TFS_JSET_ENTRY_btree_keys || !e->u64s)
+				continue;
+			const __le64 *k = e->_data;
+
+			if ((le64_to_cpu(k[0]) >> 32) % LV_NOBJS == id)
+				prt_printf(out, " %llu=%llu%s%s",
+					   (unsigned long long)r->entries[i].seq,
+					   (unsigned long long)le64_to_cpu(k[1]),
+					   le32_to_cpu(js->flags) & TFS_JSET_no_flush ? "n" : "f",
+					   r->entries[i].blacklisted ? "b" : "");
+		}
+	}
 }
 
 /*
@@ -530,11 +581,22 @@ static struct tfs_journal_read *lv_check(struct jt *t, bool clean)
 		struct lv_obj *o = &lv.objs[i];
 		u64 v = rp.seen[i] ? rp.val[i] : o->disk;
 
-		if (v < o->acked || v > o->mem || (clean && v != o->mem))
-			fail_msg("liveness seed %u: object %u: recovered %llu, acked %llu, "
-				 "committed %llu",
-				 lv.seed, i, (unsigned long long)v, (unsigned long long)o->acked,
-				 (unsigned long long)o->mem);
+		if (v < o->acked || v > o->mem || (clean && v != o->mem)) {
+			struct printbuf keys = PRINTBUF;
+
+			lv_keys_to_text(&keys, r, i);
+			fail_msg(
+				"liveness seed %u: object %u (kind %u): recovered %llu (replay %llu "
+				"from seq %llu, disk %llu), acked %llu at seq %llu, committed %llu "
+				"(seq %llu); read: replay %llu..%llu, max %llu; keys:%s",
+				lv.seed, i, o->kind, (unsigned long long)v,
+				(unsigned long long)rp.val[i], (unsigned long long)rp.seq[i],
+				(unsigned long long)o->disk, (unsigned long long)o->acked,
+				(unsigned long long)o->acked_seq, (unsigned long long)o->mem,
+				(unsigned long long)o->seq, (unsigned long long)r->last_seq,
+				(unsigned long long)r->newest_seq, (unsigned long long)r->max_seq,
+				printbuf_str(&keys));
+		}
 		/* What the next run starts from: written back, unpinned. */
 		o->mem = o->disk = o->acked = v;
 		o->seq = 0;
@@ -587,8 +649,11 @@ static void liveness_one(unsigned nr_devs, unsigned nr_buckets, unsigned seed)
 	tfs_journal_replay_done(t.j);
 	lv_run(&t);
 	assert_int_equal(tfs_journal_flush(t.j), 0);
-	for (unsigned i = 0; i < LV_NOBJS; i++)
-		tfs_journal_pin_drop(t.j, &lv.objs[i].pin);
+	/*
+	 * The pins stay until the journal is stopped: the objects are not
+	 * written back, and dropping them would let a later entry tell
+	 * replay to start after their keys.
+	 */
 	struct printbuf out = PRINTBUF;
 
 	tfs_journal_to_text(&out, t.j);
