@@ -774,9 +774,13 @@ bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq)
 /* How long a flush entry waits for the committers the last one answered. */
 static u64 journal_gather_window_ns(struct tfs_journal *j)
 {
-	u64 w = max_t(u64, j->flush_lat_ns / 4, 20 * 1000);
+	/*
+	 * Half a flush: the answered committers wake one after another (on
+	 * few CPUs), and waiting that long costs less than a flush of its own.
+	 */
+	u64 w = max_t(u64, j->flush_lat_ns / 2, 20 * 1000);
 
-	return min_t(u64, w, 500 * 1000);
+	return min_t(u64, w, 1000 * 1000);
 }
 
 /*
