@@ -23,6 +23,13 @@ const char *const tfs_journal_cur_err_names[] = {
 		NULL
 };
 
+const char *const tfs_journal_space_class_names[] = {
+#define x(n) #n,
+	TFS_JOURNAL_SPACE_CLASSES(x)
+#undef x
+		NULL
+};
+
 u64 tfs_journal_now_ns(void)
 {
 	struct timespec ts;
@@ -174,6 +181,11 @@ int tfs_journal_init(struct tfs_journal **ret, const struct tfs_journal_dev *dev
 	r = tfs_journal_pins_init(j);
 	if (r)
 		goto err;
+	j->pending_devs = calloc(TFS_JOURNAL_PENDING_NR, sizeof(*j->pending_devs));
+	if (!j->pending_devs) {
+		r = -ENOMEM;
+		goto err;
+	}
 	j->last_seq = 1;
 	*ret = j;
 	return 0;
@@ -192,11 +204,20 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 		 * New seqs follow everything seen, so an untrusted entry left on
 		 * disk can never be mistaken for a new one; the blacklist in our
 		 * entries keeps it from being replayed until reclaim frees it.
+		 * Only what the read trusted is durable: seqs up to its newest
+		 * flush entry, outside every blacklist range.
 		 */
-		j->cur_seq = r->max_seq;
-		j->seq_done = j->seq_ondisk = j->flushed_seq_ondisk = r->max_seq;
+		j->cur_seq = j->seq_done = j->seq_allocated = j->start_seq = r->max_seq;
+		j->seq_ondisk = j->flushed_seq_ondisk = j->trusted_seq = r->newest_seq;
 		j->last_seq = r->max_seq + 1;
 		j->last_seq_ondisk = r->last_seq;
+		if (r->nr_blacklist) {
+			j->blacklist = calloc(r->nr_blacklist, sizeof(*j->blacklist));
+			if (!j->blacklist)
+				return -ENOMEM;
+			memcpy(j->blacklist, r->blacklist, r->nr_blacklist * sizeof(*j->blacklist));
+			j->nr_blacklist = r->nr_blacklist;
+		}
 		/*
 		 * What replay handed out stays pinned (one reference per seq)
 		 * until tfs_journal_replay_done(): a crash before the replayed
@@ -219,10 +240,6 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 			}
 			j->replay_pinned_end = r->newest_seq;
 			tfs_journal_reclaim_fast_locked(j);
-		}
-		if (r->blacklist_start && r->blacklist_start <= r->max_seq) {
-			j->blacklist_start = r->blacklist_start;
-			j->blacklist_end = r->max_seq;
 		}
 		for (unsigned i = 0; i < j->nr_devs; i++) {
 			struct tfs_journal_device *d = &j->devs[i];
@@ -252,6 +269,29 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 				}
 				d->dirty_idx = (d->cur_idx + d->nr_buckets - (d->nr_dirty - 1)) %
 					       d->nr_buckets;
+			}
+		}
+		/*
+		 * What was read may still sit only in a volatile cache (the last
+		 * run can have died with writes in flight, its flush entry among
+		 * them), and the new flush entries stand on it: make it durable
+		 * before anything new is written.  A member whose flush fails
+		 * takes no journal writes, as after a failed write.
+		 */
+		for (unsigned i = 0; i < j->nr_devs; i++) {
+			struct tfs_journal_device *d = &j->devs[i];
+			int f = tfs_bdev_flush(d->bdev);
+
+			d->nr_flushes++;
+			if (f) {
+				d->nr_flush_errors++;
+				if (d->writable)
+					fprintf(stderr,
+						"journal: flush of dev %u (%s) at start failed: %s; "
+						"no journal writes go to it\n",
+						d->dev_idx, d->bdev->path, tfs_err_str(f));
+				d->writable = false;
+				d->unflushed = true;
 			}
 		}
 	}
@@ -298,8 +338,14 @@ int tfs_journal_stop(struct tfs_journal *j)
 		ret = tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
 
 	pthread_mutex_lock(&j->lock);
-	/* Whatever is in flight finishes (or is cancelled) before we go. */
-	while (j->seq_done < j->cur_seq) {
+	/*
+	 * Whatever is in flight finishes before we go; what cannot be written
+	 * (too few writable members) is cancelled, and so is everything after
+	 * it, so no entry lands on disk after a missing one.
+	 */
+	j->draining = true;
+	pthread_cond_signal(&j->write_wait);
+	while (j->seq_done < j->cur_seq || j->nr_in_endio) {
 		if (j->cur_open && !j->buf[j->cur_seq % TFS_JOURNAL_BUF_NR].nr_res)
 			tfs_journal_entry_close_locked(j);
 		pthread_cond_signal(&j->write_wait);
@@ -327,6 +373,8 @@ void tfs_journal_exit(struct tfs_journal *j)
 		free(j->devs[i].bucket_seq);
 	}
 	free(j->pins);
+	free(j->pending_devs);
+	free(j->blacklist);
 	pthread_cond_destroy(&j->wait);
 	pthread_cond_destroy(&j->write_wait);
 	pthread_cond_destroy(&j->reclaim_wait);
@@ -336,7 +384,7 @@ void tfs_journal_exit(struct tfs_journal *j)
 
 /* --- the current entry --- */
 
-static unsigned journal_nr_writable(struct tfs_journal *j)
+unsigned tfs_journal_nr_writable(struct tfs_journal *j)
 {
 	unsigned n = 0;
 
@@ -345,57 +393,42 @@ static unsigned journal_nr_writable(struct tfs_journal *j)
 	return n;
 }
 
-/*
- * Picks the members the next entry goes to: the writable ones with the most
- * free journal space.  Returns the reason when there are not enough.
- */
-static enum tfs_journal_cur_err journal_pick_devs(struct tfs_journal *j, struct tfs_journal_buf *b,
-						  bool reserved, int *code)
+static u32 journal_cap_u64s(u32 bytes)
 {
-	unsigned writable = journal_nr_writable(j);
-	unsigned want = min_t(unsigned, j->opts.metadata_replicas, writable);
-	unsigned cand[TFS_JOURNAL_MAX_DEVS], nr = 0;
+	u32 fixed = sizeof(struct jset) + 8 * JOURNAL_ENTRY_RESERVED_U64S;
 
-	if (writable < j->opts.metadata_replicas_required) {
-		*code = -TFS_ERR_insufficient_devices;
-		return TFS_JOURNAL_CUR_insufficient_devices;
-	}
-	for (unsigned i = 0; i < j->nr_devs; i++) {
-		struct tfs_journal_device *d = &j->devs[i];
-
-		if (d->writable &&
-		    tfs_journal_dev_has_space(j, d, j->opts.max_entry_size, reserved))
-			cand[nr++] = i;
-	}
-	/* Never degrade replication for lack of space: wait for reclaim. */
-	if (nr < want) {
-		*code = -TFS_ERR_journal_full;
-		return TFS_JOURNAL_CUR_journal_full;
-	}
-	/* Most free buckets first, then device order (insertion sort: nr is tiny). */
-	for (unsigned i = 1; i < nr; i++)
-		for (unsigned k = i; k > 0; k--) {
-			unsigned a = tfs_journal_dev_free_buckets(&j->devs[cand[k - 1]]);
-			unsigned c = tfs_journal_dev_free_buckets(&j->devs[cand[k]]);
-
-			if (c <= a)
-				break;
-			unsigned t = cand[k];
-			cand[k] = cand[k - 1];
-			cand[k - 1] = t;
-		}
-	b->nr_devs = want;
-	memcpy(b->devs, cand, want * sizeof(cand[0]));
-	return TFS_JOURNAL_CUR_ok;
+	return bytes > fixed ? (bytes - fixed) / 8 : 0;
 }
 
-enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bool reserved,
-						       int *code)
+/*
+ * Sets the open entry's room from the space there is now: u64s_max for
+ * RESERVED reservations, u64s_normal for the others.  Never below what is
+ * handed out already.
+ */
+static void journal_entry_set_room(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	u32 res = journal_cap_u64s(tfs_journal_entry_capacity(j, TFS_JOURNAL_SPACE_reserved, 0));
+	u32 nor = journal_cap_u64s(tfs_journal_entry_capacity(j, TFS_JOURNAL_SPACE_normal, 0));
+
+	b->u64s_max = max_t(u32, b->u64s_max, res);
+	nor = min_t(u32, nor, b->u64s_max);
+	b->u64s_normal = max_t(u32, b->u64s_normal, nor);
+}
+
+enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
+						       enum tfs_journal_space_class class,
+						       u32 min_bytes, int *code)
 {
 	u64 seq = j->cur_seq + 1;
 	struct tfs_journal_buf *b = journal_seq_buf(j, seq);
-	enum tfs_journal_cur_err e;
-	unsigned pin_limit = j->opts.pin_fifo_size - (reserved ? 0 : j->opts.reserved_pins);
+	/*
+	 * Pin fifo slots: normal entries leave reserved_pins, reserved ones
+	 * the last slot, for the flush or progress entry that lets pins go.
+	 */
+	unsigned pin_limit =
+		j->opts.pin_fifo_size - (class == TFS_JOURNAL_SPACE_normal ? j->opts.reserved_pins
+					 : class == TFS_JOURNAL_SPACE_reserved ? 1
+									       : 0);
 
 	if (j->cur_open)
 		return TFS_JOURNAL_CUR_ok;
@@ -403,8 +436,16 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bo
 		*code = -TFS_ERR_journal_blocked;
 		return TFS_JOURNAL_CUR_blocked;
 	}
-	/* The buffer for seq still holds an entry in flight. */
-	if (b->state != TFS_JBUF_FREE) {
+	/* An error, not a wait: first, so a full pipeline does not hide it. */
+	if (tfs_journal_nr_writable(j) < j->opts.metadata_replicas_required) {
+		*code = -TFS_ERR_insufficient_devices;
+		return TFS_JOURNAL_CUR_insufficient_devices;
+	}
+	/*
+	 * The buffer for seq still holds an entry in flight; or too many
+	 * entries since the newest durable flush entry (one on its way).
+	 */
+	if (b->state != TFS_JBUF_FREE || seq - journal_durable_base(j) >= TFS_JOURNAL_PENDING_NR) {
 		*code = -TFS_ERR_journal_max_in_flight;
 		return TFS_JOURNAL_CUR_blocked;
 	}
@@ -413,25 +454,39 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bo
 		*code = -TFS_ERR_journal_pin_full;
 		return TFS_JOURNAL_CUR_journal_pin_full;
 	}
-	e = journal_pick_devs(j, b, reserved, code);
-	if (e != TFS_JOURNAL_CUR_ok)
-		return e;
+	/* Never degrade replication for lack of space: wait for reclaim. */
+	u32 cap = tfs_journal_entry_capacity(j, class, j->last_seq);
+
+	if (cap < min_bytes) {
+		*code = -TFS_ERR_journal_full;
+		return TFS_JOURNAL_CUR_journal_full;
+	}
 
 	memset(b->data, 0, j->opts.max_entry_size);
 	b->state = TFS_JBUF_OPEN;
 	b->seq = seq;
 	b->last_seq = 0;
 	b->u64s_used = 0;
-	b->u64s_max =
-		(j->opts.max_entry_size - sizeof(struct jset)) / 8 - JOURNAL_ENTRY_RESERVED_U64S;
+	b->u64s_max = b->u64s_normal = 0;
+	b->space_class = class;
+	/* Empty entries (flush, progress) close at once and take no reservations. */
+	if (class == TFS_JOURNAL_SPACE_normal || class == TFS_JOURNAL_SPACE_reserved)
+		journal_entry_set_room(j, b);
 	b->nr_res = 0;
 	b->must_flush = false;
 	b->cancelled = false;
+	b->waiting_devs = false;
+	b->flushes_done = false;
+	b->lost_older = false;
 	b->opened_ns = tfs_journal_now_ns();
 	b->bytes = 0;
-	b->nr_bios = b->bios_pending = b->nr_replicas_ok = 0;
-	b->flush_failed = false;
+	b->nr_devs = 0;
+	b->nr_bios = b->bios_pending = 0;
+	b->flush_devs = b->flush_ok = b->ok_devs = 0;
+	b->write_ok = false;
 	b->err = 0;
+	b->nr_flush_waiters = 0;
+	b->gather_until_ns = 0;
 
 	struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
 
@@ -444,6 +499,7 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j, bo
 	j->cur_entry_error = TFS_JOURNAL_CUR_ok;
 	j->cur_entry_code = 0;
 	j->nr_entries++;
+	j->nr_class_entries[class]++;
 	pthread_cond_signal(&j->write_wait);
 	return TFS_JOURNAL_CUR_ok;
 }
@@ -460,12 +516,25 @@ void tfs_journal_entry_close_locked(struct tfs_journal *j)
 	/* Durability is bounded: some entry is a flush entry every flush_delay_ms. */
 	if (now - j->last_flush_ns >= (u64)j->opts.flush_delay_ms * 1000000)
 		b->must_flush = true;
+	/* The members of every entry since the last durable flush are remembered: not too many. */
+	if (b->seq - journal_durable_base(j) >= TFS_JOURNAL_PENDING_NR / 2)
+		b->must_flush = true;
 	if (b->must_flush) {
 		j->last_flush_ns = now;
 		j->nr_flush_entries++;
 	} else {
 		j->nr_noflush_entries++;
 	}
+	/*
+	 * Within the normal room it leaves the normal floor; RESERVED
+	 * reservations past it need the reserved one.
+	 */
+	if (b->space_class == TFS_JOURNAL_SPACE_normal ||
+	    b->space_class == TFS_JOURNAL_SPACE_reserved)
+		b->space_class = b->u64s_used > b->u64s_normal ? TFS_JOURNAL_SPACE_reserved
+							       : TFS_JOURNAL_SPACE_normal;
+	b->bytes = round_up(tfs_jset_bytes(b->u64s_used + JOURNAL_ENTRY_RESERVED_U64S),
+			    j->opts.block_size);
 	/*
 	 * last_seq is taken now, not when the write is prepared: once the
 	 * entry is closed, newer updates go to newer entries, and a pin moved
@@ -475,17 +544,22 @@ void tfs_journal_entry_close_locked(struct tfs_journal *j)
 	 */
 	b->last_seq = j->last_seq;
 	b->state = TFS_JBUF_CLOSED;
-	if (!j->halted)
-		tfs_journal_buf_alloc_space_locked(j, b);
 	pthread_cond_signal(&j->write_wait);
 }
 
 /* --- reservations --- */
 
+static bool journal_on_reclaim_thread(struct tfs_journal *j)
+{
+	return tfs_journal_reclaim_current == j;
+}
+
 int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsigned u64s,
 			unsigned flags)
 {
 	bool reserved = flags & TFS_JOURNAL_RES_RESERVED;
+	enum tfs_journal_space_class class =
+		reserved ? TFS_JOURNAL_SPACE_reserved : TFS_JOURNAL_SPACE_normal;
 	enum tfs_journal_cur_err last = TFS_JOURNAL_CUR_ok;
 	int ret;
 
@@ -498,6 +572,9 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 		ret = u64s ? -TFS_ERR_journal_entry_too_big : -TFS_ERR_invalid_argument;
 		goto out;
 	}
+	u32 min_bytes =
+		round_up(tfs_jset_bytes(u64s + JOURNAL_ENTRY_RESERVED_U64S), j->opts.block_size);
+
 	while (1) {
 		enum tfs_journal_cur_err e;
 		int code = 0;
@@ -508,8 +585,12 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 		}
 		if (j->cur_open) {
 			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+			u32 *limit = reserved ? &b->u64s_max : &b->u64s_normal;
 
-			if (b->u64s_used + u64s <= b->u64s_max) {
+			/* Its room may have grown since it opened (space freed). */
+			if (b->u64s_used + u64s > *limit)
+				journal_entry_set_room(j, b);
+			if (b->u64s_used + u64s <= *limit) {
 				res->ref = true;
 				res->idx = j->cur_seq % TFS_JOURNAL_BUF_NR;
 				res->seq = j->cur_seq;
@@ -520,10 +601,22 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 				ret = 0;
 				break;
 			}
-			/* Closes on size. */
-			tfs_journal_entry_close_locked(j);
+			if (b->u64s_used && b->u64s_used + u64s > b->u64s_max) {
+				/* Closes on size; the next one gets what room there is. */
+				tfs_journal_entry_close_locked(j);
+				e = tfs_journal_entry_open_locked(j, class, min_bytes, &code);
+			} else {
+				/*
+				 * No room of our class: wait until space is freed.  The
+				 * entry stays open -- closing it would only waste a
+				 * block of the space RESERVED reservations are filling.
+				 */
+				e = TFS_JOURNAL_CUR_journal_full;
+				code = -TFS_ERR_journal_full;
+			}
+		} else {
+			e = tfs_journal_entry_open_locked(j, class, min_bytes, &code);
 		}
-		e = tfs_journal_entry_open_locked(j, reserved, &code);
 		if (e == TFS_JOURNAL_CUR_ok)
 			continue;
 		j->cur_entry_error = e;
@@ -533,16 +626,37 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 			tfs_trace(journal_res_wait, (int)e, j->cur_seq);
 		}
 		last = e;
+		/*
+		 * On the reclaim thread (a pin flush callback) space and pin
+		 * fifo waits are answered, not waited for: only reclaim ends
+		 * them, and it is waiting for us.
+		 */
 		if (e == TFS_JOURNAL_CUR_insufficient_devices ||
-		    (flags & TFS_JOURNAL_RES_NONBLOCK)) {
+		    (flags & TFS_JOURNAL_RES_NONBLOCK) ||
+		    ((e == TFS_JOURNAL_CUR_journal_full || e == TFS_JOURNAL_CUR_journal_pin_full) &&
+		     journal_on_reclaim_thread(j))) {
 			ret = code;
 			break;
 		}
-		/* A wait, never an error: reclaim or a write completion wakes us. */
+		/*
+		 * A wait, never an error.  We sleep until something changes
+		 * (a write completes, a pin goes, space is freed, the journal
+		 * is unblocked, a member comes back) and are woken only then;
+		 * reclaim is asked once per wake-up, never in a loop.
+		 */
 		j->nr_res_waits++;
-		j->reclaim_kicked = true;
-		pthread_cond_signal(&j->reclaim_wait);
-		pthread_cond_wait(&j->wait, &j->lock);
+		if (e == TFS_JOURNAL_CUR_journal_full || e == TFS_JOURNAL_CUR_journal_pin_full) {
+			j->reclaim_kicked = true;
+			pthread_cond_signal(&j->reclaim_wait);
+		}
+		if (e == TFS_JOURNAL_CUR_journal_full) {
+			j->nr_space_waiters++;
+			tfs_journal_progress_locked(j);
+			pthread_cond_wait(&j->wait, &j->lock);
+			j->nr_space_waiters--;
+		} else {
+			pthread_cond_wait(&j->wait, &j->lock);
+		}
 	}
 out:
 	pthread_mutex_unlock(&j->lock);
@@ -589,9 +703,34 @@ void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res)
 
 /* --- flush_seq --- */
 
+/* Not durable, ever: seqs of the last run that its read did not trust. */
+static bool journal_seq_untrusted(struct tfs_journal *j, u64 seq)
+{
+	if (seq > j->trusted_seq && seq <= j->start_seq)
+		return true;
+	for (unsigned i = 0; i < j->nr_blacklist; i++)
+		if (seq >= j->blacklist[i].start && seq <= j->blacklist[i].end)
+			return true;
+	return false;
+}
+
+/* Bios in flight (writes, or a flush entry's member flushes) that may still complete. */
+static bool journal_io_in_flight(struct tfs_journal *j)
+{
+	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
+		enum tfs_journal_buf_state st = journal_seq_buf(j, s)->state;
+
+		if (st == TFS_JBUF_WRITING || st == TFS_JBUF_FLUSHING)
+			return true;
+	}
+	return false;
+}
+
 /* 1: durable, < 0: will never be, 0: not yet. */
 static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
 {
+	if (journal_seq_untrusted(j, seq))
+		return -TFS_ERR_journal_seq_untrusted;
 	if (seq <= j->flushed_seq_ondisk)
 		return 1;
 	if (j->err_seq && seq >= j->err_seq)
@@ -608,15 +747,15 @@ static int journal_flush_seq_check(struct tfs_journal *j, u64 seq)
 		return j->err ?: -TFS_ERR_journal_halted;
 	}
 	/*
-	 * Too few writable members: no new entry can open, so once nothing
-	 * is open or in flight no flush entry >= seq will ever be written and
-	 * waiting would never end.  Entries still in flight are waited for
-	 * first: one failing halts the journal and that error is the answer.
-	 * Not a journal error itself: nothing failed, and flush_seq works
-	 * again once a member is writable.
+	 * Too few writable members: nothing unwritten can be written (it waits
+	 * for a member), so once no I/O is in flight no flush entry >= seq will
+	 * be written and waiting would never end.  I/O in flight is waited for
+	 * first: a write failing halts the journal and that error is the
+	 * answer.  Not a journal error itself: nothing failed, and flush_seq
+	 * works again once a member is writable.
 	 */
-	if (j->seq_done == j->cur_seq &&
-	    journal_nr_writable(j) < j->opts.metadata_replicas_required)
+	if (tfs_journal_nr_writable(j) < j->opts.metadata_replicas_required &&
+	    !journal_io_in_flight(j))
 		return -TFS_ERR_insufficient_devices;
 	return 0;
 }
@@ -632,7 +771,47 @@ bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq)
 	return false;
 }
 
-bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq)
+/* How long a flush entry waits for the committers the last one answered. */
+static u64 journal_gather_window_ns(struct tfs_journal *j)
+{
+	/*
+	 * Half a flush: the answered committers wake one after another (on
+	 * few CPUs), and waiting that long costs less than a flush of its own.
+	 */
+	u64 w = max_t(u64, j->flush_lat_ns / 2, 20 * 1000);
+
+	return min_t(u64, w, 1000 * 1000);
+}
+
+/*
+ * Group commit.  An open flush entry stays open while an older flush entry
+ * is in flight (it could not be written before that one completes anyway).
+ * Once it could go, it waits -- at most journal_gather_window_ns() -- until
+ * as many flush_seq callers have joined as the last flush entry answered:
+ * committers that were just answered come straight back, and one device
+ * flush then serves all of them instead of every other one.
+ */
+void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j)
+{
+	struct tfs_journal_buf *b;
+	u64 now;
+
+	if (!j->cur_open)
+		return;
+	b = journal_seq_buf(j, j->cur_seq);
+	if (!b->must_flush || tfs_journal_flush_in_flight_locked(j, b->seq))
+		return;
+	now = tfs_journal_now_ns();
+	if (!b->gather_until_ns)
+		b->gather_until_ns = now + journal_gather_window_ns(j);
+	if (!b->nr_flush_waiters || b->nr_flush_waiters >= j->group_expect ||
+	    now >= b->gather_until_ns)
+		tfs_journal_entry_close_locked(j);
+	else
+		pthread_cond_signal(&j->write_wait); /* closes it at gather_until_ns */
+}
+
+bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters)
 {
 	int code;
 
@@ -642,34 +821,39 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq)
 	for (u64 s = max_t(u64, seq, j->seq_done + 1); s <= j->cur_seq; s++) {
 		struct tfs_journal_buf *b = journal_seq_buf(j, s);
 
-		if (b->must_flush && b->state != TFS_JBUF_OPEN)
+		if (b->state == TFS_JBUF_OPEN) {
+			/* Not closed yet: it becomes a flush entry (group commit decides when). */
+			b->must_flush = true;
+			b->nr_flush_waiters += waiters;
+			tfs_journal_flush_entry_maybe_close_locked(j);
 			return true;
-		if (b->state == TFS_JBUF_OPEN || b->state == TFS_JBUF_CLOSED) {
-			/* Not submitted yet: promote it to a flush entry. */
-			if (b->state == TFS_JBUF_OPEN) {
-				b->must_flush = true;
-				/*
-				 * Group commit: while an older flush entry is in
-				 * flight this one could not be written anyway, so it
-				 * stays open for later commits to join; the write
-				 * thread closes it when the older one is done.
-				 */
-				if (!tfs_journal_flush_in_flight_locked(j, b->seq))
-					tfs_journal_entry_close_locked(j);
-			} else if (!b->must_flush) {
-				b->must_flush = true;
-				j->nr_flush_entries++;
-				j->nr_noflush_entries--;
-			}
+		}
+		if (b->must_flush) {
+			b->nr_flush_waiters += waiters;
+			return true;
+		}
+		if (b->state == TFS_JBUF_CLOSED) {
+			/* Closed, not submitted yet: promote it to a flush entry. */
+			b->must_flush = true;
+			b->nr_flush_waiters += waiters;
+			j->nr_flush_entries++;
+			j->nr_noflush_entries--;
 			j->last_flush_ns = tfs_journal_now_ns();
 			pthread_cond_signal(&j->write_wait);
 			return true;
 		}
 	}
-	/* Everything >= seq went out NO_FLUSH: write an (empty) flush entry. */
-	if (tfs_journal_entry_open_locked(j, true, &code) != TFS_JOURNAL_CUR_ok)
+	/*
+	 * Everything >= seq went out NO_FLUSH: an empty flush entry makes it
+	 * durable (the flush class: it may use space normal entries leave).
+	 */
+	if (tfs_journal_entry_open_locked(j, TFS_JOURNAL_SPACE_flush, journal_min_entry_bytes(j),
+					  &code) != TFS_JOURNAL_CUR_ok)
 		return false;
-	journal_seq_buf(j, j->cur_seq)->must_flush = true;
+	struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+
+	b->must_flush = true;
+	b->nr_flush_waiters += waiters;
 	tfs_journal_entry_close_locked(j);
 	return true;
 }
@@ -683,7 +867,7 @@ static struct tfs_journal_flush_waiter *journal_pop_resolved(struct tfs_journal 
 		int r = journal_flush_seq_check(j, w->seq);
 
 		if (!r && !j->halted)
-			tfs_journal_want_flush_locked(j, w->seq);
+			tfs_journal_want_flush_locked(j, w->seq, 0);
 		if (r) {
 			w->ret = r < 0 ? r : 0;
 			*p = w->next;
@@ -728,11 +912,14 @@ bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq, struct tfs_jour
 		pthread_mutex_unlock(&j->lock);
 		return true;
 	}
-	tfs_journal_want_flush_locked(j, seq);
+	if (!tfs_journal_want_flush_locked(j, seq, 1)) {
+		/* No room for an empty flush entry now: reclaim; retried as things change. */
+		j->reclaim_kicked = true;
+		pthread_cond_signal(&j->reclaim_wait);
+	}
 	w->next = j->flush_waiters;
 	j->flush_waiters = w;
-	j->reclaim_kicked = true;
-	pthread_cond_signal(&j->reclaim_wait);
+	pthread_cond_signal(&j->write_wait);
 	pthread_mutex_unlock(&j->lock);
 	return false;
 }
@@ -748,15 +935,30 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 		pthread_mutex_unlock(&j->lock);
 		return -TFS_ERR_invalid_argument;
 	}
+	unsigned waiter = 1; /* counted once, on the entry that answers us */
+
 	while (!(r = journal_flush_seq_check(j, seq))) {
-		if (!tfs_journal_want_flush_locked(j, seq)) {
-			/* No room even for an empty flush entry: reclaim first. */
+		if (!tfs_journal_want_flush_locked(j, seq, waiter)) {
+			/*
+			 * No room even for an empty flush entry: reclaim first.
+			 * Woken when something changes, never in a loop.
+			 */
 			j->reclaim_kicked = true;
 			pthread_cond_signal(&j->reclaim_wait);
+			j->nr_space_waiters++;
+			tfs_journal_progress_locked(j);
+			pthread_cond_wait(&j->wait, &j->lock);
+			j->nr_space_waiters--;
+			continue;
 		}
+		waiter = 0;
+		/* Our flush entry may be ready: write it from here, no hand-off. */
+		tfs_journal_write_ready_locked(j);
+		if ((r = journal_flush_seq_check(j, seq)))
+			break;
 		pthread_cond_wait(&j->wait, &j->lock);
 	}
-	pthread_mutex_unlock(&j->lock);
+	tfs_journal_unlock(j);
 	return r < 0 ? r : 0;
 }
 
@@ -818,15 +1020,17 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 			ret = 0;
 		}
 	/*
-	 * The open entry picked its members while this one was writable:
-	 * close it, so the next reservation opens a new entry and meets the
-	 * device check (insufficient_devices) instead of slipping into an
-	 * entry whose write can no longer reach enough replicas.
+	 * Entries get their members when they are written, from those
+	 * writable then.  Going read-only closes the open entry anyway, so the
+	 * next reservation meets the device check (insufficient_devices) at
+	 * once instead of slipping into an entry that would have to wait for a
+	 * member.  Coming back lets entries waiting for members go.
 	 */
 	if (!ret && !writable)
 		tfs_journal_entry_close_locked(j);
 	pthread_cond_broadcast(&j->wait);
-	pthread_mutex_unlock(&j->lock);
+	pthread_cond_signal(&j->write_wait);
+	tfs_journal_unlock(j);
 	return ret;
 }
 
@@ -914,15 +1118,28 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "entries:\t%llu (%llu flush, %llu no_flush)\n",
 		   (unsigned long long)j->nr_entries, (unsigned long long)j->nr_flush_entries,
 		   (unsigned long long)j->nr_noflush_entries);
+	prt_str(out, "  opened as:\t");
+	for (unsigned i = 0; i < TFS_JOURNAL_SPACE_NR; i++)
+		prt_printf(out, "%s%llu %s", i ? ", " : "",
+			   (unsigned long long)j->nr_class_entries[i],
+			   tfs_journal_space_class_names[i]);
+	prt_newline(out);
+	prt_printf(out, "  flushed members first:\t%llu\n",
+		   (unsigned long long)j->nr_separate_flushes);
+	prt_printf(out, "  waited for members:\t%llu\n", (unsigned long long)j->nr_devs_waits);
 	prt_printf(out, "in flight:\t%llu\n", (unsigned long long)(j->cur_seq - j->seq_done));
 	printbuf_indent_add(out, 2);
 	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
-		static const char *const states[] = { "free", "open", "closed", "writing", "done" };
+		static const char *const states[] = { "free",	  "open",    "closed",
+						      "flushing", "writing", "done" };
 		struct tfs_journal_buf *b = journal_seq_buf(j, s);
 
-		prt_printf(out, "seq %llu: %s, %s, %u u64s, %u reservations, %u/%u bios done\n",
+		prt_printf(out,
+			   "seq %llu: %s%s, %s, %s, %u u64s, %u reservations, %u/%u bios done\n",
 			   (unsigned long long)s, states[b->state],
-			   b->must_flush ? "flush" : "no_flush", b->u64s_used, b->nr_res,
+			   b->waiting_devs ? " (waiting for members)" : "",
+			   b->must_flush ? "flush" : "no_flush",
+			   tfs_journal_space_class_names[b->space_class], b->u64s_used, b->nr_res,
 			   b->nr_bios - b->bios_pending, b->nr_bios);
 	}
 	printbuf_indent_sub(out, 2);
@@ -940,9 +1157,15 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 		prt_printf(out, "dev %u (%s):\t%s, %u/%u buckets free (", d->dev_idx, d->bdev->path,
 			   d->writable ? "rw" : "ro", free_b, d->nr_buckets);
 		prt_units_u64(out, (u64)free_b * d->bucket_size + (d->bucket_size - d->cur_offset));
-		prt_printf(out, "), bucket %u offset %u, %llu writes, %llu errors\n", d->cur_idx,
-			   d->cur_offset, (unsigned long long)d->nr_writes,
-			   (unsigned long long)d->nr_write_errors);
+		prt_printf(out,
+			   "), bucket %u offset %u, %llu writes, %llu errors, %llu flushes "
+			   "(%llu preflush), %llu failed%s\n",
+			   d->cur_idx, d->cur_offset, (unsigned long long)d->nr_writes,
+			   (unsigned long long)d->nr_write_errors,
+			   (unsigned long long)(d->nr_flushes + d->nr_preflushes),
+			   (unsigned long long)d->nr_preflushes,
+			   (unsigned long long)d->nr_flush_errors,
+			   d->unflushed ? ", unflushed" : "");
 	}
 	printbuf_tabstop_pop(out);
 	pthread_mutex_unlock(&j->lock);

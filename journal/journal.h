@@ -19,10 +19,16 @@
  *    of a higher seq and a halt never raise it.  Once set, flush_seq(s)
  *    fails for every s >= err_seq, forever; seqs that were durable before
  *    keep succeeding.
- *  - A write that reaches metadata_replicas_required members is a success
- *    even if some member failed (the failed member stops taking journal
- *    writes).  Fewer halts the journal: it is read-only from then on, and
- *    says so once, naming the seq and the devices.
+ *  - An entry's members are picked when it is written, from the members
+ *    writable then (most free space first).  A write counts on a member only
+ *    when its data (and its preflush) succeeded there; one that reaches
+ *    metadata_replicas_required members is a success even if some member
+ *    failed (a failed member stops taking journal writes).  Fewer halts the
+ *    journal: it is read-only from then on, and says so once, naming the seq
+ *    and the devices.  Fewer *writable* members than required (one set
+ *    read-only, no I/O error) is not a failure: unwritten entries wait for
+ *    a member to come back, and reservations and flush_seq answer
+ *    insufficient_devices meanwhile.
  *  - A reservation that cannot proceed says exactly why (enum
  *    tfs_journal_cur_err): blocked, journal_full and journal_pin_full are
  *    waits (a blocking caller sleeps until reclaim or a write makes
@@ -30,11 +36,26 @@
  *    journal are errors (EROFS class).  Every reason has a counter.
  *  - Entries close when full, when older than write_delay_ms, or on demand
  *    (flush_seq).  An entry nobody waits on is written NO_FLUSH; one a flush
- *    waits on (or the first after flush_delay_ms) is written PREFLUSH|FUA
- *    after every older entry completed, so it makes all of them durable.
+ *    waits on (or the first after flush_delay_ms) is a flush entry: it is
+ *    written (FUA) only after every older entry completed *and is durable on
+ *    some member* -- by a PREFLUSH on its own write when each member it goes
+ *    to holds every older unflushed entry (no PREFLUSH on a member with
+ *    nothing unflushed), else by flushing the members holding them first
+ *    and writing only once those flushes completed.  So on disk a durable
+ *    flush entry always has every older entry durable before it, whatever
+ *    order the devices persist things in.  Concurrent flush_seq callers
+ *    share one flush entry (group commit).
+ *  - Liveness: journal space is handed out in classes (enum
+ *    tfs_journal_space_class); the last block of each member is kept for
+ *    the entry recording progress (a newer last_seq, freeing buckets) and
+ *    the one before it for a flush entry making NO_FLUSH entries durable, so
+ *    write-back of pinned objects and reuse of buckets never wait for space
+ *    only they could free.  Waiters sleep until something changes (a write
+ *    completes, a pin goes, space is freed) and are woken only then.
  *  - Replay (tfs_journal_read()) trusts entries up to the newest flush
  *    entry; NO_FLUSH entries after it were never durable in order and are
- *    blacklisted by the next run (struct jset_blacklist).
+ *    blacklisted by the next run (struct jset_blacklist).  A restarted
+ *    journal never calls an untrusted seq durable.
  *
  * The journal knows devices only as struct tfs_journal_dev descriptors; it
  * never reads the superblock (tools and fs/ build the descriptors).
@@ -63,7 +84,12 @@ struct tfs_journal_dev {
 enum tfs_journal_res_flags {
 	/* Return the reason (an EAGAIN-class code) instead of waiting. */
 	TFS_JOURNAL_RES_NONBLOCK = 1 << 0,
-	/* May use the reserve (reclaim's own updates: must not wait on reclaim). */
+	/*
+	 * May use the reserved space and pin fifo slots (reclaim's own updates,
+	 * from pin flush callbacks).  What such callbacks journal while the
+	 * journal is full comes out of opts.reserved_buckets; see
+	 * tfs_journal_res_get() for what happens when that runs out.
+	 */
 	TFS_JOURNAL_RES_RESERVED = 1 << 1,
 };
 
@@ -87,7 +113,11 @@ struct tfs_journal_read;
  * the same devices) the journal continues after what was read: new seqs
  * follow the highest seq seen, writes continue after the newest entry on each
  * member, buckets replay still needs stay dirty, and seqs that were not
- * trusted are blacklisted.  Without r the journal is fresh (first seq 1).
+ * trusted are blacklisted (flush_seq() of them fails with
+ * -TFS_ERR_journal_seq_untrusted).  Every member is flushed first: what was
+ * read may still sit in a volatile cache, and new flush entries stand on it
+ * (a member whose flush fails takes no journal writes).  Without r the
+ * journal is fresh (first seq 1).
  */
 int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r);
 
@@ -101,7 +131,10 @@ void tfs_journal_replay_done(struct tfs_journal *j);
 
 /*
  * Writes out the open entry (as a flush entry), waits for every write, and
- * stops the threads.  Returns the journal error if there is one.
+ * stops the threads.  Entries that cannot be written (fewer writable members
+ * than required) are dropped, and so is every entry after them.  Returns
+ * the journal error if there is one, else flush_seq()'s answer (e.g.
+ * -TFS_ERR_insufficient_devices).
  */
 int tfs_journal_stop(struct tfs_journal *j);
 
@@ -117,7 +150,12 @@ void tfs_journal_exit(struct tfs_journal *j);
  * journal_max_in_flight / journal_full / journal_pin_full); fewer writable
  * devices than required returns -TFS_ERR_insufficient_devices, a halted
  * journal -TFS_ERR_journal_halted (both EROFS class); more than an entry
- * holds returns -TFS_ERR_journal_entry_too_big.
+ * holds returns -TFS_ERR_journal_entry_too_big.  An entry opens with the
+ * room there is (at most max_entry_size), so a small reservation fits a
+ * nearly full journal.  On the reclaim thread (in a pin flush callback)
+ * journal_full and journal_pin_full are returned, never waited for: only
+ * reclaim ends those waits.  A callback that journals should then write its
+ * object back instead (or return the error; reclaim retries later).
  */
 int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsigned u64s,
 			unsigned flags);
@@ -147,7 +185,9 @@ void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res);
  * >= seq left that could still be written as a flush entry, it returns
  * -TFS_ERR_insufficient_devices (EROFS class; not a journal error: a member
  * coming back makes it work again) instead of waiting forever.
- * seq 0 and seqs durable before an error always return 0.
+ * seq 0 and seqs durable before an error always return 0.  A seq the last
+ * run left untrusted (after its newest flush entry, or blacklisted) was
+ * never durable: -TFS_ERR_journal_seq_untrusted (EIO class), always.
  */
 int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq);
 
@@ -180,9 +220,11 @@ void tfs_journal_block(struct tfs_journal *j);
 void tfs_journal_unblock(struct tfs_journal *j);
 
 /*
- * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Making
+ * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Entries
+ * not yet written go to the members writable when they are written.  Making
  * one read-only closes the open entry, so later reservations are checked
- * against the members left (insufficient_devices when too few).
+ * against the members left (insufficient_devices when too few, and entries
+ * waiting for a member until one comes back).
  */
 int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable);
 
@@ -282,6 +324,9 @@ struct tfs_journal_read {
 	u64 nr_gaps;	     /* missing seqs in last_seq .. newest_seq */
 	struct tfs_journal_read_dev devs[TFS_JOURNAL_MAX_DEVS];
 	unsigned nr_devs;
+	/* Every blacklist range the entries read carry (never durable: never replayed). */
+	struct tfs_journal_seq_range *blacklist;
+	unsigned nr_blacklist;
 };
 
 /*

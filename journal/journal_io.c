@@ -30,177 +30,103 @@ u64 tfs_jset_csum(const struct jset *j)
 			  bytes - offsetof(struct jset, magic));
 }
 
-/* --- writing --- */
+/* --- writing ---
+ *
+ * Entries are given their place and written in seq order (each member's
+ * ring holds them in seq order; the read relies on it), to members picked
+ * when they are written, from those writable then.  A NO_FLUSH entry goes
+ * out as soon as its reservations are put.  A flush entry waits until every
+ * older entry completed, and is written only once every older entry since
+ * the newest durable flush entry is durable on some member:
+ *
+ *  - if each member it goes to holds every such entry, a PREFLUSH on its
+ *    own write does it (on the members that have unflushed writes; none
+ *    on the others), ordered before the write on the same device;
+ *  - else the members holding them are flushed first, and only once those
+ *    flushes completed is the entry written (FUA): a flush merely sent
+ *    along with the write may lose the race with a power cut while the
+ *    write wins it, leaving a durable flush entry after a lost older one.
+ *
+ * A member counts for an entry only when its write (and preflush)
+ * succeeded; a failed separate flush costs nothing as long as every older
+ * entry is durable elsewhere.  The entry fails only when fewer than
+ * metadata_replicas_required members made it, or when an older entry
+ * cannot be made durable anywhere.
+ */
 
-void tfs_journal_buf_alloc_space_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+/* The members holding entries written since the newest durable flush entry, before seq. */
+static void journal_pending_devs(struct tfs_journal *j, u64 seq, u32 *all, u32 *any)
 {
-	unsigned n = 0;
+	u32 a = ~0u, o = 0;
 
-	b->bytes = round_up(tfs_jset_bytes(b->u64s_used + JOURNAL_ENTRY_RESERVED_U64S),
-			    j->opts.block_size);
+	for (u64 s = journal_durable_base(j) + 1; s < seq; s++) {
+		u32 m = *journal_seq_pending_devs(j, s);
+
+		a &= m;
+		o |= m;
+	}
+	*all = a;
+	*any = o;
+}
+
+/* Picks b's members: writable, room for it, most free buckets first. */
+static unsigned journal_pick_devs_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	unsigned cand[TFS_JOURNAL_MAX_DEVS], nr = 0;
+
+	for (unsigned i = 0; i < j->nr_devs; i++)
+		if (j->devs[i].writable && tfs_journal_dev_fits(j, &j->devs[i], b))
+			cand[nr++] = i;
+	/* Most free buckets first, then device order (insertion sort: nr is tiny). */
+	for (unsigned i = 1; i < nr; i++)
+		for (unsigned k = i; k > 0; k--) {
+			unsigned a = tfs_journal_dev_free_buckets(&j->devs[cand[k - 1]]);
+			unsigned c = tfs_journal_dev_free_buckets(&j->devs[cand[k]]);
+
+			if (c <= a)
+				break;
+			unsigned t = cand[k];
+			cand[k] = cand[k - 1];
+			cand[k - 1] = t;
+		}
+	b->nr_devs = min_t(unsigned, j->opts.metadata_replicas, nr);
+	memcpy(b->devs, cand, b->nr_devs * sizeof(cand[0]));
+	return b->nr_devs;
+}
+
+/* Gives b the next place in each of its members' rings. */
+static void journal_alloc_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
 	for (unsigned i = 0; i < b->nr_devs; i++) {
 		struct tfs_journal_device *d = &j->devs[b->devs[i]];
 
 		if (d->bucket_size - d->cur_offset < b->bytes) {
-			/* Checked when the entry opened; only reclaim ran since. */
-			if (!tfs_journal_dev_free_buckets(d))
-				continue;
+			/* tfs_journal_dev_fits() checked there is a free bucket. */
 			d->cur_idx = (d->cur_idx + 1) % d->nr_buckets;
 			d->nr_dirty++;
 			d->cur_offset = 0;
 		}
-		b->offsets[n] = d->buckets[d->cur_idx] * d->bucket_size + d->cur_offset;
-		b->devs[n++] = b->devs[i];
+		b->offsets[i] = d->buckets[d->cur_idx] * d->bucket_size + d->cur_offset;
 		d->cur_offset += b->bytes;
 		d->bucket_seq[d->cur_idx] = b->seq;
 	}
-	b->nr_devs = n;
+	j->seq_allocated = b->seq;
 }
 
-static void journal_advance_locked(struct tfs_journal *j)
-{
-	while (j->seq_done < j->cur_seq) {
-		u64 s = j->seq_done + 1;
-		struct tfs_journal_buf *b = journal_seq_buf(j, s);
-
-		if (b->state != TFS_JBUF_DONE)
-			break;
-		/*
-		 * In seq order only: a success after a failure (or after
-		 * err_seq) proves nothing about the failed seq, so the
-		 * *_ondisk seqs stop at the first seq that did not make it.
-		 */
-		if (b->write_ok && j->seq_ondisk == s - 1 && (!j->err_seq || s < j->err_seq)) {
-			j->seq_ondisk = s;
-			if (b->must_flush) {
-				j->flushed_seq_ondisk = s;
-				j->last_seq_ondisk = max_t(u64, j->last_seq_ondisk, b->last_seq);
-			}
-		}
-		journal_seq_pins(j, s)->count--; /* the entry's own reference */
-		b->state = TFS_JBUF_FREE;
-		j->seq_done = s;
-	}
-	tfs_journal_reclaim_fast_locked(j);
-	tfs_journal_space_update_locked(j);
-	pthread_cond_broadcast(&j->wait);
-	pthread_cond_signal(&j->write_wait);
-	pthread_cond_signal(&j->reclaim_wait);
-}
-
-static void journal_write_done_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
-{
-	b->state = TFS_JBUF_DONE;
-	b->write_ok = !b->cancelled && !b->flush_failed &&
-		      b->nr_replicas_ok >= j->opts.metadata_replicas_required;
-
-	if (!b->cancelled && !b->write_ok) {
-		/* The lowest failed seq wins, whatever order failures arrive in. */
-		if (!j->err_seq || b->seq < j->err_seq)
-			j->err_seq = b->seq;
-		tfs_trace(journal_write_error, b->seq, b->nr_replicas_ok,
-			  j->opts.metadata_replicas_required);
-		if (!j->err)
-			j->err = -TFS_ERR_journal_write;
-		if (!j->halted) {
-			struct printbuf msg = PRINTBUF;
-
-			prt_printf(
-				&msg,
-				"journal: write of seq %llu reached %u of %u required replicas%s (",
-				(unsigned long long)b->seq, b->nr_replicas_ok,
-				j->opts.metadata_replicas_required,
-				b->flush_failed ? ", a device flush failed" : "");
-			for (unsigned i = 0; i < b->nr_bios; i++) {
-				struct tfs_journal_device *d = &j->devs[b->bio_dev[i]];
-
-				prt_printf(&msg, "%sdev %u %s %s: %s", i ? ", " : "", d->dev_idx,
-					   d->bdev->path, tfs_bio_op_names[b->bios[i].op],
-					   tfs_err_str(b->bios[i].result));
-			}
-			if (!b->nr_bios)
-				prt_str(&msg, "no writable device");
-			prt_str(&msg, "): journal halted, read-only");
-			fprintf(stderr, "%s\n", printbuf_str(&msg));
-			printbuf_exit(&msg);
-			tfs_journal_halt_locked(j, -TFS_ERR_journal_write);
-		}
-	}
-	journal_advance_locked(j);
-}
-
-static void journal_write_endio(struct tfs_bio *bio)
-{
-	struct tfs_journal_buf *b = bio->private;
-	struct tfs_journal *j = b->j;
-	unsigned i = bio - b->bios;
-	struct tfs_journal_device *d = &j->devs[b->bio_dev[i]];
-
-	pthread_mutex_lock(&j->lock);
-	if (bio->op == TFS_OP_write) {
-		d->nr_writes++;
-		if (!bio->result) {
-			b->nr_replicas_ok++;
-			d->bytes_written += bio->len;
-			if (!(bio->flags & TFS_BIO_FUA))
-				d->unflushed = true;
-		}
-	} else if (bio->result) {
-		b->flush_failed = true;
-	}
-	if (bio->result) {
-		d->nr_write_errors++;
-		if (!b->err)
-			b->err = bio->result;
-		if (d->writable)
-			fprintf(stderr,
-				"journal: %s error on dev %u (%s) at offset %llu, seq %llu: %s; "
-				"no more journal writes go to it\n",
-				tfs_bio_op_names[bio->op], d->dev_idx, d->bdev->path,
-				(unsigned long long)bio->offset, (unsigned long long)b->seq,
-				tfs_err_str(bio->result));
-		d->writable = false;
-	}
-	if (!--b->bios_pending)
-		journal_write_done_locked(j, b);
-	tfs_journal_unlock(j);
-}
-
-static void journal_bio_init(struct tfs_journal_buf *b, struct tfs_journal_device *d, unsigned dev,
-			     enum tfs_bio_op op, unsigned flags, u64 offset)
-{
-	struct tfs_bio *bio = &b->bios[b->nr_bios];
-
-	memset(bio, 0, sizeof(*bio));
-	bio->bdev = d->bdev;
-	bio->op = op;
-	bio->flags = flags;
-	bio->tag = TFS_TAG_journal;
-	bio->offset = offset;
-	if (op == TFS_OP_write) {
-		bio->buf = b->data;
-		bio->len = b->bytes;
-	}
-	bio->end_io = journal_write_endio;
-	bio->private = b;
-	b->bio_dev[b->nr_bios++] = dev;
-}
-
-/* Fills in the header and the bios; the caller submits them unlocked. */
-static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+static void journal_write_fill_header(struct tfs_journal *j, struct tfs_journal_buf *b)
 {
 	struct jset *js = b->data;
 	u32 u64s = b->u64s_used;
 
 	/* Still-untrusted seqs of the last run stay void until reclaimed. */
-	if (j->blacklist_end && j->last_seq_ondisk <= j->blacklist_end) {
+	if (j->start_seq > j->trusted_seq && j->last_seq_ondisk <= j->start_seq) {
 		struct jset_entry *e = (struct jset_entry *)(js->_data + u64s);
 		struct jset_blacklist *bl = (struct jset_blacklist *)e->_data;
 
 		e->type = TFS_JSET_ENTRY_blacklist;
 		e->u64s = cpu_to_le16(sizeof(*bl) / 8);
-		bl->start = cpu_to_le64(j->blacklist_start);
-		bl->end = cpu_to_le64(j->blacklist_end);
+		bl->start = cpu_to_le64(j->trusted_seq + 1);
+		bl->end = cpu_to_le64(j->start_seq);
 		u64s += tfs_jset_entry_u64s(sizeof(*bl) / 8);
 	}
 	/* b->last_seq was set when the entry closed (tfs_journal_entry_close_locked()). */
@@ -212,56 +138,302 @@ static void journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_
 	js->u64s = cpu_to_le32(u64s);
 	js->pad = 0;
 	js->csum = cpu_to_le64(tfs_jset_csum(js));
-
-	b->nr_bios = 0;
-	for (unsigned i = 0; i < b->nr_devs; i++) {
-		struct tfs_journal_device *d = &j->devs[b->devs[i]];
-
-		if (!d->writable)
-			continue;
-		/*
-		 * A flush entry goes out only after every older entry completed
-		 * (see the write thread), so PREFLUSH makes them all durable on
-		 * this member and FUA makes this one durable.
-		 */
-		journal_bio_init(b, d, b->devs[i], TFS_OP_write,
-				 b->must_flush ? TFS_BIO_PREFLUSH | TFS_BIO_FUA : 0, b->offsets[i]);
-		if (b->must_flush)
-			d->unflushed = false;
-	}
-	if (b->must_flush)
-		/*
-		 * Members holding NO_FLUSH entries that this entry does not go
-		 * to need their own flush, or an older entry on them could be
-		 * lost while this one says it is durable.
-		 */
-		for (unsigned i = 0; i < j->nr_devs; i++) {
-			struct tfs_journal_device *d = &j->devs[i];
-			bool ours = false;
-
-			/* Ours: this entry's PREFLUSH write goes to it (not skipped). */
-			for (unsigned k = 0; k < b->nr_bios; k++)
-				ours |= b->bio_dev[k] == i;
-			/*
-			 * Read-only members too: they stopped taking journal
-			 * writes, but what they took before may still be in
-			 * their cache.  A failing flush fails the entry.
-			 */
-			if (ours || !d->unflushed)
-				continue;
-			journal_bio_init(b, d, i, TFS_OP_flush, 0, 0);
-			d->unflushed = false;
-		}
-	b->bios_pending = b->nr_bios;
-	b->state = TFS_JBUF_WRITING;
 }
 
-/*
- * Submits closed entries whose reservations are all put, in seq order; a
- * flush entry waits until every older entry completed.  With the journal
- * halted, unsubmitted entries are cancelled instead.
- */
-static void journal_write_ready_locked(struct tfs_journal *j)
+static void journal_write_error_msg(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	struct printbuf msg = PRINTBUF;
+
+	if (b->lost_older) {
+		prt_printf(&msg,
+			   "journal: flush entry seq %llu cannot be written: an older entry has "
+			   "no durable copy (",
+			   (unsigned long long)b->seq);
+	} else {
+		prt_printf(&msg, "journal: write of seq %llu reached %u of %u required replicas (",
+			   (unsigned long long)b->seq, (unsigned)__builtin_popcount(b->ok_devs),
+			   j->opts.metadata_replicas_required);
+	}
+	for (unsigned i = 0; i < b->nr_bios; i++) {
+		struct tfs_journal_device *d = &j->devs[b->bio_dev[i]];
+
+		prt_printf(&msg, "%sdev %u %s %s: %s", i ? ", " : "", d->dev_idx, d->bdev->path,
+			   tfs_bio_op_names[b->bios[i].op], tfs_err_str(b->bios[i].result));
+	}
+	prt_str(&msg, "): journal halted, read-only");
+	fprintf(stderr, "%s\n", printbuf_str(&msg));
+	printbuf_exit(&msg);
+}
+
+static void journal_advance_locked(struct tfs_journal *j)
+{
+	u64 now = tfs_journal_now_ns();
+
+	while (j->seq_done < j->cur_seq) {
+		u64 s = j->seq_done + 1;
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+		/* After a restart the untrusted seqs of the last run are skipped. */
+		bool prev_ok = j->seq_ondisk == s - 1 ||
+			       (s - 1 == j->start_seq && j->seq_ondisk == j->trusted_seq);
+
+		if (b->state != TFS_JBUF_DONE)
+			break;
+		/*
+		 * In seq order only: a success after a failure (or after
+		 * err_seq) proves nothing about the failed seq, so the
+		 * *_ondisk seqs stop at the first seq that did not make it.
+		 */
+		if (b->write_ok && prev_ok && (!j->err_seq || s < j->err_seq)) {
+			j->seq_ondisk = s;
+			if (b->must_flush) {
+				u64 lat = now - b->submit_ns;
+
+				j->flushed_seq_ondisk = s;
+				j->last_seq_ondisk = max_t(u64, j->last_seq_ondisk, b->last_seq);
+				/*
+				 * Group commit: the committers just answered come
+				 * back; with those already waiting on the entry
+				 * gathering behind this one, that is everyone.
+				 */
+				if (b->nr_flush_waiters) {
+					struct tfs_journal_buf *n = journal_seq_buf(j, j->cur_seq);
+
+					j->group_expect = b->nr_flush_waiters;
+					if (j->cur_open && n->must_flush)
+						j->group_expect += n->nr_flush_waiters;
+				}
+				j->flush_lat_ns =
+					j->flush_lat_ns ? (7 * j->flush_lat_ns + lat) / 8 : lat;
+			}
+		}
+		journal_seq_pins(j, s)->count--; /* the entry's own reference */
+		b->state = TFS_JBUF_FREE;
+		j->seq_done = s;
+	}
+	tfs_journal_reclaim_fast_locked(j);
+	tfs_journal_space_update_locked(j);
+	pthread_cond_broadcast(&j->wait);
+	pthread_cond_signal(&j->write_wait);
+	/* A flush entry gathering behind the one just done may go now. */
+	tfs_journal_flush_entry_maybe_close_locked(j);
+	if (j->nr_space_waiters)
+		tfs_journal_progress_locked(j);
+}
+
+static void journal_write_done_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	b->state = TFS_JBUF_DONE;
+	b->write_ok =
+		!b->cancelled && !b->lost_older &&
+		(unsigned)__builtin_popcount(b->ok_devs) >= j->opts.metadata_replicas_required;
+	/* What a later flush entry has to make durable first. */
+	if (b->write_ok)
+		*journal_seq_pending_devs(j, b->seq) = b->ok_devs;
+
+	if (!b->cancelled && !b->write_ok) {
+		/* The lowest failed seq wins, whatever order failures arrive in. */
+		if (!j->err_seq || b->seq < j->err_seq)
+			j->err_seq = b->seq;
+		tfs_trace(journal_write_error, b->seq, (unsigned)__builtin_popcount(b->ok_devs),
+			  j->opts.metadata_replicas_required);
+		if (!j->err)
+			j->err = -TFS_ERR_journal_write;
+		if (!j->halted) {
+			journal_write_error_msg(j, b);
+			tfs_journal_halt_locked(j, -TFS_ERR_journal_write);
+		}
+	}
+	journal_advance_locked(j);
+}
+
+static void journal_write_endio(struct tfs_bio *bio)
+{
+	struct tfs_journal_buf *b = bio->private;
+	struct tfs_journal *j = b->j;
+	unsigned i = bio - b->bios;
+	unsigned dev = b->bio_dev[i];
+	struct tfs_journal_device *d = &j->devs[dev];
+
+	pthread_mutex_lock(&j->lock);
+	/* Submitting below drops the lock: stop waits for us to finish. */
+	j->nr_in_endio++;
+	if (bio->op == TFS_OP_write) {
+		d->nr_writes++;
+		if (!bio->result) {
+			b->ok_devs |= 1u << dev;
+			d->bytes_written += bio->len;
+		}
+		/* Not durable yet (a failed write may have landed partly too). */
+		if (bio->result || !(bio->flags & TFS_BIO_FUA))
+			d->unflushed = true;
+	} else if (!bio->result) {
+		b->flush_ok |= 1u << dev;
+	} else {
+		/* What it took may still be (only) in its cache. */
+		d->unflushed = true;
+		d->nr_flush_errors++;
+	}
+	if (bio->result) {
+		if (bio->op == TFS_OP_write)
+			d->nr_write_errors++;
+		if (!b->err)
+			b->err = bio->result;
+		if (d->writable)
+			fprintf(stderr,
+				"journal: %s error on dev %u (%s) at offset %llu, seq %llu: %s; "
+				"no more journal writes go to it\n",
+				tfs_bio_op_names[bio->op], d->dev_idx, d->bdev->path,
+				(unsigned long long)bio->offset, (unsigned long long)b->seq,
+				tfs_err_str(bio->result));
+		d->writable = false;
+	}
+	if (!--b->bios_pending) {
+		if (b->state == TFS_JBUF_FLUSHING) {
+			/* The separate flushes are done: now it can be written. */
+			b->flushes_done = true;
+			b->state = TFS_JBUF_CLOSED;
+		} else {
+			journal_write_done_locked(j, b);
+		}
+		/*
+		 * Write what this made ready (a flush entry waiting for this
+		 * one) from here: a hand-off to the write thread costs a
+		 * wake-up on every flush.  Submitting to another device may
+		 * wait for room in its queue, never for this one.
+		 */
+		tfs_journal_write_ready_locked(j);
+	}
+	if (!--j->nr_in_endio)
+		pthread_cond_broadcast(&j->wait);
+	tfs_journal_unlock(j);
+}
+
+static void journal_bio_init(struct tfs_journal_buf *b, struct tfs_journal_device *d, unsigned dev,
+			     enum tfs_bio_op op, unsigned flags, u64 offset)
+{
+	struct tfs_bio *bio = &b->bios[b->nr_bios];
+
+	memset(bio, 0, sizeof(*bio));
+	bio->bdev = d->bdev;
+	bio->op = op;
+	/* Failures are reported here, in terms of the journal (seq, member). */
+	bio->flags = flags | TFS_BIO_QUIET;
+	bio->tag = TFS_TAG_journal;
+	bio->offset = offset;
+	if (op == TFS_OP_write) {
+		bio->buf = b->data;
+		bio->len = b->bytes;
+	}
+	bio->end_io = journal_write_endio;
+	bio->private = b;
+	b->bio_dev[b->nr_bios++] = dev;
+}
+
+enum journal_prep {
+	JOURNAL_PREP_SUBMIT, /* bios filled in: submit them */
+	JOURNAL_PREP_DONE,   /* finished without I/O (failed, or cancelled) */
+	JOURNAL_PREP_WAIT,   /* cannot go now: retried when something changes */
+};
+
+/* Fills in b's bios (flushes first, or its writes); the caller submits them unlocked. */
+static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct tfs_journal_buf *b)
+{
+	u32 all = ~0u, any = 0, preflush = 0;
+
+	if (b->must_flush) {
+		journal_pending_devs(j, b->seq, &all, &any);
+		if (b->flushes_done) {
+			/* Durable now: copies on members flushed, or that were not unflushed. */
+			u32 durable = b->flush_ok | (any & ~b->flush_devs);
+
+			for (u64 s = journal_durable_base(j) + 1; s < b->seq; s++)
+				if (!(*journal_seq_pending_devs(j, s) & durable)) {
+					b->lost_older = true;
+					return JOURNAL_PREP_DONE;
+				}
+		}
+	}
+	if (journal_pick_devs_locked(j, b) < j->opts.metadata_replicas_required) {
+		/*
+		 * Too few members writable (one set read-only): not a failure.
+		 * The entry waits for a member to come back; flush_seq answers
+		 * insufficient_devices meanwhile.  Stopping cancels it, and
+		 * everything after it.
+		 */
+		if (j->draining) {
+			j->drain_cancel = true;
+			b->cancelled = true;
+			return JOURNAL_PREP_DONE;
+		}
+		if (!b->waiting_devs) {
+			b->waiting_devs = true;
+			j->nr_devs_waits++;
+			pthread_cond_broadcast(&j->wait);
+		}
+		return JOURNAL_PREP_WAIT;
+	}
+	b->waiting_devs = false;
+	b->nr_bios = 0;
+	b->submit_ns = b->submit_ns ?: tfs_journal_now_ns();
+
+	if (b->must_flush && !b->flushes_done) {
+		u32 targets = 0, unflushed = 0;
+
+		for (unsigned i = 0; i < b->nr_devs; i++)
+			targets |= 1u << b->devs[i];
+		for (unsigned i = 0; i < j->nr_devs; i++)
+			if (j->devs[i].unflushed)
+				unflushed |= 1u << i;
+		/* Members holding older entries that may not be durable yet. */
+		u32 need = any & unflushed;
+
+		if (need && (targets & all) != targets) {
+			/*
+			 * Some member it goes to lacks an older entry: flush the
+			 * members holding them first, and write it only once those
+			 * flushes completed.  Read-only members too: what they took
+			 * before may still be in their cache.
+			 */
+			for (unsigned i = 0; i < j->nr_devs; i++)
+				if (need & (1u << i)) {
+					journal_bio_init(b, &j->devs[i], i, TFS_OP_flush, 0, 0);
+					j->devs[i].unflushed = false;
+					j->devs[i].nr_flushes++;
+				}
+			b->flush_devs = need;
+			b->bios_pending = b->nr_bios;
+			b->state = TFS_JBUF_FLUSHING;
+			j->nr_separate_flushes++;
+			return JOURNAL_PREP_SUBMIT;
+		}
+		/*
+		 * Every member it goes to holds every older entry: a PREFLUSH
+		 * on its own write makes them durable there first, and only
+		 * where something is unflushed.
+		 */
+		preflush = targets & need;
+	}
+	journal_alloc_locked(j, b);
+	journal_write_fill_header(j, b);
+	for (unsigned i = 0; i < b->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[b->devs[i]];
+		unsigned flags = 0;
+
+		if (b->must_flush)
+			flags |= TFS_BIO_FUA;
+		if (preflush & (1u << b->devs[i])) {
+			flags |= TFS_BIO_PREFLUSH;
+			d->unflushed = false;
+			d->nr_preflushes++;
+		}
+		journal_bio_init(b, d, b->devs[i], TFS_OP_write, flags, b->offsets[i]);
+	}
+	b->bios_pending = b->nr_bios;
+	b->state = TFS_JBUF_WRITING;
+	return JOURNAL_PREP_SUBMIT;
+}
+
+void tfs_journal_write_ready_locked(struct tfs_journal *j)
 {
 again:
 	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
@@ -269,31 +441,40 @@ again:
 
 		if (b->state == TFS_JBUF_WRITING || b->state == TFS_JBUF_DONE)
 			continue;
-		if (b->state == TFS_JBUF_OPEN)
+		/* Places are handed out in seq order: nothing after these goes first. */
+		if (b->state == TFS_JBUF_OPEN || b->state == TFS_JBUF_FLUSHING)
 			break;
 		if (b->nr_res) {
 			if (j->halted)
 				continue;
 			break;
 		}
-		if (j->halted) {
+		if (j->halted || j->drain_cancel) {
 			b->cancelled = true;
 			journal_write_done_locked(j, b);
 			goto again;
 		}
+		/* Ordering: a flush entry only after every older entry completed. */
 		if (b->must_flush && j->seq_done != s - 1)
 			break;
-		journal_write_prep_locked(j, b);
-		if (!b->nr_bios) {
+		switch (journal_write_prep_locked(j, b)) {
+		case JOURNAL_PREP_WAIT:
+			return;
+		case JOURNAL_PREP_DONE:
 			journal_write_done_locked(j, b);
 			goto again;
+		case JOURNAL_PREP_SUBMIT:
+			break;
 		}
+		struct tfs_bio *bios[TFS_JOURNAL_MAX_DEVS];
 		unsigned nr = b->nr_bios;
 
+		for (unsigned i = 0; i < nr; i++)
+			bios[i] = &b->bios[i];
 		/* Submission may block on a full queue: never under the lock. */
 		pthread_mutex_unlock(&j->lock);
 		for (unsigned i = 0; i < nr; i++)
-			tfs_bio_submit(&b->bios[i]);
+			tfs_bio_submit(bios[i]);
 		pthread_mutex_lock(&j->lock);
 		goto again;
 	}
@@ -313,17 +494,36 @@ void *tfs_journal_write_thread(void *arg)
 			u64 deadline = b->opened_ns + (u64)j->opts.write_delay_ms * 1000000;
 
 			/* Closes on age (an empty entry waits for something to carry),
-			 * or as a flush entry once the older flush entry is done. */
-			if ((b->u64s_used && now >= deadline) ||
-			    (b->must_flush && !tfs_journal_flush_in_flight_locked(j, b->seq)))
+			 * or as a flush entry once group commit lets it go. */
+			/*
+			 * Not on age while reclaim's callbacks run, nor, under
+			 * space pressure, once it holds RESERVED reservations
+			 * past the normal room: reclaim's updates then share
+			 * one entry instead of taking a block each of the little
+			 * space they may use.  A flush (a write-back) or the
+			 * progress entry closes it -- the latter exactly when
+			 * the pins it took over free a bucket.
+			 */
+			bool hold = j->reclaim_flushing ||
+				    (b->u64s_used > b->u64s_normal && j->nr_space_waiters);
+
+			if (b->u64s_used && now >= deadline && !hold) {
 				tfs_journal_entry_close_locked(j);
-			else if (b->u64s_used)
-				timeout = min_t(u64, timeout, deadline - now);
-			else
+			} else if (b->must_flush &&
+				   !tfs_journal_flush_in_flight_locked(j, b->seq)) {
+				tfs_journal_flush_entry_maybe_close_locked(j);
+				if (j->cur_open && b->gather_until_ns > now)
+					timeout = min_t(u64, timeout, b->gather_until_ns - now);
+			} else if (b->u64s_used) {
+				/* (Past the deadline: reclaim signals when its run ends.) */
+				timeout = min_t(u64, timeout,
+						deadline > now ? deadline - now : timeout);
+			} else {
 				timeout =
 					min_t(u64, timeout, (u64)j->opts.write_delay_ms * 1000000);
+			}
 		}
-		journal_write_ready_locked(j);
+		tfs_journal_write_ready_locked(j);
 
 		struct timespec ts;
 
@@ -660,9 +860,7 @@ static int read_check_errors(const struct tfs_journal_read *r, u64 from, struct 
 	return -TFS_ERR_journal_read;
 }
 
-struct read_bl {
-	u64 start, end;
-};
+#define read_bl tfs_journal_seq_range
 
 /* Every blacklist range of every entry read (few: one per run). */
 static int read_blacklist_collect(const struct tfs_journal_read *r, struct read_bl **ret,
@@ -793,6 +991,9 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	ret2 = read_blacklist_collect(r, &bl, &nr_bl);
 	if (ret2)
 		goto err;
+	/* Kept with the read: a restarted journal never calls those seqs durable. */
+	r->blacklist = bl;
+	r->nr_blacklist = nr_bl;
 
 	const struct tfs_journal_read_entry *newest = NULL;
 
@@ -805,7 +1006,6 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 			newest = e;
 	}
 	if (!newest) {
-		free(bl);
 		ret2 = read_check_errors(r, 0, err);
 		if (ret2)
 			goto err;
@@ -822,7 +1022,6 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	r->last_seq = le64_to_cpu(newest->j->last_seq);
 	ret2 = read_check_errors(r, r->last_seq, err);
 	if (ret2) {
-		free(bl);
 		goto err;
 	}
 	if (r->max_seq > r->newest_seq)
@@ -847,7 +1046,6 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 			read_report_gap(r, bl, nr_bl, want, seq - 1, err);
 		want = seq + 1;
 	}
-	free(bl);
 	*ret = r;
 	return r->nr_gaps ? -TFS_ERR_journal_gap : 0;
 err:
@@ -864,6 +1062,7 @@ void tfs_journal_read_free(struct tfs_journal_read *r)
 	free(r->entries);
 	for (unsigned i = 0; i < r->nr_devs; i++)
 		free(r->devs[i].bucket_seq);
+	free(r->blacklist);
 	free(r);
 }
 

@@ -66,34 +66,249 @@ int tfs_journal_pins_init(struct tfs_journal *j)
 	return 0;
 }
 
-/* --- space --- */
+/* --- space ---
+ *
+ * Each member's free space is its free buckets plus the room left in the
+ * current one; an entry never crosses a bucket, so it goes in the current
+ * bucket if it fits, else at the start of a free one.  Entries are given
+ * their place when they are written, in seq order (so each member's ring
+ * holds them in seq order, which the read relies on); an entry opens only
+ * if, after every closed entry not yet placed (counted on every member, as
+ * if each went everywhere), enough members still have room for it.
+ *
+ * Space is handed out in classes, each leaving a floor for the next:
+ * normal entries leave reserved_buckets free buckets; reserved ones
+ * (reclaim's own updates) leave two blocks; an empty flush entry that makes
+ * entries already written NO_FLUSH durable leaves one block; and that last
+ * block is for the entry recording progress -- a newer last_seq -- which
+ * only takes it on a member where, once durable, it frees a bucket.
+ *
+ * Liveness: whatever else happened, a member always has room for a flush
+ * entry if something is NO_FLUSH (the NO_FLUSH entry left two blocks), and
+ * always room for a progress entry; so pins whose owners need their seqs
+ * durable before they let go (write-back) can let go, last_seq advances,
+ * and the progress entry gives buckets back.  A restart keeps the same
+ * floors: it continues after the newest entry on each member.
+ */
+
+/* Someone waits for space or pin fifo slots. */
+static bool journal_pressure(struct tfs_journal *j)
+{
+	return j->nr_space_waiters || j->cur_entry_error == TFS_JOURNAL_CUR_journal_full ||
+	       j->cur_entry_error == TFS_JOURNAL_CUR_journal_pin_full;
+}
+
+struct journal_space {
+	unsigned free; /* whole free buckets */
+	u32 room;      /* bytes left in the current bucket */
+};
 
 unsigned tfs_journal_dev_free_buckets(struct tfs_journal_device *d)
 {
 	return d->nr_buckets - d->nr_dirty;
 }
 
-bool tfs_journal_dev_has_space(struct tfs_journal *j, struct tfs_journal_device *d, u32 bytes,
-			       bool reserved)
+static struct journal_space dev_space(const struct tfs_journal_device *d)
 {
-	unsigned free_b = tfs_journal_dev_free_buckets(d);
-	unsigned need = reserved ? 0 : j->opts.reserved_buckets;
+	return (struct journal_space){ d->nr_buckets - d->nr_dirty,
+				       d->bucket_size - d->cur_offset };
+}
 
-	if (d->bucket_size - d->cur_offset >= bytes)
-		return free_b >= need;
-	return free_b >= need + 1;
+/* Places an entry of bytes as writing does: in the current bucket, else a new one. */
+static bool space_place(struct journal_space *s, u32 bucket_size, u32 bytes)
+{
+	if (s->room >= bytes) {
+		s->room -= bytes;
+		return true;
+	}
+	if (!s->free || bytes > bucket_size)
+		return false;
+	s->free--;
+	s->room = bucket_size - bytes;
+	return true;
+}
+
+/* a leaves at least as much as b (a free bucket holds more than any room). */
+static bool space_ge(struct journal_space a, struct journal_space b)
+{
+	return a.free > b.free || (a.free == b.free && a.room >= b.room);
+}
+
+/* Whether an entry recording last_seq frees a bucket of d once it is durable. */
+static bool dev_frees(const struct tfs_journal_device *d, u64 last_seq)
+{
+	return d->nr_dirty > 1 && d->bucket_seq[d->dirty_idx] < last_seq;
+}
+
+/* What an entry of class must leave on a member. */
+static struct journal_space space_floor(struct tfs_journal *j, enum tfs_journal_space_class class,
+					bool frees)
+{
+	u32 blk = journal_min_entry_bytes(j);
+
+	switch (class) {
+	case TFS_JOURNAL_SPACE_normal:
+		/* A free bucket holds the two blocks below (buckets are >= 2 blocks). */
+		if (j->opts.reserved_buckets)
+			return (struct journal_space){ j->opts.reserved_buckets, 0 };
+		return (struct journal_space){ 0, 2 * blk };
+	case TFS_JOURNAL_SPACE_reserved:
+		return (struct journal_space){ 0, 2 * blk };
+	case TFS_JOURNAL_SPACE_flush:
+		return (struct journal_space){ 0, blk };
+	default:
+		return (struct journal_space){ 0, frees ? 0 : blk };
+	}
+}
+
+/*
+ * The largest entry that fits in s and leaves f.  Any smaller one fits too:
+ * the new-bucket case only counts when there is a bucket to spare beyond f.
+ */
+static u32 space_max_entry(struct journal_space s, u32 bucket_size, struct journal_space f)
+{
+	u32 x = 0;
+
+	if (s.free > f.free)
+		x = s.room;
+	else if (s.free == f.free && s.room >= f.room)
+		x = s.room - f.room;
+	if (s.free >= 1) {
+		unsigned nf = s.free - 1;
+
+		if (nf > f.free)
+			x = max_t(u32, x, bucket_size);
+		else if (nf == f.free && bucket_size >= f.room)
+			x = max_t(u32, x, bucket_size - f.room);
+	}
+	return x;
+}
+
+u32 tfs_journal_entry_capacity(struct tfs_journal *j, enum tfs_journal_space_class class,
+			       u64 last_seq)
+{
+	unsigned want = min_t(unsigned, j->opts.metadata_replicas, tfs_journal_nr_writable(j));
+	u32 caps[TFS_JOURNAL_MAX_DEVS], cap;
+	unsigned n = 0;
+
+	if (!want)
+		return 0;
+	for (unsigned i = 0; i < j->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[i];
+		struct journal_space sp = dev_space(d);
+		bool ok = true;
+
+		if (!d->writable)
+			continue;
+		/* Closed entries not placed yet: as if each went to this member. */
+		for (u64 s = j->seq_allocated + 1; s <= j->cur_seq && ok; s++) {
+			struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+			if (b->state == TFS_JBUF_CLOSED || b->state == TFS_JBUF_FLUSHING)
+				ok = b->cancelled || space_place(&sp, d->bucket_size, b->bytes);
+		}
+		caps[n++] = ok ? space_max_entry(sp, d->bucket_size,
+						 space_floor(j, class, dev_frees(d, last_seq)))
+			       : 0;
+	}
+	if (n < want)
+		return 0;
+	/* The want-th largest (n is tiny). */
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned k = i; k > 0 && caps[k] > caps[k - 1]; k--) {
+			u32 t = caps[k];
+
+			caps[k] = caps[k - 1];
+			caps[k - 1] = t;
+		}
+	cap = min_t(u32, caps[want - 1], j->opts.max_entry_size);
+	return round_down(cap, j->opts.block_size);
+}
+
+bool tfs_journal_dev_fits(struct tfs_journal *j, struct tfs_journal_device *d,
+			  const struct tfs_journal_buf *b)
+{
+	struct journal_space sp = dev_space(d);
+
+	return space_place(&sp, d->bucket_size, b->bytes) &&
+	       space_ge(sp, space_floor(j, b->space_class, dev_frees(d, b->last_seq)));
 }
 
 void tfs_journal_space_update_locked(struct tfs_journal *j)
 {
+	bool freed = false;
+
 	for (unsigned i = 0; i < j->nr_devs; i++) {
 		struct tfs_journal_device *d = &j->devs[i];
 
 		while (d->nr_dirty > 1 && d->bucket_seq[d->dirty_idx] < j->last_seq_ondisk) {
 			d->dirty_idx = (d->dirty_idx + 1) % d->nr_buckets;
 			d->nr_dirty--;
+			freed = true;
 		}
 	}
+	/*
+	 * Space changed: waiters re-check, an entry waiting for room may go,
+	 * and under pressure reclaim aims at the buckets now oldest.
+	 */
+	if (freed) {
+		pthread_cond_broadcast(&j->wait);
+		pthread_cond_signal(&j->write_wait);
+		if (journal_pressure(j)) {
+			j->reclaim_kicked = true;
+			pthread_cond_signal(&j->reclaim_wait);
+		}
+	}
+}
+
+/* Short of space: someone waits for it, or it runs low. */
+static bool journal_dev_short(struct tfs_journal *j, struct tfs_journal_device *d, bool urgent)
+{
+	unsigned free_b = tfs_journal_dev_free_buckets(d);
+
+	if (j->nr_space_waiters || j->cur_entry_error == TFS_JOURNAL_CUR_journal_full)
+		return true;
+	return !urgent && (free_b <= j->opts.reserved_buckets + 1 || free_b * 2 < d->nr_buckets);
+}
+
+static void journal_progress(struct tfs_journal *j, bool urgent)
+{
+	bool want = false;
+	int code;
+
+	if (j->halted || j->stopping || j->draining || j->blocked ||
+	    j->last_seq <= j->last_seq_ondisk)
+		return;
+	/* A flush entry on its way records a last_seq already: see once it is done. */
+	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
+		struct tfs_journal_buf *b = journal_seq_buf(j, s);
+
+		if (b->must_flush && b->state != TFS_JBUF_OPEN && !b->cancelled)
+			return;
+	}
+	for (unsigned i = 0; i < j->nr_devs; i++) {
+		struct tfs_journal_device *d = &j->devs[i];
+
+		want |= d->writable && journal_dev_short(j, d, urgent) && dev_frees(d, j->last_seq);
+	}
+	if (!want)
+		return;
+	if (j->cur_open) {
+		/* The open entry records last_seq when it closes. */
+		journal_seq_buf(j, j->cur_seq)->must_flush = true;
+		tfs_journal_entry_close_locked(j);
+		return;
+	}
+	if (tfs_journal_entry_open_locked(j, TFS_JOURNAL_SPACE_progress, journal_min_entry_bytes(j),
+					  &code) == TFS_JOURNAL_CUR_ok) {
+		journal_seq_buf(j, j->cur_seq)->must_flush = true;
+		tfs_journal_entry_close_locked(j);
+	}
+}
+
+void tfs_journal_progress_locked(struct tfs_journal *j)
+{
+	journal_progress(j, true);
 }
 
 /* --- pins --- */
@@ -106,8 +321,19 @@ void tfs_journal_reclaim_fast_locked(struct tfs_journal *j)
 		j->last_seq++;
 		popped = true;
 	}
-	if (popped)
+	/*
+	 * last_seq moved: pin fifo waiters re-check; under pressure the pins
+	 * now oldest may need reclaim, and space waiters a progress entry.
+	 */
+	if (popped) {
 		pthread_cond_broadcast(&j->wait);
+		if (journal_pressure(j)) {
+			j->reclaim_kicked = true;
+			pthread_cond_signal(&j->reclaim_wait);
+		}
+		if (j->nr_space_waiters)
+			tfs_journal_progress_locked(j);
+	}
 }
 
 void tfs_journal_pin_init(struct tfs_journal_entry_pin *pin)
@@ -192,7 +418,6 @@ void tfs_journal_pin_drop(struct tfs_journal *j, struct tfs_journal_entry_pin *p
 	pthread_mutex_lock(&j->lock);
 	journal_pin_drop_locked(j, pin);
 	tfs_journal_reclaim_fast_locked(j);
-	pthread_cond_signal(&j->reclaim_wait);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -220,10 +445,22 @@ static u64 journal_reclaim_target(struct tfs_journal *j)
 
 		if (!d->writable || d->nr_dirty < 2)
 			continue;
-		if (j->cur_entry_error == TFS_JOURNAL_CUR_journal_full || journal_dev_low(j, d)) {
-			/* Free the older half of the dirty buckets. */
-			unsigned n = max_t(unsigned, 1, (d->nr_dirty - 1) / 2);
-			unsigned b = (d->dirty_idx + n - 1) % d->nr_buckets;
+		if (j->cur_entry_error == TFS_JOURNAL_CUR_journal_full || j->nr_space_waiters ||
+		    journal_dev_low(j, d)) {
+			/*
+			 * Free the older half of the dirty buckets, not counting
+			 * those last_seq passed already (a progress entry frees
+			 * them; their pins are gone).
+			 */
+			unsigned skip = 0, n;
+
+			while (skip < d->nr_dirty - 1 &&
+			       d->bucket_seq[(d->dirty_idx + skip) % d->nr_buckets] < j->last_seq)
+				skip++;
+			n = max_t(unsigned, 1, (d->nr_dirty - 1 - skip) / 2);
+			if (skip + n > d->nr_dirty - 1)
+				continue;
+			unsigned b = (d->dirty_idx + skip + n - 1) % d->nr_buckets;
 
 			target = max_t(u64, target, d->bucket_seq[b]);
 		}
@@ -231,30 +468,14 @@ static u64 journal_reclaim_target(struct tfs_journal *j)
 	return min_t(u64, target, j->cur_seq);
 }
 
-/*
- * True when a flush entry recording the current last_seq would free a
- * bucket on a member short of space.
- */
-static bool journal_flush_frees_space(struct tfs_journal *j)
-{
-	for (unsigned i = 0; i < j->nr_devs; i++) {
-		struct tfs_journal_device *d = &j->devs[i];
-
-		if (!d->writable || d->nr_dirty < 2)
-			continue;
-		if ((j->cur_entry_error == TFS_JOURNAL_CUR_journal_full || journal_dev_low(j, d)) &&
-		    d->bucket_seq[d->dirty_idx] < j->last_seq &&
-		    d->bucket_seq[d->dirty_idx] >= j->last_seq_ondisk)
-			return true;
-	}
-	return false;
-}
-
 static void journal_reclaim_locked(struct tfs_journal *j)
 {
 	u64 target = journal_reclaim_target(j);
+	u64 last_seq = j->last_seq;
 
 	j->reclaim_runs++;
+	/* While callbacks run, the open entry does not close on age (journal_io.c). */
+	j->reclaim_flushing = true;
 	for (u64 seq = j->last_seq; seq <= target && !j->stopping;) {
 		struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
 		struct tfs_journal_entry_pin *pin;
@@ -264,14 +485,27 @@ static void journal_reclaim_locked(struct tfs_journal *j)
 			seq = j->last_seq;
 			continue;
 		}
-		if (jlist_empty(&pl->list)) {
+		/*
+		 * The first pin with a flush callback: only its owner can
+		 * release one without, so those are passed over (the others
+		 * still go, and last_seq follows once the owner lets go).
+		 */
+		pin = NULL;
+		for (struct tfs_journal_list *l = jlist_empty(&pl->list) ? &pl->list
+									 : pl->list.next;
+		     l != &pl->list; l = l->next) {
+			struct tfs_journal_entry_pin *p =
+				container_of(l, struct tfs_journal_entry_pin, list);
+
+			if (p->flush) {
+				pin = p;
+				break;
+			}
+		}
+		if (!pin) {
 			seq++;
 			continue;
 		}
-		pin = container_of(pl->list.next, struct tfs_journal_entry_pin, list);
-		/* Only its owner can release a pin without a flush callback. */
-		if (!pin->flush)
-			break;
 		tfs_journal_pin_flush_fn fn = pin->flush;
 
 		jlist_del_init(&pin->list);
@@ -292,23 +526,40 @@ static void journal_reclaim_locked(struct tfs_journal *j)
 		if (ret) {
 			j->pin_flush_errors++;
 			j->pin_flush_err = ret;
+			/* flush_pins() callers report it. */
+			pthread_cond_broadcast(&j->wait);
 			break;
 		}
 		j->pins_flushed++;
 		if (still)
 			break; /* claimed success but kept the pin: back off */
 	}
+	j->reclaim_flushing = false;
+	pthread_cond_signal(&j->write_wait);
 	tfs_journal_reclaim_fast_locked(j);
 	if (j->pin_flush_target && j->last_seq > j->pin_flush_target)
 		j->pin_flush_target = 0;
-	if (!j->halted && journal_flush_frees_space(j))
-		tfs_journal_want_flush_locked(j, j->cur_seq);
-	pthread_cond_broadcast(&j->wait);
+	/*
+	 * Moved last_seq and still wanted: again, with a target from the
+	 * new state (bounded: last_seq only grows, up to cur_seq).
+	 */
+	if (j->last_seq > last_seq && (journal_pressure(j) || j->pin_flush_target))
+		j->reclaim_kicked = true;
+	/*
+	 * A newer last_seq on disk gives buckets back.  No broadcast here: a
+	 * run that changed nothing must not wake the waiters (they would kick
+	 * reclaim again, and spin); whatever did change woke them already.
+	 */
+	journal_progress(j, false);
 }
+
+__thread struct tfs_journal *tfs_journal_reclaim_current;
 
 void *tfs_journal_reclaim_thread(void *arg)
 {
 	struct tfs_journal *j = arg;
+
+	tfs_journal_reclaim_current = j;
 
 	pthread_mutex_lock(&j->lock);
 	while (!j->stopping) {
@@ -366,10 +617,11 @@ int tfs_journal_flush_pins(struct tfs_journal *j, u64 seq)
 		}
 		/* Pins are gone: a flush entry records the new last_seq. */
 		if (j->last_seq > seq)
-			tfs_journal_want_flush_locked(j, j->cur_seq);
+			tfs_journal_want_flush_locked(j, j->cur_seq, 0);
 		j->pin_flush_target = max_t(u64, j->pin_flush_target, seq);
 		j->reclaim_kicked = true;
 		pthread_cond_signal(&j->reclaim_wait);
+		/* Woken by progress only (a pin dropped, a write done, an error). */
 		pthread_cond_wait(&j->wait, &j->lock);
 	}
 	tfs_journal_unlock(j);

@@ -18,6 +18,12 @@
 
 #define TFS_JOURNAL_BUF_NR 4		     /* entries open or in flight at once */
 #define TFS_JOURNAL_MAX_DEVS TFS_MAX_DEVICES /* members the journal writes to */
+/*
+ * Entries written since the newest durable flush entry whose members the
+ * journal remembers (a power of 2); an entry becomes a flush entry before
+ * more pile up.
+ */
+#define TFS_JOURNAL_PENDING_NR 1024
 
 /*
  * Why the current entry cannot be opened (or "ok" when it can).  The first
@@ -41,6 +47,40 @@ enum tfs_journal_cur_err {
 };
 
 extern const char *const tfs_journal_cur_err_names[];
+
+/*
+ * Which part of the journal's free space an entry may use; each leaves
+ * room for the ones after it (journal_reclaim.c, "space"):
+ *  - normal: every reservation; leaves reserved_buckets free buckets;
+ *  - reserved: TFS_JOURNAL_RES_RESERVED (reclaim's own updates); leaves
+ *    two blocks;
+ *  - flush: an empty flush entry that makes entries already written
+ *    NO_FLUSH durable (flush_seq); leaves one block;
+ *  - progress: an empty flush entry recording a newer last_seq, so buckets
+ *    can be reused; may take the last block of a member where it frees a
+ *    bucket.
+ */
+/* clang-format off */
+#define TFS_JOURNAL_SPACE_CLASSES(x)	\
+	x(normal)			\
+	x(reserved)			\
+	x(flush)			\
+	x(progress)
+/* clang-format on */
+
+enum tfs_journal_space_class {
+#define x(n) TFS_JOURNAL_SPACE_##n,
+	TFS_JOURNAL_SPACE_CLASSES(x)
+#undef x
+	TFS_JOURNAL_SPACE_NR
+};
+
+extern const char *const tfs_journal_space_class_names[];
+
+/* Seqs start..end (inclusive). */
+struct tfs_journal_seq_range {
+	u64 start, end;
+};
 
 /* A minimal intrusive list (circular, with a head). */
 struct tfs_journal_list {
@@ -87,16 +127,23 @@ struct tfs_journal_device {
 	 */
 	unsigned cur_idx, dirty_idx, nr_dirty;
 	u32 cur_offset;
-	bool unflushed; /* journal writes completed since its last flush */
+	/*
+	 * A journal write (not FUA) completed since the last flush issued to
+	 * it (a FLUSH, or a PREFLUSH write), or its last flush failed: what
+	 * it holds may still be only in its volatile cache.
+	 */
+	bool unflushed;
 	u64 nr_writes, nr_write_errors, bytes_written;
+	u64 nr_flushes, nr_preflushes, nr_flush_errors;
 };
 
 enum tfs_journal_buf_state {
 	TFS_JBUF_FREE,
-	TFS_JBUF_OPEN,	  /* taking reservations */
-	TFS_JBUF_CLOSED,  /* no new reservations; waiting for res_put / order */
-	TFS_JBUF_WRITING, /* bios submitted */
-	TFS_JBUF_DONE,	  /* every bio completed; waiting for older seqs */
+	TFS_JBUF_OPEN,	   /* taking reservations */
+	TFS_JBUF_CLOSED,   /* no new reservations; waiting for res_put / order / members */
+	TFS_JBUF_FLUSHING, /* flush entry: members' separate flushes in flight, then written */
+	TFS_JBUF_WRITING,  /* bios submitted */
+	TFS_JBUF_DONE,	   /* every bio completed; waiting for older seqs */
 };
 
 struct tfs_journal_buf {
@@ -105,24 +152,33 @@ struct tfs_journal_buf {
 	enum tfs_journal_buf_state state;
 	u64 seq;
 	u64 last_seq;
-	u32 u64s_used; /* handed out to reservations */
-	u32 u64s_max;
-	unsigned nr_res; /* reservations not yet put */
-	bool must_flush; /* someone waits: PREFLUSH|FUA, not NO_FLUSH */
-	bool cancelled;	 /* never written: the journal halted first */
+	u32 u64s_used;	 /* handed out to reservations */
+	u32 u64s_max;	 /* RESERVED reservations fill up to this */
+	u32 u64s_normal; /* the others up to this (the entry's normal-class room) */
+	enum tfs_journal_space_class space_class; /* what the entry was opened with */
+	unsigned nr_res;			  /* reservations not yet put */
+	bool must_flush;   /* someone waits: written after every older entry is durable, FUA */
+	bool cancelled;	   /* never written: the journal halted (or stopped) first */
+	bool waiting_devs; /* closed, but fewer writable members than required */
+	bool flushes_done; /* flush entry: the separate member flushes completed */
+	bool lost_older;   /* flush entry: an older entry could not be made durable */
 	u64 opened_ns;
-	u32 bytes; /* padded size on disk */
+	u32 bytes; /* padded size on disk, set when it closes */
 	unsigned nr_devs;
 	unsigned devs[TFS_JOURNAL_MAX_DEVS]; /* indexes into tfs_journal.devs */
 	u64 offsets[TFS_JOURNAL_MAX_DEVS];
-	/* Writes to devs, then separate flushes (see journal_io.c). */
-	struct tfs_bio bios[2 * TFS_JOURNAL_MAX_DEVS];
-	unsigned bio_dev[2 * TFS_JOURNAL_MAX_DEVS];
+	/* The separate flushes, or the writes (see journal_io.c). */
+	struct tfs_bio bios[TFS_JOURNAL_MAX_DEVS];
+	unsigned bio_dev[TFS_JOURNAL_MAX_DEVS];
 	unsigned nr_bios, bios_pending;
-	unsigned nr_replicas_ok;
-	bool flush_failed;
-	bool write_ok; /* enough replicas, every flush done */
-	int err;       /* first bio error */
+	u32 flush_devs;		   /* members flushed separately (bit per index into devs) */
+	u32 flush_ok;		   /* ... whose flush succeeded */
+	u32 ok_devs;		   /* members whose write (with its preflush) succeeded */
+	bool write_ok;		   /* reached metadata_replicas_required members */
+	int err;		   /* first bio error */
+	unsigned nr_flush_waiters; /* flush_seq callers it answers (group commit) */
+	u64 gather_until_ns;	   /* group commit: a flush entry closes by then */
+	u64 submit_ns;
 };
 
 struct tfs_journal_opts {
@@ -135,7 +191,7 @@ struct tfs_journal_opts {
 	unsigned write_delay_ms;	     /* close a non-empty entry this old; default 10 */
 	unsigned flush_delay_ms;	     /* a flush entry at least this often; 1000 */
 	unsigned reserved_pins;		     /* fifo slots only RESERVED opens use; 4 */
-	unsigned reserved_buckets;	     /* per device, for RESERVED opens; 1 */
+	unsigned reserved_buckets;	     /* per device, normal entries leave free; 1 */
 };
 
 struct tfs_journal {
@@ -145,6 +201,9 @@ struct tfs_journal {
 	pthread_cond_t reclaim_wait; /* the reclaim thread */
 	pthread_t write_thread, reclaim_thread;
 	bool threads_started, stopping;
+	unsigned nr_in_endio; /* write completions running (they may submit, unlocked) */
+	bool draining;	      /* stop: entries that cannot be written are cancelled */
+	bool drain_cancel;    /* ... and one was: so is every later one */
 
 	struct tfs_journal_opts opts;
 	u64 magic;
@@ -160,6 +219,7 @@ struct tfs_journal {
 	int cur_entry_code;	/* the code behind cur_entry_error */
 	unsigned blocked;	/* tfs_journal_block() nesting */
 	u64 seq_done;		/* every seq <= this has completed or been cancelled */
+	u64 seq_allocated;	/* every seq <= this has its place on disk (seq order) */
 	u64 seq_ondisk;		/* every seq <= this was written successfully */
 	u64 flushed_seq_ondisk; /* ... and is durable */
 	u64 last_seq_ondisk;	/* last_seq of the newest durable entry */
@@ -169,6 +229,26 @@ struct tfs_journal {
 	u64 last_flush_ns;				/* when the newest flush entry was closed */
 	struct tfs_journal_flush_waiter *flush_waiters; /* async flush_seq */
 
+	/*
+	 * A restarted journal: seqs up to start_seq belong to the last run;
+	 * of those, only seqs <= trusted_seq (its newest flush entry) outside
+	 * the read's blacklist ranges are durable.
+	 */
+	u64 start_seq, trusted_seq;
+	struct tfs_journal_seq_range *blacklist;
+	unsigned nr_blacklist;
+
+	/*
+	 * Members holding each entry written since the newest durable flush
+	 * entry (bit per index into devs), by seq modulo TFS_JOURNAL_PENDING_NR:
+	 * a flush entry makes every one of them durable before it is written.
+	 */
+	u32 *pending_devs;
+
+	/* Group commit: flush_seq callers the last flush entry answered. */
+	unsigned group_expect;
+	u64 flush_lat_ns; /* running average of flush entry writes */
+
 	/* The pin fifo: seqs last_seq .. cur_seq. */
 	struct tfs_journal_entry_pin_list *pins;
 	u64 last_seq;	       /* front: oldest seq still pinned */
@@ -176,15 +256,17 @@ struct tfs_journal {
 	u64 pin_flush_target;  /* reclaim flushes pins of seqs <= this */
 	int pin_flush_err;     /* last flush callback error */
 	bool reclaim_kicked;
+	bool reclaim_flushing;	   /* reclaim is calling pin flush callbacks */
+	unsigned nr_space_waiters; /* reservations waiting on journal_full */
 	u64 reclaim_runs, pins_flushed, pin_flush_errors;
-
-	/* Seqs a previous run left after its newest flush entry. */
-	u64 blacklist_start, blacklist_end;
 
 	/* Counters: each reason, counted where a reservation met it. */
 	u64 cur_err_counts[TFS_JOURNAL_CUR_NR];
 	u64 nr_res_get, nr_res_waits, nr_entries, nr_flush_entries, nr_noflush_entries;
 	u64 nr_res_reserved;
+	u64 nr_class_entries[TFS_JOURNAL_SPACE_NR]; /* entries opened per space class */
+	u64 nr_separate_flushes;		    /* flush entries that flushed members first */
+	u64 nr_devs_waits; /* entries that waited for enough writable members */
 };
 
 /* A reservation: u64s words at offset in entry seq. */

@@ -91,6 +91,7 @@
 	x(EINVAL, journal_gap)                                                 \
 	x(ENOSPC, journal_entry_too_big)                                       \
 	x(ENOENT, journal_empty)                                               \
+	x(EIO, journal_seq_untrusted)                                          \
 	/* filesystem (fs/) */                                                 \
 	x(EIO, btree_node_read)                                                \
 	x(EINVAL, btree_node_invalid)                                          \

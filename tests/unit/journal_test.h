@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,8 @@
 #define JT_MAX_BUCKETS 256
 
 struct jt {
-	char dir[64];
-	char path[JT_MAX_DEVS][128];
+	char dir[160];
+	char path[JT_MAX_DEVS][200];
 	struct tfs_bdev *bdev[JT_MAX_DEVS];
 	u64 buckets[JT_MAX_BUCKETS];
 	struct tfs_journal_dev devs[JT_MAX_DEVS];
@@ -53,11 +54,25 @@ static inline void jt_opts(struct tfs_journal_opts *o)
 	o->write_delay_ms = 2;
 }
 
+/*
+ * Where image files go: $TFS_TEST_DIR, else /dev/shm when there is one (the
+ * tests flush a lot; on tmpfs a flush costs nothing, the fault device still
+ * models what a flush makes durable), else /tmp.
+ */
+static inline const char *jt_tmpdir(void)
+{
+	const char *d = getenv("TFS_TEST_DIR");
+
+	if (d && *d)
+		return d;
+	return access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 /* nr image files, each with nr_buckets journal buckets of bucket_size from bucket 1. */
 static inline void jt_images(struct jt *t, unsigned nr, unsigned nr_buckets, u32 bucket_size)
 {
 	memset(t, 0, sizeof(*t));
-	snprintf(t->dir, sizeof(t->dir), "/tmp/tfs-journal-XXXXXX");
+	snprintf(t->dir, sizeof(t->dir), "%s/tfs-journal-XXXXXX", jt_tmpdir());
 	if (!mkdtemp(t->dir))
 		abort();
 	for (unsigned b = 0; b < nr_buckets; b++)
@@ -303,5 +318,50 @@ static inline void jt_reread_expect_ids(struct jt *t, unsigned n)
 	tfs_journal_read_free(r);
 	printbuf_exit(&err);
 }
+
+/* flush_seq() on another thread, so the test can act while it waits. */
+struct jt_flusher {
+	struct tfs_journal *j;
+	u64 seq;
+	int ret, done;
+	pthread_t thread;
+};
+
+static inline void *jt_flusher_fn(void *arg)
+{
+	struct jt_flusher *f = arg;
+
+	f->ret = tfs_journal_flush_seq(f->j, f->seq);
+	__atomic_store_n(&f->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static inline void jt_flusher_start(struct jt_flusher *f, struct tfs_journal *j, u64 seq)
+{
+	*f = (struct jt_flusher){ .j = j, .seq = seq };
+	if (pthread_create(&f->thread, NULL, jt_flusher_fn, f))
+		abort();
+}
+
+static inline int jt_flusher_join(struct jt_flusher *f)
+{
+	pthread_join(f->thread, NULL);
+	return f->ret;
+}
+
+/* Closes the open entry without asking for a flush (it goes out NO_FLUSH). */
+static inline void jt_close_entry(struct tfs_journal *j)
+{
+	tfs_journal_block(j);
+	tfs_journal_unblock(j);
+}
+
+/* Polls cond (an expression) every 100 us, at most `ms` milliseconds. */
+#define jt_poll(cond, ms)                                               \
+	({                                                              \
+		for (unsigned __i = 0; __i < (ms)*10 && !(cond); __i++) \
+			usleep(100);                                    \
+		(bool)(cond);                                           \
+	})
 
 #endif /* TFS_TESTS_UNIT_JOURNAL_TEST_H */

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 #include "journal_test.h"
 
@@ -910,6 +911,195 @@ static void test_set_unwritable_closes_entry(void **state)
 	jt_cleanup(&t);
 }
 
+/*
+ * Issue 8 case 3.  A member set read-only (no I/O error) while an open
+ * entry holds a commit: the entry goes to the members writable when it is
+ * written.  One replica over three members: it is written to another
+ * member.  Two replicas, both required, over three: the two left.  Over two:
+ * it waits, flush_seq answers insufficient_devices (EROFS class, no journal
+ * error), and the member coming back writes it.  Before the fix the entry
+ * kept the members it opened with and the journal halted for good ("reached
+ * 0 of 1 required replicas (no writable device)", or an EIO-class halt).
+ */
+static void test_set_unwritable_repicks_members(void **state)
+{
+	static const struct {
+		unsigned nr, replicas, required;
+	} cfg[] = { { 3, 1, 1 }, { 3, 2, 2 }, { 2, 2, 2 } };
+
+	hang_guard(60);
+	for (unsigned c = 0; c < ARRAY_SIZE(cfg); c++) {
+		struct jt t;
+
+		jt_images(&t, cfg[c].nr, 8, 64 << 10);
+		t.opts.metadata_replicas = cfg[c].replicas;
+		t.opts.metadata_replicas_required = cfg[c].required;
+		t.opts.write_delay_ms = 100000; /* stays open until asked */
+		t.opts.flush_delay_ms = 1000000;
+		assert_int_equal(jt_start(&t), 0);
+		s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		s64 s2 = jt_commit(t.j, 2, 2, 0); /* open, holding a commit */
+
+		assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
+		int ret = tfs_journal_flush_seq(t.j, s2);
+
+		if (cfg[c].nr - 1 >= cfg[c].required) {
+			assert_int_equal(ret, 0);
+		} else {
+			assert_int_equal(ret, -TFS_ERR_insufficient_devices);
+			assert_int_equal(tfs_err_class(ret), -EROFS);
+			assert_int_equal(tfs_journal_error(t.j), 0);
+			assert_int_equal(tfs_journal_err_seq(t.j), 0);
+			/* Still so, asked again; then the member comes back. */
+			assert_int_equal(tfs_journal_flush_seq(t.j, s2),
+					 -TFS_ERR_insufficient_devices);
+			assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, true), 0);
+			assert_int_equal(tfs_journal_flush_seq(t.j, s2), 0);
+		}
+		assert_int_equal(tfs_journal_err_seq(t.j), 0);
+		assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)s2);
+		s64 s3 = jt_commit(t.j, 3, 3, 0);
+
+		assert_true(s3 > 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s3), 0);
+		tfs_journal_pin_drop(t.j, &t.log_pin);
+		assert_int_equal(tfs_journal_stop(t.j), 0);
+		jt_stop(&t);
+		jt_reread_expect_ids(&t, 3);
+		jt_cleanup(&t);
+	}
+	alarm(0);
+}
+
+static u64 jt_locked_u64(struct tfs_journal *j, const u64 *field)
+{
+	u64 v;
+
+	pthread_mutex_lock(&j->lock);
+	v = *field;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+struct cpu_waiter {
+	struct tfs_journal *j;
+	u64 cpu_ns;
+	int ret;
+	pthread_t thread;
+};
+
+static u64 thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static void *cpu_waiter_fn(void *arg)
+{
+	struct cpu_waiter *w = arg;
+	struct tfs_journal_res res;
+	u64 t0 = thread_cpu_ns();
+
+	w->ret = tfs_journal_res_get(w->j, &res, 3, 0);
+	if (!w->ret)
+		tfs_journal_res_put(w->j, &res);
+	w->cpu_ns = thread_cpu_ns() - t0;
+	return NULL;
+}
+
+static void *cpu_flush_pins_fn(void *arg)
+{
+	struct cpu_waiter *w = arg;
+	u64 t0 = thread_cpu_ns();
+
+	w->ret = tfs_journal_flush_pins(w->j, 1);
+	w->cpu_ns = thread_cpu_ns() - t0;
+	return NULL;
+}
+
+/*
+ * Issue 8 case 5.  While journal_full persists (seq 1 pinned by a pin only
+ * its owner drops), waiting reservations and a flush_pins() caller sleep:
+ * over a stretch of waiting, the waiters go to sleep a bounded number of
+ * times and reclaim runs a bounded number of times (its periodic runs), and
+ * the waiting threads use next to no CPU.  Before the fix every reclaim run
+ * woke every waiter, which kicked reclaim again: millions of runs.
+ * Bounds are counts, never elapsed times.
+ */
+static void test_waiters_sleep(void **state)
+{
+	enum {
+		NR_WAITERS = 4
+	};
+	struct jt t;
+	struct tfs_journal_entry_pin pin;
+	struct tfs_journal_res res;
+	struct cpu_waiter w[NR_WAITERS + 1];
+
+	hang_guard(60);
+	jt_images(&t, 1, 4, 16 << 10);
+	t.opts.max_entry_size = 16 << 10;
+	assert_int_equal(jt_start(&t), 0);
+	tfs_journal_pin_init(&pin);
+	/* Fill the journal behind a pin on seq 1 until a reservation meets journal_full. */
+	for (unsigned i = 0;; i++) {
+		assert_true(i < 64);
+		int ret = tfs_journal_res_get(t.j, &res, MAX_U64S(&t), TFS_JOURNAL_RES_NONBLOCK);
+
+		if (ret) {
+			assert_int_equal(ret, -TFS_ERR_journal_full);
+			break;
+		}
+		if (!i)
+			tfs_journal_pin_add(t.j, res.seq, &pin, NULL);
+		tfs_journal_res_put(t.j, &res);
+		assert_int_equal(tfs_journal_flush_seq(t.j, res.seq), 0);
+	}
+	u64 full0 = tfs_journal_cur_err_count(t.j, TFS_JOURNAL_CUR_journal_full);
+
+	for (unsigned i = 0; i < NR_WAITERS; i++) {
+		w[i] = (struct cpu_waiter){ .j = t.j, .ret = 1 };
+		assert_int_equal(pthread_create(&w[i].thread, NULL, cpu_waiter_fn, &w[i]), 0);
+	}
+	w[NR_WAITERS] = (struct cpu_waiter){ .j = t.j, .ret = 1 };
+	assert_int_equal(
+		pthread_create(&w[NR_WAITERS].thread, NULL, cpu_flush_pins_fn, &w[NR_WAITERS]), 0);
+	wait_count(t.j, TFS_JOURNAL_CUR_journal_full, full0 + NR_WAITERS);
+	usleep(20000);
+	u64 waits0 = jt_locked_u64(t.j, &t.j->nr_res_waits);
+	u64 runs0 = jt_locked_u64(t.j, &t.j->reclaim_runs);
+
+	usleep(300000); /* a stretch of waiting: nothing changes */
+	u64 waits = jt_locked_u64(t.j, &t.j->nr_res_waits) - waits0;
+	u64 runs = jt_locked_u64(t.j, &t.j->reclaim_runs) - runs0;
+
+	printf("while waiting: %llu more sleeps of %u waiters, %llu reclaim runs\n",
+	       (unsigned long long)waits, NR_WAITERS, (unsigned long long)runs);
+	for (unsigned i = 0; i <= NR_WAITERS; i++)
+		assert_int_equal(w[i].ret, 1); /* still waiting */
+	assert_true(waits <= 2 * NR_WAITERS);
+	assert_true(runs <= 40); /* periodic runs only (every 50 ms) */
+
+	tfs_journal_pin_drop(t.j, &pin);
+	u64 cpu = 0;
+
+	for (unsigned i = 0; i <= NR_WAITERS; i++) {
+		pthread_join(w[i].thread, NULL);
+		assert_int_equal(w[i].ret, 0);
+		cpu += w[i].cpu_ns;
+	}
+	printf("waiting threads' CPU time: %llu us\n", (unsigned long long)cpu / 1000);
+	/* Asleep: a spinning waiter burns a good part of the 300 ms. */
+	assert_true(cpu < 100 * 1000000ULL);
+	assert_int_equal(tfs_journal_flush(t.j), 0);
+	jt_cleanup(&t);
+	alarm(0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -930,6 +1120,8 @@ int main(void)
 		cmocka_unit_test(test_start_keeps_buckets_past_a_hole),
 		cmocka_unit_test(test_flush_insufficient_devices),
 		cmocka_unit_test(test_set_unwritable_closes_entry),
+		cmocka_unit_test(test_set_unwritable_repicks_members),
+		cmocka_unit_test(test_waiters_sleep),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

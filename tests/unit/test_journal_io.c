@@ -53,6 +53,12 @@ static void test_err_seq_out_of_order(void **state)
 	assert_int_equal(jt_start_fault(&t), 0);
 	s0 = jt_commit(t.j, 0, 0, 0);
 	assert_int_equal(tfs_journal_flush_seq(t.j, s0), 0);
+	/*
+	 * If the entry closed on age (1 ms) before flush_seq promoted it, an
+	 * empty flush entry followed it: count from the newest seq, durable.
+	 */
+	s0 = tfs_journal_cur_seq(t.j);
+	assert_int_equal(tfs_journal_flushed_seq_ondisk(t.j), s0);
 
 	add_rule(t.bdev[0], "write tag=journal nth=1 fail=EIO");
 	add_rule(t.bdev[0], "write tag=journal nth=3 fail=EIO");
@@ -659,6 +665,591 @@ static void test_read_error_fails_read(void **state)
 	jt_cleanup(&t);
 }
 
+/* --- issue 8: flush ordering across members, replicas, untrusted seqs --- */
+
+static u64 flushes_submitted(struct tfs_bdev *b)
+{
+	return __atomic_load_n(&b->counters.ios[TFS_OP_flush], __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Replicas 1 over two or three members.  seq 2 (NO_FLUSH) opens a second
+ * bucket on dev 0, so the flush entry seq 3 goes to dev 1 (most free
+ * buckets), and dev 0 needs its own flush for seq 2.  Power dies on dev 1
+ * after its write of seq 3 could have completed, and on dev 0 at its flush:
+ * seq 3 must not be durable while seq 2 is lost, so the journal still reads
+ * (no gap) and replays a prefix.  Before the fix the flush entry went out
+ * together with dev 0's flush, and the read failed with "seqs 2..2 missing".
+ */
+static void test_flush_entry_after_member_flushes(void **state)
+{
+	enum {
+		PAD = 1400 /* 12 KiB entries: a second one does not fit a 16 KiB bucket */
+	};
+
+	for (unsigned nr = 2; nr <= 3; nr++) {
+		struct jt t;
+		struct jt_flusher f;
+		static struct jt_model m;
+		struct tfs_journal_read *r;
+		struct printbuf err = PRINTBUF;
+
+		jt_images(&t, nr, 4, 16 << 10);
+		t.opts.write_delay_ms = 100000; /* close on demand only */
+		t.opts.flush_delay_ms = 1000000;
+		assert_int_equal(jt_start_fault(&t), 0);
+		s64 s1 = jt_commit_pinned(&t, 1, 1, PAD);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		s64 s2 = jt_commit_big(t.j, 2, 2, PAD, 0);
+
+		jt_close_entry(t.j);
+		assert_true(jt_wait_ondisk(t.j, s2));
+		assert_true(tfs_faultdev_nr_unflushed(t.bdev[0]) > 0);
+		for (unsigned i = 1; i < nr; i++)
+			assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[i]), 0);
+
+		/* dev 0 holds its flush back; the others run. */
+		tfs_faultdev_pause(t.bdev[0], true);
+		u64 w1 = tfs_faultdev_nr_writes(t.bdev[1]), f0 = flushes_submitted(t.bdev[0]);
+		s64 s3 = jt_commit(t.j, 3, 3, 0);
+
+		jt_flusher_start(&f, t.j, s3);
+		assert_true(jt_poll(flushes_submitted(t.bdev[0]) > f0, 10000));
+		/* Give a (wrongly) concurrent write of seq 3 time to complete. */
+		jt_poll(tfs_faultdev_nr_writes(t.bdev[1]) > w1, 300);
+		for (unsigned i = 1; i < nr; i++)
+			assert_int_equal(tfs_faultdev_powercut(t.bdev[i], TFS_POWERCUT_none, 0), 0);
+		assert_int_equal(jt_add_rule(t.bdev[0], "flush nth=1 powercut=none"), 0);
+		tfs_faultdev_pause(t.bdev[0], false);
+		/* Never acknowledged: seq 2 is gone. */
+		assert_true(jt_flusher_join(&f) < 0);
+		tfs_journal_halt(t.j);
+		tfs_journal_pin_drop(t.j, &t.log_pin);
+		jt_stop(&t);
+
+		assert_int_equal(jt_open_bdevs(&t), 0);
+		int ret = jt_read(&t, &r, &err);
+
+		if (ret)
+			fail_msg("%u members: read: %s: %s", nr, tfs_err_str(ret),
+				 printbuf_str(&err));
+		memset(&m, 0, sizeof(m));
+		assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+		/* A prefix: seq 1's key (acknowledged), then maybe 2's, never 3's without 2's. */
+		assert_false(m.out_of_order);
+		assert_true(m.nr_order >= 1);
+		for (unsigned k = 0; k < m.nr_order; k++)
+			assert_int_equal(m.order[k], k + 1);
+		assert_true(r->newest_seq < (u64)s3);
+		tfs_journal_read_free(r);
+		printbuf_exit(&err);
+		jt_cleanup(&t);
+	}
+}
+
+/*
+ * Replicas 2, required 1, two or three members.  seq 2 (NO_FLUSH) reaches
+ * dev 0 and dev 1; dev 0 vanishes at its write of seq 3 (which dev 1
+ * takes).  The flush entry seq 4 goes to the others, which hold every
+ * older entry: dev 0's flush is not needed, and its failure is no error.
+ * Before the fix: "write of seq 4 reached 2 of 1 required replicas, a device
+ * flush failed ... journal halted".
+ */
+static void test_unneeded_member_flush_fails(void **state)
+{
+	for (unsigned nr = 2; nr <= 3; nr++) {
+		struct jt t;
+
+		jt_images(&t, nr, 8, 64 << 10);
+		t.opts.metadata_replicas = 2;
+		t.opts.metadata_replicas_required = 1;
+		t.opts.write_delay_ms = 100000;
+		t.opts.flush_delay_ms = 1000000;
+		assert_int_equal(jt_start_fault(&t), 0);
+		s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		assert_int_equal(jt_add_rule(t.bdev[0], "write tag=journal nth=2 vanish"), 0);
+		for (u64 k = 2; k <= 3; k++) {
+			s64 s = jt_commit(t.j, k, k, 0);
+
+			jt_close_entry(t.j);
+			assert_true(jt_wait_ondisk(t.j, s));
+		}
+		assert_int_equal(tfs_faultdev_rule_fired(t.bdev[0], 0), 1);
+		s64 s4 = jt_commit(t.j, 4, 4, 0);
+
+		assert_int_equal(tfs_journal_flush_seq(t.j, s4), 0);
+		assert_int_equal(tfs_journal_err_seq(t.j), 0);
+		assert_int_equal(tfs_journal_flushed_seq_ondisk(t.j), s4);
+		tfs_journal_pin_drop(t.j, &t.log_pin);
+		jt_stop(&t);
+		tfs_faultdev_registry_reset(); /* dev 0's image may be opened again */
+		jt_reread_expect_ids(&t, 4);
+		jt_cleanup(&t);
+	}
+}
+
+/*
+ * After recovery, seqs the read did not trust (after the newest flush
+ * entry; blacklisted) were never durable: flush_seq of them fails, in the
+ * run that blacklists them and in later runs, while trusted seqs succeed.
+ * Before the fix start set flushed_seq_ondisk to the highest seq read.
+ */
+static void test_flush_seq_untrusted_after_recovery(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 1;
+	t.opts.flush_delay_ms = 1000000;
+	assert_int_equal(jt_start(&t), 0);
+	s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
+
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	s64 s2 = jt_commit(t.j, 2, 2, 0);
+
+	assert_true(jt_wait_ondisk(t.j, s2));
+	s64 s3 = jt_commit(t.j, 3, 3, 0);
+
+	assert_true(jt_wait_ondisk(t.j, s3));
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)s2);
+	tfs_journal_halt(t.j); /* a crash: s2, s3 stay NO_FLUSH */
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+
+	for (unsigned run = 2; run <= 3; run++) {
+		assert_int_equal(jt_open_bdevs(&t), 0);
+		assert_int_equal(jt_read(&t, &r, &err), 0);
+		if (run == 2) {
+			assert_int_equal(r->newest_seq, s1);
+			assert_int_equal(r->max_seq, s3);
+			assert_int_equal(r->blacklist_start, s2);
+		}
+		assert_int_equal(jt_init_start(&t, r), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		for (s64 s = s2; s <= s3; s++) {
+			int ret = tfs_journal_flush_seq(t.j, s);
+
+			assert_int_equal(ret, -TFS_ERR_journal_seq_untrusted);
+			assert_int_equal(tfs_err_class(ret), -EIO);
+		}
+		if (run == 2) {
+			assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)s2);
+			assert_true(tfs_journal_seq_ondisk(t.j) < (u64)s2);
+		}
+		/* New seqs work as usual; the untrusted ones keep failing. */
+		s64 s = jt_commit(t.j, 10 + run, 10 + run, 0);
+
+		assert_true(s > (s64)r->max_seq);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_seq_untrusted);
+		assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+		assert_int_equal(tfs_journal_error(t.j), 0);
+		tfs_journal_read_free(r);
+		jt_stop(&t);
+	}
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+/*
+ * Every member cut at one instant, at a random moment: one, two and three
+ * members, replicas 1 and 2.  Threads commit to objects whose pins are
+ * written back (after flush_seq of their seq, so the "btree" never runs
+ * ahead of the journal) and flush some commits.  At a seeded moment every
+ * member is paused and then cut (seeded policy per member).  Whatever each
+ * member's cache kept, the journal reads without gaps and every
+ * acknowledged value comes back (replay, else the written-back copy);
+ * nothing newer than committed appears; then the journal continues after
+ * what was read.
+ */
+#define RC_NT 3
+#define RC_PER 4
+#define RC_NOBJS (RC_NT * RC_PER)
+
+struct rc_obj {
+	pthread_mutex_t lock;
+	struct tfs_journal_entry_pin pin;
+	u64 value, seq, btree, acked;
+};
+
+static struct {
+	struct tfs_journal *j;
+	struct rc_obj objs[RC_NOBJS];
+	int stop, failed;
+	unsigned seed;
+} rc;
+
+static int rc_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
+{
+	struct rc_obj *o = container_of(pin, struct rc_obj, pin);
+
+	pthread_mutex_lock(&o->lock);
+	u64 s = o->seq, v = o->value;
+
+	pthread_mutex_unlock(&o->lock);
+	int ret = tfs_journal_flush_seq(j, s);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&o->lock);
+	if (o->seq == s) {
+		o->btree = v;
+		tfs_journal_pin_drop(j, &o->pin);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return 0;
+}
+
+static void *rc_worker(void *arg)
+{
+	unsigned t = (unsigned)(uintptr_t)arg, rnd = rc.seed * 131 + t * 7919 + 1;
+
+	while (!__atomic_load_n(&rc.stop, __ATOMIC_RELAXED)) {
+		rnd = rnd * 1103515245 + 12345;
+		unsigned id = t * RC_PER + (rnd >> 16) % RC_PER;
+		struct rc_obj *o = &rc.objs[id];
+		unsigned pad = (rnd >> 4) % 400;
+		struct tfs_journal_res res;
+		int r = tfs_journal_res_get(rc.j, &res, tfs_jset_entry_u64s(2 + pad), 0);
+
+		if (r) {
+			if (tfs_err_class(r) != -EROFS) {
+				fprintf(stderr, "cut seed %u: reservation: %s\n", rc.seed,
+					tfs_err_str(r));
+				__atomic_store_n(&rc.failed, 1, __ATOMIC_RELAXED);
+			}
+			break;
+		}
+		pthread_mutex_lock(&o->lock);
+		u64 v = ++o->value;
+		__le64 *k = tfs_journal_res_add_entry(rc.j, &res, TFS_JSET_ENTRY_btree_keys, 1, 0,
+						      2 + pad);
+
+		k[0] = cpu_to_le64((2 + pad) | ((u64)id << 32));
+		k[1] = cpu_to_le64(v);
+		for (unsigned i = 0; i < pad; i++)
+			k[2 + i] = cpu_to_le64(i);
+		tfs_journal_pin_update(rc.j, res.seq, &o->pin, rc_flush);
+		o->seq = res.seq;
+		pthread_mutex_unlock(&o->lock);
+		tfs_journal_res_put(rc.j, &res);
+		if ((rnd >> 12) % 6 == 0) {
+			r = tfs_journal_flush_seq(rc.j, res.seq);
+			if (!r) {
+				pthread_mutex_lock(&o->lock);
+				o->acked = max_t(u64, o->acked, v);
+				pthread_mutex_unlock(&o->lock);
+			} else if (tfs_err_class(r) != -EIO && tfs_err_class(r) != -EROFS) {
+				fprintf(stderr, "cut seed %u: flush_seq: %s\n", rc.seed,
+					tfs_err_str(r));
+				__atomic_store_n(&rc.failed, 1, __ATOMIC_RELAXED);
+			}
+		}
+	}
+	return NULL;
+}
+
+struct rc_replay {
+	u64 val[RC_NOBJS];
+	bool seen[RC_NOBJS];
+};
+
+static int rc_replay_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *k)
+{
+	struct rc_replay *r = ctx;
+	unsigned id = (le64_to_cpu(k[0]) >> 32) % RC_NOBJS;
+
+	r->val[id] = le64_to_cpu(k[1]);
+	r->seen[id] = true;
+	return 0;
+}
+
+static struct {
+	unsigned runs, acked_runs, untrusted, torn;
+} rc_stats;
+
+static void rc_one(unsigned nr, unsigned replicas, unsigned seed)
+{
+	const struct tfs_journal_replay_ops ops = { .key = rc_replay_key };
+	struct jt t;
+	struct tfs_journal_read *r;
+	struct printbuf err = PRINTBUF;
+	struct rc_replay rp = { 0 };
+	pthread_t th[RC_NT];
+	u64 rnd = seed * 0x9e3779b97f4a7c15ULL + nr * 31 + replicas;
+
+	memset(&rc, 0, sizeof(rc));
+	rc.seed = seed;
+	/* Small buckets: members fill unevenly, so entries go to different members. */
+	jt_images(&t, nr, 12, 16 << 10);
+	t.opts.metadata_replicas = replicas;
+	t.opts.metadata_replicas_required = 1;
+	t.opts.pin_fifo_size = 64;
+	t.opts.write_delay_ms = 1;
+	t.opts.flush_delay_ms = 20;
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	for (unsigned i = 0; i < nr; i++)
+		tfs_faultdev_set_seed(t.bdev[i], seed * 3 + i);
+	assert_int_equal(jt_init_start(&t, NULL), 0);
+	rc.j = t.j;
+	for (unsigned i = 0; i < RC_NOBJS; i++) {
+		pthread_mutex_init(&rc.objs[i].lock, NULL);
+		tfs_journal_pin_init(&rc.objs[i].pin);
+	}
+	for (unsigned i = 0; i < RC_NT; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, rc_worker, (void *)(uintptr_t)i), 0);
+	rnd ^= rnd >> 29, rnd *= 0xbf58476d1ce4e5b9ULL, rnd ^= rnd >> 32;
+	usleep(2000 + rnd % 60000);
+	/*
+	 * One instant: nothing more runs on any member (queued ops included:
+	 * the next op a member runs is its power cut), then every member is
+	 * cut, whatever it had in its cache (policy seeded per member).
+	 */
+	for (unsigned i = 0; i < nr; i++)
+		tfs_faultdev_pause(t.bdev[i], true);
+	for (unsigned i = 0; i < nr; i++) {
+		char rule[48];
+
+		snprintf(rule, sizeof(rule), "any nth=1 powercut=%s",
+			 tfs_powercut_policy_names[(rnd >> (8 + 2 * i)) % TFS_POWERCUT_NR]);
+		assert_int_equal(jt_add_rule(t.bdev[i], rule), 0);
+	}
+	for (unsigned i = 0; i < nr; i++)
+		tfs_faultdev_pause(t.bdev[i], false);
+	/*
+	 * A member that had nothing queued is cut now (nothing ran since); one
+	 * whose rule fired meanwhile answers that the power is off already.
+	 */
+	for (unsigned i = 0; i < nr; i++) {
+		int ret =
+			tfs_faultdev_powercut(t.bdev[i], (rnd >> (8 + 2 * i)) % TFS_POWERCUT_NR, 0);
+
+		assert_true(!ret || ret == -TFS_ERR_bdev_powercut);
+		assert_true(tfs_faultdev_frozen(t.bdev[i]));
+	}
+	__atomic_store_n(&rc.stop, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < RC_NT; i++)
+		pthread_join(th[i], NULL);
+	assert_false(rc.failed);
+	tfs_journal_halt(t.j);
+	for (unsigned i = 0; i < RC_NOBJS; i++)
+		tfs_journal_pin_drop(t.j, &rc.objs[i].pin);
+	jt_stop(&t);
+
+	bool acked = false;
+
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	int ret = jt_read(&t, &r, &err);
+
+	for (unsigned i = 0; i < RC_NOBJS; i++)
+		acked |= rc.objs[i].acked != 0;
+	if (ret && !(ret == -TFS_ERR_journal_empty && !acked))
+		fail_msg("cut %u members, replicas %u, seed %u: read: %s: %s", nr, replicas, seed,
+			 tfs_err_str(ret), printbuf_str(&err));
+	assert_int_equal(tfs_journal_replay(r, &ops, &rp), 0);
+	for (unsigned i = 0; i < RC_NOBJS; i++) {
+		struct rc_obj *o = &rc.objs[i];
+		u64 v = rp.seen[i] ? rp.val[i] : o->btree;
+
+		if (v < o->acked || v > o->value)
+			fail_msg("cut %u members, replicas %u, seed %u: object %u: recovered %llu "
+				 "(replay %llu, btree %llu), acked %llu, committed %llu",
+				 nr, replicas, seed, i, (unsigned long long)v,
+				 (unsigned long long)rp.val[i], (unsigned long long)o->btree,
+				 (unsigned long long)o->acked, (unsigned long long)o->value);
+	}
+	rc_stats.runs++;
+	rc_stats.acked_runs += acked;
+	rc_stats.untrusted += r->blacklist_start != 0;
+	rc_stats.torn += r->nr_corrupt != 0;
+
+	/*
+	 * Recovery: continue after what was read, once replay is applied (the
+	 * model took it): until replay_done() its seqs stay pinned, and a ring
+	 * full of them rightly has no room for anything new.
+	 */
+	assert_int_equal(jt_init_start(&t, r), 0);
+	tfs_journal_replay_done(t.j);
+	s64 s = jt_commit(t.j, 0, 1, 0);
+
+	assert_true(s > (s64)r->max_seq);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+	tfs_journal_read_free(r);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	printbuf_reset(&err);
+	assert_int_equal(jt_read(&t, &r, &err), 0);
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
+static void test_powercut_all_members_random(void **state)
+{
+	static const struct {
+		unsigned nr, replicas;
+	} cfg[] = { { 1, 1 }, { 2, 1 }, { 2, 2 }, { 3, 1 }, { 3, 2 } };
+	unsigned seeds = getenv("TFS_LONG") ? 60 : 8;
+
+	for (unsigned c = 0; c < ARRAY_SIZE(cfg); c++)
+		for (unsigned seed = 1; seed <= seeds; seed++)
+			rc_one(cfg[c].nr, cfg[c].replicas, seed);
+	printf("all-member cuts: %u runs, %u with acknowledged commits, %u left untrusted "
+	       "entries, %u had torn or corrupt entries\n",
+	       rc_stats.runs, rc_stats.acked_runs, rc_stats.untrusted, rc_stats.torn);
+	assert_true(rc_stats.acked_runs > rc_stats.runs / 2);
+}
+
+/* Journal writes in b's trace from index `from` on: how many, with PREFLUSH, with FUA; flushes. */
+struct jt_ops {
+	unsigned writes, preflush, fua, flushes;
+};
+
+static struct jt_ops trace_ops(struct tfs_bdev *b, unsigned from)
+{
+	struct jt_ops o = { 0 };
+
+	for (unsigned i = from; i < tfs_faultdev_trace_nr(b); i++) {
+		const struct tfs_fault_trace_entry *e = tfs_faultdev_trace_entry(b, i);
+
+		if (e->mark || e->tag != TFS_TAG_journal)
+			continue;
+		if (e->op == TFS_OP_flush)
+			o.flushes++;
+		if (e->op != TFS_OP_write)
+			continue;
+		o.writes++;
+		o.preflush += !!(e->flags & TFS_BIO_PREFLUSH);
+		o.fua += !!(e->flags & TFS_BIO_FUA);
+	}
+	return o;
+}
+
+/*
+ * A flush entry issues a PREFLUSH only on members with a write not yet
+ * flushed: flush entries back to back (each FUA) need none; after a NO_FLUSH
+ * entry the next flush entry has one, on every member that took it.  One
+ * and two members.  (Issue 10: one sync commit was a PREFLUSH and a FUA
+ * write; the ordering rule still holds, and the power cut tests check it.)
+ */
+static void test_preflush_only_when_unflushed(void **state)
+{
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		struct jt t;
+		unsigned mark[2];
+		struct jt_ops o;
+
+		jt_images(&t, nr, 8, 64 << 10);
+		t.opts.metadata_replicas = nr;
+		t.opts.write_delay_ms = 100000;
+		t.opts.flush_delay_ms = 1000000;
+		assert_int_equal(jt_start_fault(&t), 0);
+		for (unsigned i = 0; i < nr; i++)
+			mark[i] = tfs_faultdev_trace_nr(t.bdev[i]);
+		assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit_pinned(&t, 1, 1, 0)), 0);
+		for (u64 k = 2; k <= 3; k++)
+			assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, k, k, 0)), 0);
+		for (unsigned i = 0; i < nr; i++) {
+			o = trace_ops(t.bdev[i], mark[i]);
+			assert_int_equal(o.writes, 3);
+			assert_int_equal(o.fua, 3);
+			assert_int_equal(o.preflush, 0);
+			assert_int_equal(o.flushes, 0);
+			mark[i] = tfs_faultdev_trace_nr(t.bdev[i]);
+		}
+		/* A NO_FLUSH entry, then a flush entry: that one preflushes. */
+		s64 s = jt_commit(t.j, 4, 4, 0);
+
+		jt_close_entry(t.j);
+		assert_true(jt_wait_ondisk(t.j, s));
+		assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, 5, 5, 0)), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, 6, 6, 0)), 0);
+		for (unsigned i = 0; i < nr; i++) {
+			o = trace_ops(t.bdev[i], mark[i]);
+			assert_int_equal(o.writes, 3);
+			assert_int_equal(o.fua, 2);
+			assert_int_equal(o.preflush, 1);
+			assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[i]), 0);
+		}
+		tfs_journal_pin_drop(t.j, &t.log_pin);
+		jt_stop(&t);
+		jt_reread_expect_ids(&t, 6);
+		jt_cleanup(&t);
+	}
+}
+
+struct gc_thread {
+	struct tfs_journal *j;
+	unsigned id, commits;
+	int ret;
+	pthread_t thread;
+};
+
+static void *gc_fn(void *arg)
+{
+	struct gc_thread *g = arg;
+
+	for (unsigned i = 0; i < g->commits && !g->ret; i++) {
+		s64 s = jt_commit(g->j, g->id, i + 1, 0);
+
+		g->ret = s < 0 ? (int)s : tfs_journal_flush_seq(g->j, s);
+	}
+	return NULL;
+}
+
+/*
+ * Group commit: four threads each committing and flushing, on members whose
+ * flushes are slow, share flush entries: far fewer flush entries than
+ * commits.  Counts only.
+ */
+static void test_group_commit_shares_flushes(void **state)
+{
+	enum {
+		NT = 4,
+		COMMITS = 40
+	};
+
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		struct jt t;
+		struct gc_thread g[NT];
+
+		jt_images(&t, nr, 8, 64 << 10);
+		t.opts.metadata_replicas = nr;
+		t.opts.metadata_replicas_required = nr;
+		t.opts.write_delay_ms = 100000;
+		t.opts.flush_delay_ms = 1000000;
+		assert_int_equal(jt_start_fault(&t), 0);
+		for (unsigned i = 0; i < nr; i++)
+			assert_int_equal(jt_add_rule(t.bdev[i], "fua tag=journal always delay=2"),
+					 0);
+		for (unsigned i = 0; i < NT; i++) {
+			g[i] = (struct gc_thread){ .j = t.j, .id = i + 1, .commits = COMMITS };
+			assert_int_equal(pthread_create(&g[i].thread, NULL, gc_fn, &g[i]), 0);
+		}
+		for (unsigned i = 0; i < NT; i++) {
+			pthread_join(g[i].thread, NULL);
+			assert_int_equal(g[i].ret, 0);
+		}
+		pthread_mutex_lock(&t.j->lock);
+		u64 flushes = t.j->nr_flush_entries;
+		pthread_mutex_unlock(&t.j->lock);
+
+		printf("%u member(s): %u commits, %llu flush entries\n", nr, NT * COMMITS,
+		       (unsigned long long)flushes);
+		/* (One flush at a time, alternating, gave about 2 commits each.) */
+		assert_true(flushes * 5 <= NT * COMMITS * 2);
+		jt_stop(&t);
+		jt_reread_expect_ids(&t, 0);
+		jt_cleanup(&t);
+	}
+}
+
 /* The magic mixes all 16 uuid bytes: swapped or equal halves differ. */
 static void test_magic_mixes_uuid(void **state)
 {
@@ -693,6 +1284,12 @@ int main(void)
 		cmocka_unit_test(test_read_error_fails_read),
 		cmocka_unit_test(test_flush_reaches_unwritable_member),
 		cmocka_unit_test(test_read_absurd_span),
+		cmocka_unit_test(test_flush_entry_after_member_flushes),
+		cmocka_unit_test(test_unneeded_member_flush_fails),
+		cmocka_unit_test(test_flush_seq_untrusted_after_recovery),
+		cmocka_unit_test(test_powercut_all_members_random),
+		cmocka_unit_test(test_preflush_only_when_unflushed),
+		cmocka_unit_test(test_group_commit_shares_flushes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
