@@ -172,4 +172,11 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id);
 /* Per-btree counters (keys, nodes by level, height, splits, merges, ...). */
 void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id);
 
+/*
+ * The node cache: nodes and memory (with the high-water mark and the
+ * budget), scans and what they freed, and per reason the nodes a scan could
+ * not free (dirty, locked, accessed, reserve).
+ */
+void tfs_btree_cache_to_text(struct printbuf *out, struct tfs_fs *fs);
+
 #endif /* TFS_FS_BTREE_H */
