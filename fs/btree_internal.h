@@ -89,6 +89,8 @@ void tfs_btree_maybe_merge_locked(struct tfs_btree *b, struct tfs_bpos pos);
  */
 int tfs_btree_insert_split_locked(struct tfs_btree *b, const struct tfs_bkey *k);
 
+/* loc is freed after the next durable checkpoint. */
+void tfs_btree_pending_free_add(struct tfs_btree *b, const struct tfs_btree_loc *loc);
 /* A node no longer in the tree: its disk copy is freed after the next checkpoint. */
 void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
 
@@ -125,6 +127,13 @@ void tfs_btree_node_loc_to_text(struct printbuf *out, struct tfs_fs *fs, enum tf
 
 /* Logs every btree's root in one journal entry (under roots_lock); its seq in *seq. */
 int tfs_btree_log_roots(struct tfs_fs *fs, unsigned trans_flags, u64 *seq);
+/*
+ * Writes back every changed node of b (a checkpoint, docs/engine.md
+ * "Write-back"): 0 once the new tree is durable and its root logged, or the
+ * error (printed; the nodes stay dirty and are retried; after a few
+ * failures in a row the journal is halted: read-only).
+ */
+int tfs_btree_checkpoint(struct tfs_btree *b);
 /* The btree's dirty pin's flush callback. */
 int tfs_btree_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq);
 int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq);

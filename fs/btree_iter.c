@@ -469,7 +469,11 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id)
 	/* Exclusive: children read from disk are installed as they are checked. */
 	pthread_rwlock_wrlock(&b->lock);
 	ret = verify_node(b, b->root, &nr_keys);
-	if (!ret && nr_keys != b->nr_keys) {
+	if (!ret && !b->nr_keys_known) {
+		/* Every leaf was just walked: the count is known from now on. */
+		b->nr_keys = nr_keys;
+		b->nr_keys_known = true;
+	} else if (!ret && nr_keys != b->nr_keys) {
 		fprintf(stderr, "btree %s: %llu keys found, %llu counted\n", tfs_btree_id_str(id),
 			(unsigned long long)nr_keys, (unsigned long long)b->nr_keys);
 		ret = -TFS_ERR_btree_node_invalid;
@@ -488,7 +492,10 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 	pthread_rwlock_rdlock(&b->lock);
 	prt_printf(out, "btree %s:\n", tfs_btree_id_str(id));
 	printbuf_indent_add(out, 2);
-	prt_printf(out, "keys:\t%llu\n", (unsigned long long)b->nr_keys);
+	if (b->nr_keys_known)
+		prt_printf(out, "keys:\t%llu\n", (unsigned long long)b->nr_keys);
+	else
+		prt_str(out, "keys:\tnot counted since open\n");
 	prt_printf(out, "height:\t%u (tallest %llu)\n", b->root ? b->root->level + 1 : 0,
 		   (unsigned long long)c->max_height);
 	prt_str(out, "nodes by level:\t");

@@ -141,6 +141,7 @@ static void bnode_ptr_key(struct tfs_fs *fs, struct tfs_bkey_buf *buf, const str
 	p->level = c->level;
 	p->nr_ptrs = (u8)c->disk.nr;
 	p->seq = cpu_to_le64(c->disk_seq);
+	p->csum = cpu_to_le32(c->disk_csum);
 	for (unsigned i = 0; i < c->disk.nr; i++) {
 		p->ptrs[i].dev = cpu_to_le32(c->disk.ptrs[i].dev);
 		p->ptrs[i].offset = cpu_to_le64(c->disk.ptrs[i].offset);
@@ -269,36 +270,46 @@ int tfs_btree_split_locked(struct tfs_btree *b, struct tfs_bpos pos, unsigned le
 	return 0;
 }
 
-void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n)
+void tfs_btree_pending_free_add(struct tfs_btree *b, const struct tfs_btree_loc *loc)
 {
 	struct tfs_btree_free_list *fl = &b->pending_free;
+
+	if (fl->nr == fl->size) {
+		unsigned size = fl->size ? fl->size * 2 : 16;
+		struct tfs_btree_loc *l = realloc(fl->locs, size * sizeof(*l));
+
+		if (l) {
+			fl->locs = l;
+			fl->size = size;
+		}
+	}
+	/* Without memory the space leaks until the next open's rebuild: never unsafe. */
+	if (fl->nr < fl->size)
+		fl->locs[fl->nr++] = *loc;
+}
+
+void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n)
+{
 
 	if (n->dirty) {
 		n->dirty = false;
 		b->nr_dirty--;
 	}
 	b->nr_nodes[n->level]--;
-	if (n->disk.nr) {
-		/* The durable tree still refers to it: freed once a newer tree is durable. */
-		if (fl->nr == fl->size) {
-			unsigned size = fl->size ? fl->size * 2 : 16;
-			struct tfs_btree_loc *l = realloc(fl->locs, size * sizeof(*l));
-
-			if (l) {
-				fl->locs = l;
-				fl->size = size;
-			}
-		}
-		/* Without memory the space leaks until the next open's rebuild: never unsafe. */
-		if (fl->nr < fl->size)
-			fl->locs[fl->nr++] = n->disk;
-		n->disk.nr = 0;
-	}
 	if (n->writing) {
+		/*
+		 * Its checkpoint frees the old copy once that checkpoint is durable
+		 * and hands the new one to the next (btree_write.c).
+		 */
 		n->dead = true;
 		n->next = b->dead;
 		b->dead = n;
 		return;
+	}
+	if (n->disk.nr) {
+		/* The durable tree still refers to it: freed once a newer tree is durable. */
+		tfs_btree_pending_free_add(b, &n->disk);
+		n->disk.nr = 0;
 	}
 	tfs_bnode_free(b->fs, n);
 }

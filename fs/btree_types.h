@@ -61,6 +61,7 @@ struct tfs_bnode {
 	struct tfs_btree_loc disk;     /* the copy the durable tree refers to */
 	struct tfs_btree_loc new_disk; /* the copy being written (when writing) */
 	u64 disk_seq, new_seq;	       /* node seqs of those copies */
+	u32 disk_csum, new_csum;       /* and their checksums */
 
 	u32 cap; /* words of keys it may hold (the on-disk capacity) */
 	u32 heap_used, live_u64s, nr_keys;
@@ -98,8 +99,9 @@ struct tfs_btree {
 	enum tfs_btree_id id;
 	pthread_rwlock_t lock;
 	struct tfs_bnode *root;
-	u64 mod_seq; /* bumped by every change; read unlocked (atomic) */
-	u64 nr_keys; /* keys in the tree */
+	u64 mod_seq;	    /* bumped by every change; read unlocked (atomic) */
+	u64 nr_keys;	    /* keys in the tree, when nr_keys_known */
+	bool nr_keys_known; /* false from an open until tfs_btree_verify() counted them */
 	u64 nr_nodes[TFS_BTREE_MAX_DEPTH];
 	u64 nr_dirty;	     /* nodes with dirty set */
 	u64 max_journal_seq; /* newest seq applied (since the last snapshot: see write-back) */
@@ -117,6 +119,7 @@ struct tfs_btree {
 	bool have_root_key;
 	struct tfs_btree_free_list pending_free; /* freed after the next checkpoint */
 	struct tfs_bnode *dead;			 /* freed while writing */
+	unsigned ckpt_failures;			 /* checkpoints failed in a row */
 	__le64 *scratch;			 /* node compaction (cap words) */
 	struct tfs_btree_counters c;
 };
@@ -134,7 +137,8 @@ struct tfs_btree_cache {
 	unsigned max_keys;   /* offs entries per node */
 	unsigned max_children;
 	size_t budget;		   /* bytes; 0: no budget */
-	pthread_mutex_t scan_lock; /* one scan at a time */
+	pthread_mutex_t scan_lock; /* one budget check at a time */
+	unsigned scan_cursor;	   /* the tree a scan starts with (round robin) */
 	/* Counters. */
 	u64 nr_allocs, nr_frees, nr_scans, nr_scan_freed, nr_writeback_for_memory;
 	u64 not_freed_dirty, not_freed_locked, not_freed_accessed, not_freed_reserve;

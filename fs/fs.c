@@ -29,6 +29,8 @@
 
 #include "fs/alloc_types.h"
 #include "fs/btree_internal.h"
+#include "fs/btree_io.h"
+#include "fs/fs_format.h"
 #include "fs/fs.h"
 #include "fs/fs_types.h"
 #include "journal/journal.h"
@@ -284,7 +286,7 @@ static int fs_take_root(struct tfs_fs *fs, unsigned id, unsigned level, const st
 
 			if (dev >= fs->nr_devices ||
 			    (fs->devs[dev].present &&
-			     (off % fs->node_size ||
+			     (off % fs->block_size ||
 			      off + fs->node_size > fs->devs[dev].bdev->size))) {
 				prt_printf(&err, "root pointer %u:0x%llx outside the member", dev,
 					   (unsigned long long)off);
@@ -386,23 +388,133 @@ static int fs_find_roots(struct tfs_fs *fs, const struct tfs_journal_read *r, st
 	return 0;
 }
 
+/* Reads every interior node below n (leaves are read when first needed). */
+static int fs_read_interior(struct tfs_btree *b, struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level >= 2 && i < n->nr_keys; i++) {
+		struct tfs_bnode *c = n->child[i];
+		int ret = c ? 0 : tfs_btree_read_child(b, n, i, &c);
+
+		if (!ret)
+			ret = fs_read_interior(b, c);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
 static int fs_read_roots(struct tfs_fs *fs)
 {
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		struct tfs_btree *b = &fs->btrees[id];
+		int ret;
 
 		if (b->root_key.k.type == TFS_BKEY_deleted) {
 			b->root = tfs_btree_new_root_leaf(b);
 			if (!b->root)
 				return -ENOMEM;
+			b->nr_keys_known = true;
 			continue;
 		}
-		fprintf(stderr, "btree %s: reading roots from disk is not supported yet\n",
-			tfs_btree_id_str(id));
-		return -TFS_ERR_btree_node_read;
+		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
+		if (ret)
+			return ret;
+		b->nr_nodes[b->root->level]++;
+		ret = fs_read_interior(b, b->root);
+		if (ret)
+			return ret;
 	}
 	return 0;
+}
+
+/* --- the allocator's rebuild --- */
+
+static void fs_mark_loc(struct tfs_fs *fs, enum tfs_btree_id id, unsigned level,
+			const struct tfs_btree_loc *loc)
+{
+	for (unsigned r = 0; r < loc->nr; r++) {
+		struct tfs_alloc_run run = {
+			.dev = loc->ptrs[r].dev,
+			.offset = loc->ptrs[r].offset,
+			.len = fs->node_size,
+		};
+		int ret = tfs_alloc_mark_used(fs, &run);
+
+		if (ret) {
+			struct printbuf name = PRINTBUF;
+			struct tfs_btree_loc one = { .nr = 1 };
+
+			one.ptrs[0] = loc->ptrs[r];
+			tfs_btree_node_loc_to_text(&name, fs, id, level, &one);
+			fprintf(stderr, "%s: %s (space accounting)\n", printbuf_str(&name),
+				ret == -EEXIST ? "space referenced twice" : "outside usable space");
+			printbuf_exit(&name);
+		}
+	}
+}
+
+static void fs_mark_tree(struct tfs_fs *fs, struct tfs_btree *b, struct tfs_bnode *n)
+{
+	fs_mark_loc(fs, b->id, n->level, &n->disk);
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		if (n->child[i]) {
+			fs_mark_tree(fs, b, n->child[i]);
+		} else {
+			struct tfs_btree_loc loc;
+
+			tfs_btree_ptr_key_loc(tfs_bnode_key(n, i), &loc);
+			fs_mark_loc(fs, b->id, n->level - 1, &loc);
+		}
+	}
+}
+
+/*
+ * Everything that references space: every node (of the durable tree, and
+ * those replay dropped, which it still refers to) and every extent.
+ */
+static int fs_alloc_rebuild(struct tfs_fs *fs)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		fs_mark_tree(fs, b, b->root);
+		for (unsigned i = 0; i < b->pending_free.nr; i++)
+			fs_mark_loc(fs, id, 0, &b->pending_free.locs[i]);
+	}
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *e = tfs_bkey_val(k);
+
+		if (k->type != TFS_BKEY_extent || tfs_bkey_val_bytes(k) < sizeof(*e) ||
+		    tfs_bkey_val_bytes(k) < sizeof(*e) + e->nr_ptrs * sizeof(e->ptrs[0]))
+			continue;
+		for (unsigned p = 0; p < e->nr_ptrs; p++) {
+			struct tfs_alloc_run run = {
+				.dev = le32_to_cpu(e->ptrs[p].dev),
+				.offset = le64_to_cpu(e->ptrs[p].offset),
+				.len = (u64)le32_to_cpu(e->nr_blocks) * fs->block_size,
+			};
+
+			if (tfs_alloc_mark_used(fs, &run)) {
+				struct printbuf t = PRINTBUF;
+
+				tfs_bkey_to_text(&t, k);
+				fprintf(stderr,
+					"extent %s: pointer %u: space referenced twice or "
+					"outside usable space\n",
+					printbuf_str(&t), p);
+				printbuf_exit(&t);
+			}
+		}
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
 }
 
 /* --- replay --- */
@@ -606,7 +718,8 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	}
 	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
 	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
-		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replay(fs, r, &rc);
+		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replay(fs, r, &rc)
+		?: fs_alloc_rebuild(fs);
 	if (ret)
 		goto err;
 	if (!fs->read_only) {
@@ -625,6 +738,47 @@ err:
 	return ret;
 }
 
+/*
+ * The clean section: the roots (all durable: write-back just ran) and the
+ * journal seq, on every member, written after the journal stopped.
+ */
+static int fs_write_clean(struct tfs_fs *fs)
+{
+	struct tfs_sb_handle *hs[TFS_MAX_DEVICES];
+	struct printbuf err = PRINTBUF;
+	__le64 entries[TFS_BTREE_NR * (1 + TFS_BKEY_U64s + 2 + 2 * TFS_BTREE_PTR_MAX_REPLICAS)];
+	unsigned u64s = 0, nr = 0;
+	int ret = 0;
+
+	memset(entries, 0, sizeof(entries));
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
+		struct tfs_clean_entry *e = (struct tfs_clean_entry *)(entries + u64s);
+
+		e->u64s = cpu_to_le16((u16)(1 + tfs_bkey_u64s(k)));
+		e->type = TFS_CLEAN_btree_root;
+		e->btree_id = (u8)id;
+		e->level = k->type == TFS_BKEY_btree_ptr
+				   ? ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level
+				   : 0;
+		memcpy(e->_data, k, tfs_bkey_bytes(k));
+		u64s += 1 + tfs_bkey_u64s(k);
+	}
+	for (unsigned i = 0; i < fs->nr_devices && !ret; i++)
+		if (fs->devs[i].present) {
+			hs[nr++] = &fs->devs[i].sb;
+			ret = tfs_sb_set_clean(&fs->devs[i].sb, tfs_journal_cur_seq(fs->j), entries,
+					       u64s);
+		}
+	if (!ret)
+		ret = tfs_sb_write_all(hs, nr, &err);
+	if (ret)
+		fprintf(stderr, "writing the clean section: %s%s%s\n", tfs_err_str(ret),
+			err.pos ? ": " : "", printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
 int tfs_fs_stop(struct tfs_fs *fs)
 {
 	int ret = 0, r;
@@ -638,6 +792,9 @@ int tfs_fs_stop(struct tfs_fs *fs)
 		ret = ret ?: r;
 		r = tfs_journal_stop(fs->j);
 		ret = ret ?: r;
+		/* Only a stop that wrote everything back is clean. */
+		if (!ret)
+			ret = fs_write_clean(fs);
 	}
 	fs_free(fs);
 	return ret;

@@ -309,7 +309,7 @@ static void do_trans(struct tfs_fs *fs, unsigned nr, unsigned del_pct, int only_
 }
 
 /* Counters summed over every run of the filesystem (they restart at each open). */
-static u64 tot_splits, tot_merges, tot_grows, tot_shrinks, max_height;
+static u64 tot_splits, tot_merges, tot_grows, tot_shrinks, max_height, tot_evicted, tot_read;
 
 static void note_counters(struct tfs_fs *fs)
 {
@@ -317,6 +317,8 @@ static void note_counters(struct tfs_fs *fs)
 	tot_merges += ft_btree_counter_sum(fs, merges);
 	tot_grows += ft_btree_counter_sum(fs, height_grows);
 	tot_shrinks += ft_btree_counter_sum(fs, height_shrinks);
+	tot_evicted += fs->cache.nr_scan_freed;
+	tot_read += ft_btree_counter_sum(fs, nodes_read);
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (fs->btrees[id].c.max_height > max_height)
 			max_height = fs->btrees[id].c.max_height;
@@ -364,7 +366,13 @@ static void one_step(struct tfs_fs *fs, unsigned phase)
 	}
 }
 
-static void test_model(void **state)
+static bool lng(void)
+{
+	return getenv("TFS_LONG") != NULL;
+}
+
+/* The whole model run, with a node cache budget (0: none). */
+static void run_model(size_t budget, unsigned rounds, unsigned steps)
 {
 	struct ft t;
 	struct ft_geometry g = {
@@ -374,11 +382,13 @@ static void test_model(void **state)
 		.journal_size = 24 << 20,
 	};
 	bool lng = getenv("TFS_LONG") != NULL;
-	unsigned rounds = lng ? 12 : 1, steps = lng ? 20000 : 1500;
 
 	rng_state = 0x1234567;
 	m_reset();
+	tot_splits = tot_merges = tot_grows = tot_shrinks = max_height = 0;
+	tot_evicted = tot_read = 0;
 	assert_int_equal(ft_mkfs(&t, &g), 0);
+	t.opts.cache_budget = budget;
 	assert_int_equal(ft_open(&t), 0);
 	check_all(t.fs);
 	for (unsigned round = 0; round < rounds; round++) {
@@ -440,8 +450,26 @@ static void test_model(void **state)
 	assert_true(max_height >= 3);
 	assert_true(tot_grows >= 2);
 	assert_true(tot_shrinks >= 2);
+	if (budget) {
+		/* Nodes were evicted and read back. */
+		printf("evicted %llu nodes, read %llu\n", (unsigned long long)tot_evicted,
+		       (unsigned long long)tot_read);
+		assert_true(tot_evicted > 0);
+		assert_true(tot_read > tot_evicted / 2);
+	}
 	ft_cleanup(&t);
 	m_reset();
+}
+
+static void test_model(void **state)
+{
+	run_model(0, lng() ? 12 : 3, lng() ? 20000 : 1500);
+}
+
+/* The same with a node cache of 1 MiB: nodes are evicted and read back all the time. */
+static void test_model_small_cache(void **state)
+{
+	run_model(2 << 20, lng() ? 6 : 1, lng() ? 10000 : 600);
 }
 
 /* An empty transaction commits nothing; a second open of the same images is refused. */
@@ -491,6 +519,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_model),
+		cmocka_unit_test(test_model_small_cache),
 		cmocka_unit_test(test_empty_and_busy),
 		cmocka_unit_test(test_not_initialized),
 	};
