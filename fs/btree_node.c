@@ -361,24 +361,36 @@ void tfs_btree_maybe_merge_locked(struct tfs_btree *b, struct tfs_bpos pos)
 		n = path.n[level];
 		parent = path.n[level + 1];
 		pidx = path.idx[level + 1];
-		if (n->live_u64s * 3 > n->cap * 2)
+		/* Only a node down to a third is worth a merge (and a sibling read). */
+		if (n->live_u64s * 3 > n->cap)
 			break;
-		/* Right sibling, then left: both in memory, together within 2/3 of a node. */
-		if (pidx + 1 < parent->nr_keys && (s = parent->child[pidx + 1]) &&
-		    (n->live_u64s + s->live_u64s) * 3 <= n->cap * 2) {
-			bnode_merge_into(b, parent, pidx, n, s);
-			merged = true;
-		} else if (pidx > 0 && (s = parent->child[pidx - 1]) &&
-			   (n->live_u64s + s->live_u64s) * 3 <= n->cap * 2) {
-			bnode_merge_into(b, parent, pidx - 1, s, n);
+		/* Right sibling, then left: together within 2/3 of a node. */
+		for (int d = 1; d >= -1 && !merged; d -= 2) {
+			unsigned sidx = pidx + d;
+
+			if ((d < 0 && !pidx) || sidx >= parent->nr_keys)
+				continue;
+			s = parent->child[sidx];
+			/* Merging is optional: a sibling that cannot be read is left alone. */
+			if (!s && tfs_btree_read_child(b, parent, sidx, &s))
+				continue;
+			if ((n->live_u64s + s->live_u64s) * 3 > n->cap * 2)
+				continue;
+			if (d > 0)
+				bnode_merge_into(b, parent, pidx, n, s);
+			else
+				bnode_merge_into(b, parent, sidx, s, n);
 			merged = true;
 		}
 		if (!merged)
 			break;
 	}
 	/* An interior root with one child: the child becomes the root. */
-	while (b->root->level && b->root->nr_keys == 1 && b->root->child[0]) {
+	while (b->root->level && b->root->nr_keys == 1) {
 		struct tfs_bnode *old = b->root, *c = old->child[0];
+
+		if (!c && tfs_btree_read_child(b, old, 0, &c))
+			break;
 
 		c->min_key = TFS_POS_MIN;
 		c->max_key = TFS_POS_MAX;
