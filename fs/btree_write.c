@@ -26,19 +26,44 @@
 #include "lib/errcode.h"
 #include "lib/printbuf.h"
 
-/* Logs every root (roots_lock held); the entry's seq in *seq. */
-static int log_roots_locked(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
+/*
+ * Logs every root in one entry.  The newest root entry must hold the newest
+ * roots, so an entry is filled (under roots_lock) only when its seq is not
+ * older than the last one filled; a reservation that lost that race is
+ * released unfilled (zeros: skipped by replay) and taken again.  The wait
+ * for a reservation happens without roots_lock: a checkpoint in the reclaim
+ * thread may need the lock for reclaim to make progress.
+ *
+ * With new_root (and b), b's root key is set under the same lock, just
+ * before the entry is filled.  Root entries are reclaim's own work: they use
+ * the journal's reserve.
+ */
+static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
+		     u64 *seq)
 {
 	struct tfs_journal_res res;
-	unsigned u64s = 0;
+	unsigned u64s;
 	int ret;
 
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
-		u64s += tfs_jset_entry_u64s(tfs_bkey_u64s(&fs->btrees[id].root_key.k));
-	ret = tfs_journal_res_get(fs->j, &res, u64s,
-				  trans_flags & TFS_TRANS_RESERVED ? TFS_JOURNAL_RES_RESERVED : 0);
-	if (ret)
-		return ret;
+	while (1) {
+		/* Sized for the largest root keys: the keys may change before the lock. */
+		u64s = TFS_BTREE_NR *
+		       tfs_jset_entry_u64s(TFS_BKEY_U64s +
+					   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
+		ret = tfs_journal_res_get(fs->j, &res, u64s, TFS_JOURNAL_RES_RESERVED);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq >= fs->roots_seq)
+			break;
+		pthread_mutex_unlock(&fs->roots_lock);
+		tfs_journal_res_put(fs->j, &res);
+	}
+	if (new_root) {
+		b->root_key.k.u64s = 0;
+		tfs_bkey_copy(&b->root_key, new_root);
+		b->have_root_key = true;
+	}
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
 		unsigned level = 0;
@@ -53,6 +78,7 @@ static int log_roots_locked(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
 	/* The pin moves to this entry before it can be written: never a range without roots. */
 	tfs_journal_pin_update(fs->j, res.seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
 	fs->roots_seq = res.seq;
+	pthread_mutex_unlock(&fs->roots_lock);
 	tfs_journal_res_put(fs->j, &res);
 	if (seq)
 		*seq = res.seq;
@@ -61,12 +87,7 @@ static int log_roots_locked(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
 
 int tfs_btree_log_roots(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
 {
-	int ret;
-
-	pthread_mutex_lock(&fs->roots_lock);
-	ret = log_roots_locked(fs, trans_flags, seq);
-	pthread_mutex_unlock(&fs->roots_lock);
-	return ret;
+	return log_roots(fs, NULL, NULL, seq);
 }
 
 int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
@@ -455,11 +476,7 @@ int tfs_btree_checkpoint(struct tfs_btree *b)
 	}
 
 	/* 4. The root entry that makes the new tree the durable one. */
-	pthread_mutex_lock(&fs->roots_lock);
-	b->root_key = c.root_key;
-	b->have_root_key = true;
-	ret = log_roots_locked(fs, TFS_TRANS_RESERVED, &root_seq);
-	pthread_mutex_unlock(&fs->roots_lock);
+	ret = log_roots(fs, b, &c.root_key.k, &root_seq);
 	if (!ret)
 		ret = tfs_journal_flush_seq(fs->j, root_seq);
 

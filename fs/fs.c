@@ -233,8 +233,17 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 			.writable = !fs->read_only &&
 				    tfs_sb_this_member(d->sb.sb)->state == TFS_MEMBER_rw,
 		};
-		if (jd[*nr].bucket_size < o->max_entry_size)
-			o->max_entry_size = jd[*nr].bucket_size;
+		/*
+		 * Entries of at most a quarter bucket (16 KiB at least, 64 KiB at
+		 * most): an entry is opened only where max_entry_size fits, so
+		 * bucket-sized entries would take a bucket each in a small journal.
+		 */
+		u32 es = max_t(u32, jd[*nr].bucket_size / 4, 16 << 10);
+
+		es = min_t(u32, es, 64 << 10);
+		es = min_t(u32, es, jd[*nr].bucket_size);
+		if (es < o->max_entry_size)
+			o->max_entry_size = es;
 		(*nr)++;
 	}
 	memcpy(o->uuid, fs->uuid, 16);
@@ -634,9 +643,20 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 		if (rc->min_seq[id])
 			tfs_journal_pin_add(fs->j, rc->min_seq[id], &fs->btrees[id].pin,
 					    tfs_btree_pin_flush);
-	ret = tfs_btree_log_roots(fs, 0, NULL);
-	if (ret)
-		return ret;
+	/*
+	 * The roots' pin: at the newest root entry of the replay range, where
+	 * there is one (after a crash the journal may have room only for
+	 * reclaim's own entries: nothing is written before replay is done);
+	 * else (format, roots from the clean section) a new root entry.
+	 */
+	if (rc->root_seq && r && rc->root_seq >= r->last_seq) {
+		tfs_journal_pin_add(fs->j, rc->root_seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
+		fs->roots_seq = rc->root_seq;
+	} else {
+		ret = tfs_btree_log_roots(fs, 0, NULL);
+		if (ret)
+			return ret;
+	}
 	tfs_journal_replay_done(fs->j);
 	if (fs->opts.format)
 		ret = tfs_journal_flush(fs->j);
