@@ -438,6 +438,10 @@ int tfs_btree_checkpoint(struct tfs_btree *b)
 
 	if (fs->read_only || !fs->j)
 		return 0;
+	/* A halted journal takes no root entry: do not write nodes for nothing. */
+	ret = tfs_journal_error(fs->j);
+	if (ret)
+		return ret;
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.done, NULL);
 	pthread_mutex_lock(&b->ckpt_lock);
