@@ -534,7 +534,13 @@ int tfs_btree_write_all(struct tfs_fs *fs)
 			 !tfs_journal_error(fs->j));
 		ret = ret ?: r;
 	}
+	/*
+	 * A root entry's last_seq was taken while its checkpoint still pinned
+	 * the keys it wrote back; one more entry, flushed, records the
+	 * last_seq they no longer hold, so the next open replays nothing that
+	 * the trees on disk already have.
+	 */
 	if (!ret)
-		ret = tfs_journal_flush(fs->j);
+		ret = tfs_btree_log_roots(fs, TFS_TRANS_RESERVED, NULL) ?: tfs_journal_flush(fs->j);
 	return ret;
 }
