@@ -208,7 +208,8 @@ static void test_concurrent_commits(void **state)
 	for (unsigned tid = 0; tid < NWRITERS; tid++)
 		for (unsigned k = 0; k < NOWN; k++) {
 			struct tfs_bkey_buf buf;
-			int ret = tfs_btree_lookup(t.fs, TFS_BTREE_xattrs, TFS_POS(100 + tid, k), &buf);
+			int ret = tfs_btree_lookup(t.fs, TFS_BTREE_xattrs, TFS_POS(100 + tid, k),
+						   &buf);
 
 			if (own_last[tid][k]) {
 				assert_int_equal(ret, 0);
