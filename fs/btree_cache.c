@@ -236,7 +236,7 @@ static void scan_node(struct tfs_btree *b, struct tfs_bnode *n, unsigned long nr
 			continue;
 		}
 		n->child[i] = NULL;
-		b->nr_nodes[ch->level]--;
+		__atomic_sub_fetch(&b->nr_nodes[ch->level], 1, __ATOMIC_RELAXED);
 		/* Kept as a spare for splits rather than given back: counted, not freed. */
 		pthread_mutex_lock(&c->lock);
 		if (c->nr_free < c->reserve)

@@ -250,7 +250,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 		n->writing = true;
 		if (n->dirty) {
 			n->dirty = false;
-			b->nr_dirty--;
+			__atomic_sub_fetch(&b->nr_dirty, 1, __ATOMIC_RELAXED);
 		}
 		if (cn->parent) {
 			tfs_btree_ptr_key_set(fs, tfs_bnode_key(cn->parent, cn->pidx), &loc, seq,

@@ -431,7 +431,7 @@ static int fs_read_roots(struct tfs_fs *fs)
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
 		if (ret)
 			return ret;
-		b->nr_nodes[b->root->level]++;
+		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
 		ret = fs_read_interior(b, b->root);
 		if (ret)
 			return ret;

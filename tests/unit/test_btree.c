@@ -502,7 +502,12 @@ static void test_not_initialized(void **state)
 	snprintf(t.dir, sizeof(t.dir), "/tmp/tfs-engine-XXXXXX");
 	assert_non_null(mkdtemp(t.dir));
 	t.nr = 1;
-	snprintf(t.path[0], sizeof(t.path[0]), "%s/img0", t.dir);
+	{
+		char dir[sizeof(t.dir)];
+
+		memcpy(dir, t.dir, sizeof(dir));
+		snprintf(t.path[0], sizeof(t.path[0]), "%s/img0", dir);
+	}
 	t.paths[0] = t.path[0];
 	tfs_fs_opts_default(&t.opts);
 	assert_int_equal(ft_format(&t, &g), 0);
