@@ -97,7 +97,7 @@ enum tfs_sb_version {
  * bucket).  mkfs's default: TFS_BTREE_NODE_SIZE_DEFAULT, or the smallest
  * bucket size when that is smaller.
  */
-#define TFS_BTREE_NODE_SIZE_MIN (4 * 1024)
+#define TFS_BTREE_NODE_SIZE_MIN (16 * 1024) /* a node holds several of the largest keys */
 #define TFS_BTREE_NODE_SIZE_MAX (256 * 1024)
 #define TFS_BTREE_NODE_SIZE_DEFAULT (64 * 1024)
 

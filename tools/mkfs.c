@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <uuid.h>
 
+#include "fs/fs.h"
 #include "lib/bdev.h"
 #include "lib/checksum.h"
 #include "lib/errcode.h"
@@ -63,7 +64,7 @@ static void usage(FILE *f)
 		"                                the internal and member uuids are derived from\n"
 		"                                it, so reusing a UUID gives identical ones\n"
 		"      --block-size SIZE         block size (default 4 KiB)\n"
-		"      --btree-node-size SIZE    btree node size: a power of two, 4 KiB to\n"
+		"      --btree-node-size SIZE    btree node size: a power of two, 16 KiB to\n"
 		"                                256 KiB, dividing every bucket size (default\n"
 		"                                64 KiB, or the smallest bucket if smaller)\n"
 		"      --metadata-replicas N     copies of metadata (default 1)\n"
@@ -482,6 +483,32 @@ static int print_summary(const struct target *targets, const struct tfs_sb_handl
 		goto out;      \
 	} while (0)
 
+static int mkfs_init_trees(struct target *targets, unsigned nr)
+{
+	const char *paths[TFS_MAX_DEVICES];
+	struct tfs_fs_opts o;
+	struct tfs_fs *fs;
+	int ret;
+
+	tfs_fs_opts_default(&o);
+	o.format = true;
+	for (unsigned i = 0; i < nr; i++)
+		paths[i] = targets[i].path;
+	for (unsigned i = 0; i < nr; i++) {
+		/* The filesystem opens them itself: kernels refuse that while we hold O_EXCL. */
+		if (targets[i].is_blk && targets[i].fd >= 0) {
+			tfs_bdev_close(targets[i].bdev);
+			targets[i].bdev = NULL;
+			close(targets[i].fd);
+			targets[i].fd = -1;
+		}
+	}
+	ret = tfs_fs_open(paths, nr, &o, &fs) ?: tfs_fs_stop(fs);
+	if (ret)
+		fprintf(stderr, PROG ": initializing the btrees: %s\n", tfs_err_str(ret));
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -749,6 +776,9 @@ int main(int argc, char **argv)
 		tfs_print_err(PROG, &err);
 		goto undo;
 	}
+	/* The empty btrees, recorded, so the filesystem opens (fs/fs.h: format). */
+	if (mkfs_init_trees(targets, nr))
+		goto undo;
 	status = !quiet && print_summary(targets, hs, nr, opts.label) ? TFS_EXIT_FAILURE
 								      : TFS_EXIT_OK;
 	goto out;

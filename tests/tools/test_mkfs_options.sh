@@ -68,7 +68,7 @@ run 0 "$tinyfs" list-journal $(echo "$devs17" | head -16) && has out "dev 15:"
 rm -f m*.img
 
 # 5. The btree node size: 64 KiB, or the smallest bucket when that is
-#    smaller; --btree-node-size takes a power of two from 4 KiB to 256 KiB,
+#    smaller; --btree-node-size takes a power of two from 16 KiB to 256 KiB,
 #    at least the block size, dividing every member's bucket size.
 run 0 "$mkfs" -q --size 64M n.img && run 0 "$tinyfs" show-super n.img &&
 	grep -q "^Btree node size: *64.0 KiB$" out || fail "default node size (128 KiB buckets)"
@@ -79,18 +79,18 @@ run 0 "$mkfs" -q -f --size 8M n.img && run 0 "$tinyfs" show-super n.img &&
 run 0 "$mkfs" -f --size 64M --btree-node-size 128k n.img && has out "btree node size 128.0 KiB" &&
 	run 0 "$tinyfs" show-super n.img &&
 	grep -q "^Btree node size: *128.0 KiB$" out || fail "--btree-node-size 128k"
-run 0 "$mkfs" -q -f --size 64M --btree-node-size 4k n.img
+run 0 "$mkfs" -q -f --size 64M --btree-node-size 16k n.img
 rm -f n.img
 run 2 "$mkfs" --size 64M --btree-node-size 3000 x.img &&
-	has err "btree node size 3000 must be a power of two from 4.0 KiB to 256.0 KiB"
-run 2 "$mkfs" --size 64M --btree-node-size 2k x.img && has err "from 4.0 KiB to 256.0 KiB"
+	has err "btree node size 3000 must be a power of two from 16.0 KiB to 256.0 KiB"
+run 2 "$mkfs" --size 64M --btree-node-size 2k x.img && has err "from 16.0 KiB to 256.0 KiB"
 run 2 "$mkfs" --size 64M --btree-node-size 512k x.img && has err "too large"
-run 2 "$mkfs" --size 64M --block-size 16k --btree-node-size 8k x.img &&
-	has err "btree node size 8.0 KiB is smaller than the block size 16.0 KiB"
+run 2 "$mkfs" --size 64M --block-size 64k --btree-node-size 32k x.img &&
+	has err "btree node size 32.0 KiB is smaller than the block size 64.0 KiB"
 run 2 "$mkfs" --size 64M --btree-node-size 128k x.img --bucket-size 64k y.img &&
 	has err "btree node size 128.0 KiB does not divide the bucket size 64.0 KiB of y.img"
 run 2 "$mkfs" --size 64M --block-size 1k --bucket-size 2k x.img &&
-	has err "the bucket size 2.0 KiB of x.img is below the smallest btree node size 4.0 KiB"
+	has err "the bucket size 2.0 KiB of x.img is below the smallest btree node size 16.0 KiB"
 [ -e x.img ] || [ -e y.img ] && fail "a refused mkfs left x.img or y.img behind"
 
 # 6. Journals of more than 2048 buckets (the journal field lists ranges).
