@@ -142,7 +142,7 @@ MUT(journal_empty, tfs_sb_journal(sb)->ranges[0].nr = 0)
 MUT(node_pow2, sb->btree_node_size = cpu_to_le32(3000))
 MUT(node_small, sb->btree_node_size = cpu_to_le32(2048))
 MUT(node_big, sb->btree_node_size = cpu_to_le32(512 * 1024))
-MUT(node_block, sb->btree_node_size = cpu_to_le32(4096); sb->block_size = cpu_to_le32(8192))
+MUT(node_block, sb->btree_node_size = cpu_to_le32(16384); sb->block_size = cpu_to_le32(32768))
 MUT(node_bucket, sb->btree_node_size = cpu_to_le32(32768))
 MUT(sb_pad1, sb->pad1 = cpu_to_le32(0x5a))
 MUT(layout_uuid, sb->layout.uuid[0] ^= 1;
@@ -261,13 +261,13 @@ static const struct vcase cases[] = {
 	{ "journal_empty", mut_journal_empty, false, -TFS_ERR_invalid_sb_journal,
 	  "journal: range 0 (at bucket 5) is empty" },
 	{ "node_pow2", mut_node_pow2, false, -TFS_ERR_invalid_sb_btree_node_size,
-	  "btree_node_size 3000 is not a power of two in [4096, 262144]" },
+	  "btree_node_size 3000 is not a power of two in [16384, 262144]" },
 	{ "node_small", mut_node_small, false, -TFS_ERR_invalid_sb_btree_node_size,
-	  "btree_node_size 2048 is not a power of two in [4096, 262144]" },
+	  "btree_node_size 2048 is not a power of two in [16384, 262144]" },
 	{ "node_big", mut_node_big, false, -TFS_ERR_invalid_sb_btree_node_size,
-	  "btree_node_size 524288 is not a power of two in [4096, 262144]" },
+	  "btree_node_size 524288 is not a power of two in [16384, 262144]" },
 	{ "node_block", mut_node_block, false, -TFS_ERR_invalid_sb_btree_node_size,
-	  "btree_node_size 4096 < block_size 8192" },
+	  "btree_node_size 16384 < block_size 32768" },
 	{ "node_bucket", mut_node_bucket, false, -TFS_ERR_invalid_sb_members,
 	  "member 0: bucket_size 16384 is not a multiple of btree_node_size 32768" },
 	{ "sb_pad1", mut_sb_pad1, false, -TFS_ERR_invalid_sb_btree_node_size,
