@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates tests/fuzz/seeds/ from real on-disk structures: superblocks of
 # mkfs.tinyfs images (a few sizes and member counts) and journals the
-# journal writes itself (fuzz_gen_seeds).  Reproducible: fixed uuid and
-# SOURCE_DATE_EPOCH.  Run after a deliberate format change, then commit.
+# journal writes itself (fuzz_gen_seeds).  The superblock seeds are byte for
+# byte reproducible (fixed uuid, SOURCE_DATE_EPOCH); where the journal puts
+# entry boundaries and reclaim's empty flush entries depends on timing, so
+# journal seeds may differ between runs.  Run after a deliberate format
+# change, then commit.
 #   tests/fuzz/gen-seeds.sh BUILDDIR
 set -euo pipefail
 build=$(realpath "${1:?usage: gen-seeds.sh BUILDDIR}")
