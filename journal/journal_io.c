@@ -341,13 +341,16 @@ void *tfs_journal_write_thread(void *arg)
 
 int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err)
 {
-	u32 u64s = le32_to_cpu(j->u64s);
-	u64 seq = le64_to_cpu(j->seq);
+	u32 u64s;
+	u64 seq;
 
+	/* No header field is read before the header is known to be there. */
 	if (len < sizeof(*j)) {
 		prt_printf(err, "%zu bytes: too small for an entry", len);
 		return -TFS_ERR_journal_entry_bad_size;
 	}
+	u64s = le32_to_cpu(j->u64s);
+	seq = le64_to_cpu(j->seq);
 	if (le64_to_cpu(j->magic) != magic) {
 		prt_printf(err, "bad magic %016llx", (unsigned long long)le64_to_cpu(j->magic));
 		return -TFS_ERR_journal_entry_bad_magic;
