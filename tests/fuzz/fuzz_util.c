@@ -169,11 +169,12 @@ void fuzz_membdev_fail_reads(struct tfs_bdev *bdev, u64 off, u64 len, int err)
 void fuzz_fix_sb(struct tfs_sb *sb, size_t bytes)
 {
 	struct tfs_sb_layout *l = &sb->layout;
-	u32 max = le32_to_cpu(l->sb_max_size);
 	size_t room = bytes;
+	u32 max;
 
 	if (bytes < sizeof(*sb))
 		return;
+	max = le32_to_cpu(l->sb_max_size);
 	sb->magic = cpu_to_le64(TFS_SB_MAGIC);
 	l->magic = cpu_to_le64(TFS_SB_LAYOUT_MAGIC);
 	l->csum = cpu_to_le32(tfs_sb_layout_csum(l));
