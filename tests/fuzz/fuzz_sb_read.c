@@ -5,19 +5,24 @@
  * fallback to the default layout and the adoption of a copy's layout, the
  * choice of the newest copy of one filesystem.
  *
- * Input: a mode byte, then one superblock copy C (as for target "sb").
- * The device is built from C: the layout sector at 3584 is C's embedded
- * layout (the default layout when C is shorter than the fixed part), and
- * the copies sit where that layout says (the default layout's places when
- * it is invalid), filled by policy.
- *	bit 0		FUZZ_FIX: C repaired (fuzz_fix_sb()), and every copy
+ * Input: a mode byte, a policy byte, then one superblock copy C (as for
+ * target "sb").  The device is built from C: the layout sector at 3584 is
+ * C's embedded layout (the default layout when C is shorter than the fixed
+ * part), and the copies sit where that layout says (the default layout's
+ * places when it is invalid), each C or C changed as the policy says.
+ *	mode bit 0	FUZZ_FIX: C repaired (fuzz_fix_sb()), and every copy
  *			derived from it checksummed again
- *	bits 1-2	policy: 0 the primary is C, backups zero; 1 every copy
- *			is C; 2 the primary is C, backups C with seq - 1 (an
- *			interrupted write); 3 the primary zero, backups C
- *	bit 3		the layout sector is zeroed (the read falls back)
- *	bits 4-6	device size: 2^(17 + 2s) bytes (128 KiB .. 2 GiB)
- *	bit 7		logical block size 4096 (else 512)
+ *	mode bits 1-3	device size: 2^(17 + 2s) bytes (128 KiB .. 2 GiB)
+ *	mode bit 4	logical block size 4096 (else 512)
+ *	policy bits 0-2	the backups: 0 zero; 1 C; 2 C with seq - 1; 3 C with
+ *			seq + 1; 4 C of another filesystem (uuid), seq + 1;
+ *			5 C with another user_uuid, seq + 1; 6 C whose layout
+ *			lists one copy fewer; 7 C torn (its first half only)
+ *	policy bits 3-4	the primary: 0 C; 1 zero; 2 C torn; 3 C of another
+ *			filesystem with seq + 1 (a new mkfs whose backups
+ *			were never written)
+ *	policy bit 5	the layout sector is zeroed (the read falls back)
+ *	policy bit 6	the layout sector lists only the primary
  *
  * What must hold: a failure names its reason; a success holds a copy that
  * validates again at the handle's size, with sb_bytes its layout's
@@ -33,42 +38,67 @@
 #include "super/super.h"
 #include "tests/fuzz/fuzz.h"
 
-enum {
-	POLICY_PRIMARY,
-	POLICY_ALL,
-	POLICY_OLDER_BACKUP,
-	POLICY_BACKUP_ONLY
+enum backup_policy {
+	B_ZERO,
+	B_SAME,
+	B_OLDER,
+	B_NEWER,
+	B_OTHER_FS,
+	B_OTHER_USER_UUID,
+	B_FEWER_COPIES,
+	B_TORN,
 };
 
-/* Places copy i (C, or C changed by the policy) at its offset. */
+enum primary_policy {
+	P_SAME,
+	P_ZERO,
+	P_TORN,
+	P_OTHER_FS
+};
+
+/*
+ * Places copy i: C changed as the policy says (and repaired again with
+ * FUZZ_FIX), or nothing.
+ */
 static void place_copy(struct tfs_bdev *bdev, u64 off, unsigned i, unsigned policy, bool fix,
 		       const struct tfs_sb *c, size_t bytes)
 {
-	if (i == 0 ? policy == POLICY_BACKUP_ONLY : policy == POLICY_PRIMARY)
-		return;
-	if (i && policy == POLICY_OLDER_BACKUP && bytes >= sizeof(*c)) {
-		struct tfs_sb *old = fuzz_dup(c, bytes);
+	unsigned what = i ? policy & 7 : (policy >> 3) & 3;
+	bool torn = i ? what == B_TORN : what == P_TORN;
+	struct tfs_sb *sb;
 
-		old->seq = cpu_to_le64(le64_to_cpu(old->seq) - 1);
-		if (fix)
-			fuzz_fix_sb(old, bytes);
-		fuzz_membdev_put(bdev, off, old, bytes);
-		free(old);
+	if (i ? what == B_ZERO : what == P_ZERO)
 		return;
+	sb = fuzz_dup(c, bytes);
+	if (bytes >= sizeof(*sb)) {
+		if (i ? what == B_OLDER : false)
+			sb->seq = cpu_to_le64(le64_to_cpu(sb->seq) - 1);
+		if (i ? what >= B_NEWER && what <= B_OTHER_USER_UUID : what == P_OTHER_FS)
+			sb->seq = cpu_to_le64(le64_to_cpu(sb->seq) + 1);
+		if (i ? what == B_OTHER_FS : what == P_OTHER_FS)
+			sb->uuid[0] ^= 0x80;
+		if (i && what == B_OTHER_USER_UUID)
+			sb->user_uuid[15] ^= 0x01;
+		if (i && what == B_FEWER_COPIES && sb->layout.nr_superblocks > 1)
+			sb->layout.sb_offset[--sb->layout.nr_superblocks] = 0;
+		if (fix)
+			fuzz_fix_sb(sb, bytes);
 	}
-	fuzz_membdev_put(bdev, off, c, bytes);
+	/* A torn write: the first half, in 512-byte sectors, reached the device. */
+	fuzz_membdev_put(bdev, off, sb, torn ? round_down(bytes / 2, 512) : bytes);
+	free(sb);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!size)
+	if (size < 2)
 		return 0;
 
-	unsigned mode = data[0], policy = (mode >> 1) & 3, lbs = mode & 0x80 ? 4096 : 512;
+	unsigned mode = data[0], policy = data[1], lbs = mode & 0x10 ? 4096 : 512;
 	bool fix = mode & FUZZ_FIX;
-	u64 dev_size = 1ULL << (17 + 2 * ((mode >> 4) & 7));
-	size_t bytes = size - 1;
-	struct tfs_sb *c = fuzz_dup(data + 1, bytes);
+	u64 dev_size = 1ULL << (17 + 2 * ((mode >> 1) & 7));
+	size_t bytes = size - 2;
+	struct tfs_sb *c = fuzz_dup(data + 2, bytes);
 	struct tfs_bdev *bdev = fuzz_membdev_create("fuzz-sb", dev_size, lbs);
 	struct tfs_sb_layout layout, sector;
 	struct printbuf err = PRINTBUF;
@@ -81,7 +111,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (bytes >= sizeof(*c))
 		memcpy(&layout, &c->layout, sizeof(layout));
 	sector = layout;
-	if (mode & 8)
+	if (policy & 0x40) {
+		memset(sector.sb_offset + 1, 0,
+		       sizeof(sector.sb_offset) - sizeof(sector.sb_offset[0]));
+		sector.nr_superblocks = 1;
+		sector.csum = cpu_to_le32(tfs_sb_layout_csum(&sector));
+	}
+	if (policy & 0x20)
 		memset(&sector, 0, sizeof(sector));
 	fuzz_membdev_put(bdev, TFS_SB_LAYOUT_OFFSET, &sector, sizeof(sector));
 

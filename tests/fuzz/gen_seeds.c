@@ -78,23 +78,27 @@ static void sb_seeds(const char *name, const struct tfs_sb *sb, u64 dev_size, un
 	prt_printf(&n, "%s-fix-size", name);
 	write_seed("sb", printbuf_str(&n), &mode, 1, sb, bytes);
 
-	/* sb_read: every copy C; an older backup; only the backup; no layout sector. */
+	/* sb_read (mode, policy): see fuzz_sb_read.c. */
 	static const struct {
 		const char *what;
-		u8 mode;
+		u8 mode, policy;
 	} reads[] = {
-		{ "all", 1 << 1 },
-		{ "older-backup", FUZZ_FIX | 2 << 1 },
-		{ "backup-only", FUZZ_FIX | 3 << 1 },
-		{ "no-layout", 1 << 1 | 8 },
+		{ "all", 0, 1 },
+		{ "older-backup", FUZZ_FIX, 2 },
+		{ "backup-only", FUZZ_FIX, 1 | 1 << 3 },
+		{ "no-layout", 0, 1 | 0x20 },
+		{ "torn-primary", FUZZ_FIX, 1 | 2 << 3 },
+		{ "other-fs-backup", FUZZ_FIX, 4 },
+		{ "fewer-copies", FUZZ_FIX, 6 },
+		{ "torn-backup", 0, 7 },
 	};
 	for (unsigned k = 0; k < 2; k++) {
-		unsigned i = (nr + 2 * k) % ARRAY_SIZE(reads);
+		unsigned i = (nr + 4 * k) % ARRAY_SIZE(reads);
+		u8 hdr[2] = { reads[i].mode | s_read << 1, reads[i].policy };
 
-		mode = reads[i].mode | s_read << 4;
 		printbuf_reset(&n);
 		prt_printf(&n, "%s-%s", name, reads[i].what);
-		write_seed("sb_read", printbuf_str(&n), &mode, 1, sb, bytes);
+		write_seed("sb_read", printbuf_str(&n), hdr, 2, sb, bytes);
 	}
 	printbuf_exit(&n);
 }
