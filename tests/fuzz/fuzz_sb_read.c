@@ -79,7 +79,8 @@ static void place_copy(struct tfs_bdev *bdev, u64 off, unsigned i, unsigned poli
 			sb->uuid[0] ^= 0x80;
 		if (i && what == B_OTHER_USER_UUID)
 			sb->user_uuid[15] ^= 0x01;
-		if (i && what == B_FEWER_COPIES && sb->layout.nr_superblocks > 1)
+		if (i && what == B_FEWER_COPIES && sb->layout.nr_superblocks > 1 &&
+		    sb->layout.nr_superblocks <= TFS_SB_LAYOUT_MAX_COPIES)
 			sb->layout.sb_offset[--sb->layout.nr_superblocks] = 0;
 		if (fix)
 			fuzz_fix_sb(sb, bytes);
