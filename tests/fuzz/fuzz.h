@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "journal/journal.h"
 #include "lib/types.h"
 
 struct jset;
@@ -52,10 +53,12 @@ extern const u8 fuzz_uuid[16];
 /* --- the memory device --- */
 
 /*
- * A read-only struct tfs_bdev of `size` bytes (logical block size lbs) that
- * reads as zeroes except where fuzz_membdev_put() placed bytes.  Bios
- * complete synchronously, in the submitter's thread (the synchronous
- * helpers of lib/bdev.h do not mind).  Close it with tfs_bdev_close().
+ * A struct tfs_bdev of `size` bytes (logical block size lbs) that reads as
+ * zeroes except where fuzz_membdev_put() placed bytes; read-only until
+ * fuzz_membdev_set_writable().  Bios complete synchronously, in the
+ * submitter's thread (end_io runs before submit returns; the synchronous
+ * helpers of lib/bdev.h and the journal do not mind).  Close it with
+ * tfs_bdev_close().
  */
 struct tfs_bdev *fuzz_membdev_create(const char *name, u64 size, unsigned lbs);
 
@@ -65,8 +68,60 @@ struct tfs_bdev *fuzz_membdev_create(const char *name, u64 size, unsigned lbs);
  */
 void fuzz_membdev_put(struct tfs_bdev *bdev, u64 off, const void *data, size_t len);
 
+/*
+ * Lets the device take writes (they replace what they cover; flushes and
+ * FUA are no-ops: everything written is durable at once).  Writes may come
+ * from any thread.
+ */
+void fuzz_membdev_set_writable(struct tfs_bdev *bdev);
+
 /* Reads that overlap [off, off + len) fail with err (a negative code). */
 void fuzz_membdev_fail_reads(struct tfs_bdev *bdev, u64 off, u64 len, int err);
+
+/* --- journal members from an input (targets journal_read, journal_restart) --- */
+
+#define FUZZ_JOURNAL_HDR 4
+#define FUZZ_JOURNAL_MAX_BUCKETS 8
+
+/*
+ * One or two journal members on memory devices, described by an input: a
+ * 4-byte header h, then the bucket contents: member 0's buckets in ring
+ * order, then member 1's (zero past the input's end).  Bucket i of a member
+ * is device bucket i + 1 (bucket 0 stays zero, as a superblock area would).
+ *	h[0] bit 0	FUZZ_FIX: in every bucket, each block whose magic is
+ *			within 8 bits of the right one gets the right magic, a
+ *			u64s that fits the bucket and a right checksum, and the
+ *			walk goes on after it as the reader's does
+ *	h[0] bit 1	two members (else one)
+ *	h[0] bit 2	member 1 holds member 0's bytes (a replica) instead of
+ *			its own
+ *	h[0] bit 3	reads of one bucket fail with EIO (h[3])
+ *	h[1]		block size 512 << (h[1] & 3); bucket size block size
+ *			<< ((h[1] >> 2) & 3); pin fifo size 2^(h[1] >> 4),
+ *			the default (1024) for 0
+ *	h[2]		buckets per member: 1 + h[2] % 8
+ *	h[3]		the failing bucket: member (h[3] >> 4) & 1, index
+ *			(h[3] & 15) % buckets
+ * opts are the defaults with fuzz_uuid, the block size and the pin fifo
+ * size; magic is the entries' magic.
+ */
+struct fuzz_journal {
+	u32 block_size, bucket_size;
+	unsigned nr_devs, nr_buckets;
+	struct tfs_bdev *bdevs[2];
+	u64 buckets[FUZZ_JOURNAL_MAX_BUCKETS];
+	struct tfs_journal_dev devs[2];
+	struct tfs_journal_opts opts;
+	u64 magic;
+};
+
+/*
+ * Builds fj from the input (writable memory devices when writable); false,
+ * with nothing to free, when the input is shorter than the header.
+ */
+bool fuzz_journal_build(struct fuzz_journal *fj, const u8 *data, size_t size, bool writable);
+/* Closes fj's devices. */
+void fuzz_journal_exit(struct fuzz_journal *fj);
 
 /* --- repairs for FUZZ_FIX --- */
 

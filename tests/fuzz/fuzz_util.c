@@ -4,6 +4,7 @@
  * small helpers.  See fuzz.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ struct mem_extent {
 
 struct membdev {
 	struct tfs_bdev bdev;
+	pthread_mutex_t lock; /* extents: writes may come from any thread */
 	struct mem_extent *ext;
 	unsigned nr_ext;
 	u64 fail_off, fail_len;
@@ -71,6 +73,18 @@ static void mem_read(struct membdev *m, struct tfs_bio *bio)
 	}
 }
 
+/* Appends a copy of data as the newest extent (locked). */
+static void mem_put_locked(struct membdev *m, u64 off, const void *data, size_t len)
+{
+	struct mem_extent *ext = realloc(m->ext, (m->nr_ext + 1) * sizeof(*ext));
+
+	if (!ext)
+		abort();
+	m->ext = ext;
+	ext[m->nr_ext++] =
+		(struct mem_extent){ .off = off, .len = len, .data = fuzz_dup(data, len) };
+}
+
 static void mem_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
 {
 	struct membdev *m = to_mem(bdev);
@@ -78,14 +92,18 @@ static void mem_submit(struct tfs_bdev *bdev, struct tfs_bio *bio)
 
 	tfs_bdev_count_submit(bdev, bio);
 	ret = tfs_bio_check(bio);
+	pthread_mutex_lock(&m->lock);
 	if (!ret && bio->op == TFS_OP_read) {
 		if (m->fail_len && bio->offset < m->fail_off + m->fail_len &&
 		    m->fail_off < bio->offset + bio->len)
 			ret = m->fail_err;
 		else
 			mem_read(m, bio);
+	} else if (!ret && bio->op == TFS_OP_write) {
+		mem_put_locked(m, bio->offset, bio->buf, bio->len);
 	}
-	/* Flushes succeed; writes and discards were refused by tfs_bio_check(). */
+	pthread_mutex_unlock(&m->lock);
+	/* Flushes and discards succeed (a discard leaves the bytes: allowed). */
 	bio->result = ret;
 	if (ret)
 		tfs_bdev_count_error(bdev, bio);
@@ -105,6 +123,7 @@ static void mem_close(struct tfs_bdev *bdev)
 		free(m->ext[i].data);
 	free(m->ext);
 	free(bdev->path);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
@@ -133,6 +152,7 @@ struct tfs_bdev *fuzz_membdev_create(const char *name, u64 size, unsigned lbs)
 	m->bdev.logical_block_size = lbs;
 	m->bdev.read_only = true;
 	m->bdev.private = m;
+	pthread_mutex_init(&m->lock, NULL);
 	return &m->bdev;
 }
 
@@ -145,14 +165,14 @@ void fuzz_membdev_put(struct tfs_bdev *bdev, u64 off, const void *data, size_t l
 	len = min_t(u64, len, bdev->size - off);
 	if (!len)
 		return;
+	pthread_mutex_lock(&m->lock);
+	mem_put_locked(m, off, data, len);
+	pthread_mutex_unlock(&m->lock);
+}
 
-	struct mem_extent *ext = realloc(m->ext, (m->nr_ext + 1) * sizeof(*ext));
-
-	if (!ext)
-		abort();
-	m->ext = ext;
-	ext[m->nr_ext++] =
-		(struct mem_extent){ .off = off, .len = len, .data = fuzz_dup(data, len) };
+void fuzz_membdev_set_writable(struct tfs_bdev *bdev)
+{
+	bdev->read_only = false;
 }
 
 void fuzz_membdev_fail_reads(struct tfs_bdev *bdev, u64 off, u64 len, int err)
@@ -162,6 +182,95 @@ void fuzz_membdev_fail_reads(struct tfs_bdev *bdev, u64 off, u64 len, int err)
 	m->fail_off = off;
 	m->fail_len = len;
 	m->fail_err = err;
+}
+
+/* --- journal members --- */
+
+/* FUZZ_FIX over one bucket, walking it as journal_read_dev() does. */
+static void fix_bucket(u8 *b, const struct fuzz_journal *fj)
+{
+	for (u32 off = 0; off + sizeof(struct jset) <= fj->bucket_size;) {
+		struct jset *js = (void *)(b + off);
+
+		if (__builtin_popcountll(le64_to_cpu(js->magic) ^ fj->magic) > 8) {
+			off += fj->block_size;
+			continue;
+		}
+		fuzz_fix_jset(js, fj->bucket_size - off, fj->magic);
+		off += round_up(tfs_jset_bytes(le32_to_cpu(js->u64s)), fj->block_size);
+	}
+}
+
+bool fuzz_journal_build(struct fuzz_journal *fj, const u8 *data, size_t size, bool writable)
+{
+	const u8 *h = data, *in = data + FUZZ_JOURNAL_HDR;
+	size_t in_len, pos = 0;
+	u8 *b;
+
+	if (size < FUZZ_JOURNAL_HDR)
+		return false;
+	in_len = size - FUZZ_JOURNAL_HDR;
+	memset(fj, 0, sizeof(*fj));
+	fj->block_size = 512U << (h[1] & 3);
+	fj->bucket_size = fj->block_size << ((h[1] >> 2) & 3);
+	fj->nr_devs = h[0] & 2 ? 2 : 1;
+	fj->nr_buckets = 1 + h[2] % FUZZ_JOURNAL_MAX_BUCKETS;
+	fj->magic = tfs_jset_magic(fuzz_uuid);
+	tfs_journal_opts_default(&fj->opts);
+	memcpy(fj->opts.uuid, fuzz_uuid, sizeof(fj->opts.uuid));
+	fj->opts.block_size = fj->block_size;
+	if (h[1] >> 4)
+		fj->opts.pin_fifo_size = 1U << (h[1] >> 4);
+
+	b = malloc(fj->bucket_size);
+	if (!b)
+		abort();
+	for (unsigned i = 0; i < fj->nr_buckets; i++)
+		fj->buckets[i] = i + 1;
+	for (unsigned d = 0; d < fj->nr_devs; d++) {
+		fj->bdevs[d] =
+			fuzz_membdev_create(d ? "fuzz-j1" : "fuzz-j0",
+					    (u64)(fj->nr_buckets + 1) * fj->bucket_size, 512);
+		fj->devs[d] = (struct tfs_journal_dev){
+			.bdev = fj->bdevs[d],
+			.dev_idx = d,
+			.bucket_size = fj->bucket_size,
+			.buckets = fj->buckets,
+			.nr_buckets = fj->nr_buckets,
+			.writable = writable,
+		};
+		if (d && (h[0] & 4))
+			pos = 0; /* the replica: member 0's bytes again */
+		for (unsigned i = 0; i < fj->nr_buckets; i++) {
+			size_t n = pos < in_len ? min_t(size_t, in_len - pos, fj->bucket_size) : 0;
+
+			memset(b, 0, fj->bucket_size);
+			memcpy(b, in + pos, n);
+			pos += n;
+			if (h[0] & FUZZ_FIX)
+				fix_bucket(b, fj);
+			fuzz_membdev_put(fj->bdevs[d], fj->buckets[i] * fj->bucket_size, b,
+					 fj->bucket_size);
+		}
+		if (writable)
+			fuzz_membdev_set_writable(fj->bdevs[d]);
+	}
+	free(b);
+	if (h[0] & 8) {
+		unsigned d = (h[3] >> 4) & 1, i = (h[3] & 15) % fj->nr_buckets;
+
+		if (d < fj->nr_devs)
+			fuzz_membdev_fail_reads(fj->bdevs[d], fj->buckets[i] * fj->bucket_size,
+						fj->bucket_size, -EIO);
+	}
+	return true;
+}
+
+void fuzz_journal_exit(struct fuzz_journal *fj)
+{
+	for (unsigned d = 0; d < fj->nr_devs; d++)
+		tfs_bdev_close(fj->bdevs[d]);
+	memset(fj, 0, sizeof(*fj));
 }
 
 /* --- repairs --- */
