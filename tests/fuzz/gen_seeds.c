@@ -11,7 +11,8 @@
  * in image files of the journal_read target's geometry (block 512, bucket
  * 2 KiB, 4 buckets per member), over a few scenarios (flushes, a NO_FLUSH
  * tail, a ring that wrapped, a restart with a blacklist, two members): the
- * buckets become journal_read seeds and the entries in them jset seeds.
+ * buckets become journal_read (and journal_restart) seeds and the entries
+ * in them jset seeds.
  * OUTDIR/TARGET/ must exist; files are named after what they hold.
  */
 #include <errno.h>
@@ -47,6 +48,9 @@ static void write_seed(const char *target, const char *name, const void *hdr, si
 	}
 	nr_written++;
 	printbuf_exit(&path);
+	/* journal_restart reads the same members as journal_read. */
+	if (!strcmp(target, "journal_read"))
+		write_seed("journal_restart", name, hdr, hdr_len, data, len);
 }
 
 /* --- superblocks --- */
