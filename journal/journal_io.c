@@ -369,8 +369,12 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 			   (unsigned long long)want);
 		return -TFS_ERR_journal_entry_bad_csum;
 	}
-	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || le64_to_cpu(j->last_seq) > seq ||
-	    (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
+	/*
+	 * Seqs start at 1, and so does every last_seq a writer records: one
+	 * of 0 would have replay start below what tfs_journal_start() pins.
+	 */
+	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || !le64_to_cpu(j->last_seq) ||
+	    le64_to_cpu(j->last_seq) > seq || (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
 		prt_printf(err, "seq %llu: version %u, last_seq %llu, flags %x",
 			   (unsigned long long)seq, le32_to_cpu(j->version),
 			   (unsigned long long)le64_to_cpu(j->last_seq), le32_to_cpu(j->flags));

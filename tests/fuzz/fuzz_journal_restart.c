@@ -25,6 +25,7 @@
  *  - the commit is there, after every seq of the first read, with its key.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,18 @@ out:
 	return seq;
 }
 
+/* With TFS_FUZZ_VERBOSE, the read as list-journal shows it. */
+static void show(const char *what, const struct tfs_journal_read *r)
+{
+	struct printbuf out = PRINTBUF;
+
+	if (!r || !getenv("TFS_FUZZ_VERBOSE"))
+		return;
+	tfs_journal_read_to_text(&out, r, 0, 0);
+	fprintf(stderr, "%s:\n%s\n", what, printbuf_str(&out));
+	printbuf_exit(&out);
+}
+
 static void check_again(const struct tfs_journal_read *r, const struct tfs_journal_read *r2,
 			u64 seq)
 {
@@ -152,6 +165,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_report(ret, &err);
 	if (seq || r->newest_seq)
 		fuzz_check(!ret, printbuf_str(&err));
+	show("first read", r);
+	show("after the restart", r2);
 	if (r2)
 		check_again(r, r2, seq);
 out:
