@@ -35,6 +35,7 @@
 #include "lib/types.h"
 
 struct jset;
+struct tfs_btree_node;
 struct printbuf;
 struct tfs_bdev;
 struct tfs_sb;
@@ -138,6 +139,13 @@ void fuzz_fix_sb(struct tfs_sb *sb, size_t bytes);
  * len, and a right checksum.  Nothing when len is below the header.
  */
 void fuzz_fix_jset(struct jset *j, size_t len, u64 magic);
+
+/*
+ * Makes the btree node n (len bytes of input in a node of node_size) carry
+ * magic, a u64s that fits both, and a right checksum.  Nothing when len is
+ * below the header.
+ */
+void fuzz_fix_btree_node(struct tfs_btree_node *n, size_t len, u32 node_size, u64 magic);
 
 /* --- helpers --- */
 

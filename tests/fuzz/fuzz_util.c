@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/btree_format.h"
 #include "journal/journal.h"
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -292,6 +293,18 @@ void fuzz_fix_sb(struct tfs_sb *sb, size_t bytes)
 	if (tfs_sb_bytes(sb) > room)
 		sb->u64s = cpu_to_le32((u32)((room - sizeof(*sb)) / 8));
 	sb->csum = cpu_to_le32(tfs_sb_csum(sb));
+}
+
+void fuzz_fix_btree_node(struct tfs_btree_node *n, size_t len, u32 node_size, u64 magic)
+{
+	size_t room = min_t(size_t, len, node_size);
+
+	if (room < sizeof(*n))
+		return;
+	n->magic = cpu_to_le64(magic);
+	if (sizeof(*n) + (size_t)le32_to_cpu(n->u64s) * 8 > room)
+		n->u64s = cpu_to_le32((u32)((room - sizeof(*n)) / 8));
+	n->csum = cpu_to_le64(tfs_btree_node_csum(n));
 }
 
 void fuzz_fix_jset(struct jset *j, size_t len, u64 magic)

@@ -28,9 +28,12 @@ mk -L pair --metadata-replicas 2 --size 16M --durability 2 --dev-label ssd "$tmp
 mk -L trio --data-replicas 2 --size 8M --bucket-size 16k "$tmp/trio-0.img" \
 	--size 4M --journal-size 256k "$tmp/trio-1.img" --size 32M --discard "$tmp/trio-2.img"
 
-for t in sb sb_read jset journal_read journal_restart; do
+# A filesystem for the image and btree_node seeds (one member).
+mk --size 1M "$tmp/fs1m.fsimg"
+
+for t in sb sb_read jset journal_read journal_restart btree_node image; do
 	rm -rf "${here:?}/seeds/$t"
 	mkdir -p "$here/seeds/$t"
 done
-"$gen" "$here/seeds" "$tmp"/*.img
+"$gen" "$here/seeds" "$tmp"/*.img --fs "$tmp"/*.fsimg
 du -sh "$here/seeds"/*

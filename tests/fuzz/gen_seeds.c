@@ -3,7 +3,7 @@
  * fuzz_gen_seeds: writes the seed corpora of the fuzz targets from real
  * on-disk structures (scripts: tests/fuzz/gen-seeds.sh).
  *
- *	fuzz_gen_seeds OUTDIR [IMG...]
+ *	fuzz_gen_seeds OUTDIR [IMG...] [--fs FSIMG...]
  *
  * For each IMG (made by mkfs.tinyfs): its superblock copy, for targets sb
  * and sb_read (several modes), and the same copy with a clean field added
@@ -13,6 +13,12 @@
  * tail, a ring that wrapped, a restart with a blacklist, two members): the
  * buckets become journal_read (and journal_restart) seeds and the entries
  * in them jset seeds.
+ * For each FSIMG (one member, made by mkfs.tinyfs, so initialized): image
+ * seeds (target image) of it as made, after keys were added to several
+ * btrees and a clean stop, after enough keys for a two-level tree, and
+ * after keys committed and flushed by a process that then exits without
+ * stopping (the roots and keys are in the journal only); and the btree
+ * nodes of those images as btree_node seeds (with fuzz_uuid's magic).
  * OUTDIR/TARGET/ must exist; files are named after what they hold.
  */
 #include <errno.h>
@@ -20,7 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include "fs/btree.h"
+#include "fs/btree_format.h"
+#include "fs/fs.h"
+#include "fs/fs_types.h"
 
 #include "journal/journal.h"
 #include "lib/bdev.h"
@@ -483,17 +495,260 @@ static void journal_seeds(void)
 	jscen_seeds(&s, "j2-single", false);
 }
 
+/* --- filesystems --- */
+
+static u8 *read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	u8 *buf;
+	long n;
+
+	if (!f || fseek(f, 0, SEEK_END) || (n = ftell(f)) < 0 || fseek(f, 0, SEEK_SET))
+		die(path, -errno, NULL);
+	buf = malloc(n ?: 1);
+	if (!buf || fread(buf, 1, n, f) != (size_t)n)
+		die(path, -EIO, NULL);
+	fclose(f);
+	*size = n;
+	return buf;
+}
+
+struct bytes {
+	u8 *p;
+	size_t len, size;
+};
+
+static void bytes_add(struct bytes *b, const void *data, size_t len)
+{
+	if (b->len + len > b->size) {
+		b->size = max_t(size_t, 2 * b->size, b->len + len);
+		b->p = realloc(b->p, b->size);
+		if (!b->p)
+			abort();
+	}
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+}
+
+static bool sector_zero(const u8 *p)
+{
+	for (unsigned i = 0; i < 512; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* An image seed: the runs of nonzero 512-byte sectors as records (fuzz_image.c). */
+static void image_seed(const char *name, const u8 *img, size_t size)
+{
+	struct bytes out = { 0 };
+	u8 mode = 0;
+
+	/* Image size 1 MiB << s, in bits 1-2. */
+	while (((size_t)1 << (20 + mode / 2)) < size && mode < 6)
+		mode += 2;
+	for (size_t s = 0; s < size / 512;) {
+		size_t e = s;
+
+		while (e < size / 512 && !sector_zero(img + e * 512))
+			e++;
+		if (e == s) {
+			s++;
+			continue;
+		}
+		while (s < e) {
+			size_t n = min_t(size_t, e - s, 65535 / 512);
+			__le32 sector = cpu_to_le32((u32)s);
+			__le16 len = cpu_to_le16((u16)(n * 512));
+
+			bytes_add(&out, &sector, 4);
+			bytes_add(&out, &len, 2);
+			bytes_add(&out, img + s * 512, n * 512);
+			s += n;
+		}
+	}
+	write_seed("image", name, &mode, 1, out.p, out.len);
+	free(out.p);
+}
+
+/* btree_node seeds: every node of the image, re-magicked for fuzz_uuid. */
+static void node_seeds(const char *name, const u8 *img, size_t size, const struct tfs_sb *sb)
+{
+	u32 node_size = tfs_fs_node_size(sb);
+	u64 magic = tfs_btree_node_magic(sb->uuid);
+	unsigned nr = 0;
+
+	for (size_t off = 0; off + node_size <= size; off += node_size) {
+		struct tfs_btree_node *n = (void *)(img + off);
+		struct printbuf nm = PRINTBUF;
+		/* FUZZ_FIX, the pointer check, the node's own range; 16 KiB << s. */
+		u8 hdr[2] = { FUZZ_FIX | 2 | 4, 0 };
+
+		if (le64_to_cpu(n->magic) != magic || !n->nr_keys)
+			continue;
+		while (((u32)TFS_BTREE_NODE_SIZE_MIN << (hdr[0] >> 3 & 3)) < node_size)
+			hdr[0] += 8;
+		struct tfs_btree_node *c = fuzz_dup(n, node_size);
+
+		c->magic = cpu_to_le64(tfs_btree_node_magic(fuzz_uuid));
+		c->csum = cpu_to_le64(tfs_btree_node_csum(c));
+		if (nr % 2)
+			hdr[0] &= ~FUZZ_FIX;
+		prt_printf(&nm, "%s-%s-l%u-%llx", name, tfs_btree_id_str(n->btree_id) ?: "?",
+			   n->level, (unsigned long long)off);
+		write_seed("btree_node", printbuf_str(&nm), hdr, 2, c,
+			   sizeof(*c) + (size_t)le32_to_cpu(c->u64s) * 8);
+		free(c);
+		printbuf_exit(&nm);
+		nr++;
+	}
+}
+
+static void fs_open_or_die(const char *path, bool read_only, struct tfs_fs **fs)
+{
+	struct tfs_fs_opts opts;
+	const char *devs[] = { path };
+	int ret;
+
+	tfs_fs_opts_default(&opts);
+	opts.read_only = read_only;
+	ret = tfs_fs_open(devs, 1, &opts, fs);
+	if (ret)
+		die(path, ret, NULL);
+}
+
+/* Commits nr keys into btree id from key first on, value val_bytes long. */
+static u64 fs_add_keys(struct tfs_fs *fs, enum tfs_btree_id id, enum tfs_bkey_type type,
+		       unsigned first, unsigned nr, size_t val_bytes)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	u64 seq = 0;
+	int ret = 0;
+
+	tfs_trans_init(&trans, fs);
+	for (unsigned i = first; i < first + nr && !ret; i++) {
+		u8 *v = tfs_bkey_init(&buf, type, TFS_POS(4096 + i / 4, i % 4 * 512), val_bytes);
+
+		for (size_t b = 0; b < val_bytes; b++)
+			v[b] = (u8)(i * 31 + b);
+		ret = tfs_trans_update(&trans, id, &buf.k);
+		if (!ret && (i % 16 == 15 || i == first + nr - 1))
+			ret = tfs_trans_commit(&trans, 0, &seq);
+	}
+	tfs_trans_exit(&trans);
+	if (ret)
+		die("commit", ret, NULL);
+	return seq;
+}
+
+/* Writes the image seed of path, and its nodes' seeds. */
+static void fs_seeds(const char *name, const char *path, bool nodes)
+{
+	size_t size;
+	u8 *img = read_file(path, &size);
+	struct tfs_sb_handle h;
+	struct printbuf err = PRINTBUF;
+
+	image_seed(name, img, size);
+	if (nodes) {
+		if (tfs_sb_open(path, TFS_BDEV_RDONLY | TFS_BDEV_BUFFERED, &h, &err))
+			die(path, -EINVAL, &err);
+		node_seeds(name, img, size, h.sb);
+		tfs_sb_exit(&h);
+	}
+	printbuf_exit(&err);
+	free(img);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t size;
+	u8 *b = read_file(from, &size);
+	FILE *f = fopen(to, "wb");
+
+	if (!f || fwrite(b, 1, size, f) != size || fclose(f))
+		die(to, -EIO, NULL);
+	free(b);
+}
+
+static void fs_image_seeds(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	struct printbuf name = PRINTBUF, work = PRINTBUF;
+	struct tfs_fs *fs;
+	int status;
+	pid_t pid;
+
+	prt_printf(&name, "%.*s", (int)strcspn(base, "."), base);
+	prt_printf(&work, "%s.work", path);
+	const char *w = printbuf_str(&work);
+
+	/* As mkfs made it. */
+	printbuf_reset(&name);
+	prt_printf(&name, "%.*s-mkfs", (int)strcspn(base, "."), base);
+	fs_seeds(printbuf_str(&name), path, false);
+
+	/* Keys in three btrees, a clean stop. */
+	copy_file(path, w);
+	fs_open_or_die(w, false, &fs);
+	fs_add_keys(fs, TFS_BTREE_inodes, TFS_BKEY_inode, 0, 20, 40);
+	fs_add_keys(fs, TFS_BTREE_dirents, TFS_BKEY_dirent, 0, 12, 24);
+	fs_add_keys(fs, TFS_BTREE_xattrs, TFS_BKEY_xattr, 0, 5, 64);
+	if (tfs_fs_stop(fs))
+		die("stop", -EIO, NULL);
+	printbuf_reset(&name);
+	prt_printf(&name, "%.*s-keys", (int)strcspn(base, "."), base);
+	fs_seeds(printbuf_str(&name), w, true);
+
+	/* Keys committed and flushed, then the process exits without a stop. */
+	pid = fork();
+	if (pid < 0)
+		die("fork", -errno, NULL);
+	if (!pid) {
+		fs_open_or_die(w, false, &fs);
+		u64 seq = fs_add_keys(fs, TFS_BTREE_extents, TFS_BKEY_extent, 0, 6, 32);
+
+		fs_add_keys(fs, TFS_BTREE_inodes, TFS_BKEY_inode, 100, 3, 40);
+		seq = fs_add_keys(fs, TFS_BTREE_dirents, TFS_BKEY_dirent, 100, 2, 24);
+		_exit(tfs_fs_flush_seq(fs, seq) ? 1 : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		die("the process that crashes", -EIO, NULL);
+	printbuf_reset(&name);
+	prt_printf(&name, "%.*s-journal", (int)strcspn(base, "."), base);
+	fs_seeds(printbuf_str(&name), w, false);
+
+	/* A two-level tree. */
+	copy_file(path, w);
+	fs_open_or_die(w, false, &fs);
+	fs_add_keys(fs, TFS_BTREE_inodes, TFS_BKEY_inode, 0, 250, 48);
+	if (tfs_fs_stop(fs))
+		die("stop", -EIO, NULL);
+	printbuf_reset(&name);
+	prt_printf(&name, "%.*s-deep", (int)strcspn(base, "."), base);
+	fs_seeds(printbuf_str(&name), w, true);
+
+	unlink(w);
+	printbuf_exit(&name);
+	printbuf_exit(&work);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: fuzz_gen_seeds OUTDIR [IMG...]\n");
+		fprintf(stderr, "usage: fuzz_gen_seeds OUTDIR [IMG...] [--fs FSIMG...]\n");
 		return 2;
 	}
 	outdir = argv[1];
-	for (int i = 2; i < argc; i++)
+	int i = 2;
+
+	for (; i < argc && strcmp(argv[i], "--fs"); i++)
 		if (image_seeds(argv[i], i - 2))
 			return 1;
 	journal_seeds();
+	for (i++; i < argc; i++)
+		fs_image_seeds(argv[i]);
 	printf("%u seeds written to %s\n", nr_written, outdir);
 	return 0;
 }
