@@ -171,12 +171,18 @@ int tfs_journal_init(struct tfs_journal **ret, const struct tfs_journal_dev *dev
 	}
 
 	for (unsigned i = 0; i < TFS_JOURNAL_BUF_NR; i++) {
+		void *p;
+
 		j->buf[i].j = j;
-		j->buf[i].data = aligned_alloc(align, opts->max_entry_size);
-		if (!j->buf[i].data) {
+		/*
+		 * Not aligned_alloc(): C11 wants its size a multiple of the
+		 * alignment, and max_entry_size need only be two blocks.
+		 */
+		if (posix_memalign(&p, align, opts->max_entry_size)) {
 			r = -ENOMEM;
 			goto err;
 		}
+		j->buf[i].data = p;
 	}
 	r = tfs_journal_pins_init(j);
 	if (r)

@@ -541,13 +541,16 @@ void *tfs_journal_write_thread(void *arg)
 
 int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err)
 {
-	u32 u64s = le32_to_cpu(j->u64s);
-	u64 seq = le64_to_cpu(j->seq);
+	u32 u64s;
+	u64 seq;
 
+	/* No header field is read before the header is known to be there. */
 	if (len < sizeof(*j)) {
 		prt_printf(err, "%zu bytes: too small for an entry", len);
 		return -TFS_ERR_journal_entry_bad_size;
 	}
+	u64s = le32_to_cpu(j->u64s);
+	seq = le64_to_cpu(j->seq);
 	if (le64_to_cpu(j->magic) != magic) {
 		prt_printf(err, "bad magic %016llx", (unsigned long long)le64_to_cpu(j->magic));
 		return -TFS_ERR_journal_entry_bad_magic;
@@ -566,8 +569,12 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 			   (unsigned long long)want);
 		return -TFS_ERR_journal_entry_bad_csum;
 	}
-	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || le64_to_cpu(j->last_seq) > seq ||
-	    (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
+	/*
+	 * Seqs start at 1, and so does every last_seq a writer records: one
+	 * of 0 would have replay start below what tfs_journal_start() pins.
+	 */
+	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || !le64_to_cpu(j->last_seq) ||
+	    le64_to_cpu(j->last_seq) > seq || (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
 		/* Name the one field that is wrong. */
 		if (le32_to_cpu(j->version) != TFS_JSET_VERSION)
 			prt_printf(err, "seq %llu: version %u, expected %u",
@@ -575,6 +582,9 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 				   TFS_JSET_VERSION);
 		else if (!seq)
 			prt_str(err, "seq 0: seqs start at 1");
+		else if (!le64_to_cpu(j->last_seq))
+			prt_printf(err, "seq %llu: last_seq 0 (last_seqs start at 1)",
+				   (unsigned long long)seq);
 		else if (le64_to_cpu(j->last_seq) > seq)
 			prt_printf(err, "seq %llu: last_seq %llu > seq %llu",
 				   (unsigned long long)seq,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages tinyfs needs to build and test, if missing.
 # Runs as root on Debian 12; apt-get update runs only when something is missing.
+#   scripts/deps.sh [fuzz]    fuzz: also what scripts/fuzz.sh needs
 set -euo pipefail
 
 pkgs=(
@@ -9,6 +10,10 @@ pkgs=(
 	libisal-dev liburcu-dev systemtap-sdt-dev
 	clang-format e2fsprogs util-linux jq python3 xxd
 )
+# scripts/fuzz.sh: clang and libFuzzer (not needed to build or test).
+if [ "${1:-}" = fuzz ]; then
+	pkgs+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
