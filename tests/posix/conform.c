@@ -2539,6 +2539,139 @@ static void t_misc(void)
 	}
 }
 
+/* ---- what each call must change, and what a failed call must not ---- */
+
+static void t_stamps(void)
+{
+	struct stat b, pb, sb;
+	char buf[64];
+	int fd, fd2;
+	loff_t in, out;
+	static const struct timespec old[2] = { { 1, 0 }, { 1, 0 } };
+
+	area("timestamps");
+	setup(put("f", 0666, "0123456789", 10), "f");
+	fd = open("f", O_RDWR);
+	b = lst("f");
+	tick();
+	check(fd >= 0 && !ftruncate(fd, 5), "ftruncate", "%m");
+	times("ftruncate", &b, "f", "mc", "a");
+	b = lst("f");
+	tick();
+	check(fd >= 0 && pwrite(fd, "ab", 2, 1) == 2, "pwrite", "%m");
+	times("pwrite", &b, "f", "mc", "a");
+	b = lst("f");
+	tick();
+	check(fd >= 0 && fsync(fd) == 0, "fsync", "%m");
+	times("fsync", &b, "f", "", "amc");
+	b = lst("f");
+	tick();
+	check(fd >= 0 && pread(fd, buf, sizeof(buf), 0) == 5, "pread", "%m");
+	times("pread", &b, "f", "", "mc");
+	if (fd >= 0)
+		close(fd);
+	fd = open("f", O_WRONLY | O_APPEND);
+	b = lst("f");
+	tick();
+	check(fd >= 0 && write(fd, "z", 1) == 1, "O_APPEND write", "%m");
+	times("O_APPEND write", &b, "f", "mc", "");
+	if (fd >= 0)
+		close(fd);
+	setup(put("src", 0644, "source data", 11), "src");
+	fd = open("src", O_RDONLY);
+	fd2 = open("f", O_WRONLY);
+	in = 0;
+	out = 2;
+	b = lst("f");
+	sb = lst("src");
+	tick();
+	check(fd >= 0 && fd2 >= 0 && copy_file_range(fd, &in, fd2, &out, 6, 0) == 6,
+	      "copy_file_range", "%m");
+	times("copy_file_range destination", &b, "f", "mc", "");
+	times("copy_file_range source", &sb, "src", "", "mc");
+	content_is("copy_file_range content", "f", "0asource");
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+
+	/* two descriptors of one file see each other at once */
+	fd = open("f", O_RDWR);
+	fd2 = open("f", O_RDONLY);
+	check(fd >= 0 && fd2 >= 0 && pwrite(fd, "XY", 2, 0) == 2 &&
+		      pread(fd2, buf, sizeof(buf), 0) == 8 && !memcmp(buf, "XYsource", 8),
+	      "a write is seen through another descriptor", "%m");
+	check(fd >= 0 && fd2 >= 0 && !ftruncate(fd, 3) && pread(fd2, buf, sizeof(buf), 0) == 3,
+	      "a truncate is seen through another descriptor", "%m");
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+
+	/* reading a directory, a link, attributes: nothing changes */
+	setup(mkdir("d", 0755) ?: put("d/x", 0644, NULL, 0) ?: symlink("f", "l"), "d l");
+	b = lst("d");
+	tick();
+	EXPECT("opendir", ROOT, 0, OP_OPENDIR, "d");
+	times("readdir", &b, "d", "", "mc");
+	b = lst("l");
+	tick();
+	EXPECT("readlink", ROOT, 0, OP_READLINK, "l");
+	times("readlink", &b, "l", "", "mc");
+	b = lst("f");
+	tick();
+	EXPECT("stat", ROOT, 0, OP_STAT, "f");
+	EXPECT("getxattr", ROOT, ENODATA, OP_GETXATTR, "f", "user.none");
+	times("stat and getxattr", &b, "f", "", "amc");
+	b = lst("d");
+	tick();
+	EXPECT("setxattr on a dir", ROOT, 0, OP_SETXATTR, "d", "user.x", .val = "1");
+	times("setxattr on a dir", &b, "d", "c", "m");
+	b = lst("d");
+	tick();
+	EXPECT("chmod a dir", ROOT, 0, OP_CHMOD, "d", .mode = 0700);
+	times("chmod a dir", &b, "d", "c", "m");
+	b = lst("d/x");
+	pb = lst("d");
+	tick();
+	EXPECT("utimensat NULL", ROOT, 0, OP_UTIMES, "d/x");
+	times("utimensat NULL", &b, "d/x", "amc", "");
+	times("utimensat NULL: parent", &pb, "d", "", "mc");
+
+	/* a call that fails changes nothing */
+	for (size_t i = 0; i < NTYPES; i++) {
+		const char *t = types[i], *p = nm("n%s", t);
+
+		setup(mknode(t, p, 0644), t);
+		b = lst(p);
+		tick();
+		/* chmod follows the (dangling) symlink */
+		EXPECT(nm("chmod %s as other", t), U1, strcmp(t, "lnk") ? EPERM : ENOENT, OP_CHMOD,
+		       p, .mode = 0777);
+		EXPECT(nm("lchown %s as other", t), U1, EPERM, OP_LCHOWN, p, .n = U1_ID, .m = -1);
+		EXPECT(nm("utimensat %s as other", t), U1, EPERM, OP_UTIMES, p, .ts = old,
+		       .flags = AT_SYMLINK_NOFOLLOW);
+		times(nm("failed chmod, lchown, utimensat on %s", t), &b, p, "", "mc");
+	}
+	pb = lst(".");
+	tick();
+	EXPECT("O_EXCL on existing", ROOT, EEXIST, OP_OPEN, "f", .flags = O_CREAT | O_EXCL | O_RDWR,
+	       .mode = 0644);
+	times("failed O_EXCL create: parent", &pb, ".", "", "mc");
+	EXPECT("setxattr", ROOT, 0, OP_SETXATTR, "f", "user.c", .val = "1");
+	setup(chmod("f", 0644), "chmod f");
+	b = lst("f");
+	tick();
+	EXPECT("XATTR_CREATE fails", ROOT, EEXIST, OP_SETXATTR, "f", "user.c", .val = "2",
+	       .flags = XATTR_CREATE);
+	EXPECT("write without permission", U2, EACCES, OP_WRITE, "f");
+	EXPECT("truncate without permission", U2, EACCES, OP_TRUNCATE, "f", .n = 0);
+	times("failed setxattr, write, truncate", &b, "f", "", "mc");
+	EXPECT("O_CREAT|O_DIRECTORY", ROOT, EINVAL, OP_OPEN, "newdir",
+	       .flags = O_CREAT | O_DIRECTORY | O_RDONLY, .mode = 0755);
+	gone("O_CREAT|O_DIRECTORY creates nothing", "newdir");
+}
+
 /* ---- main ---- */
 
 /* Removes name (below dirfd) and all it holds; by descriptors, as paths may pass PATH_MAX. */
@@ -2576,7 +2709,7 @@ static const struct {
 	{ "mknod", t_nodes },	  { "fallocate", t_fallocate },
 	{ "xattr", t_xattr },	  { "statvfs", t_statvfs },
 	{ "readdir", t_readdir }, { "names", t_names },
-	{ "misc", t_misc },
+	{ "misc", t_misc },	  { "timestamps", t_stamps },
 };
 
 /* Whether new files get times in whole seconds (three in a row with no nanoseconds). */

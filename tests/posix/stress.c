@@ -14,16 +14,17 @@
  * and a shared file (each process writes its own stripes of it) are changed
  * by all at once.  Operations: create a file with seeded content, overwrite or
  * append a range, truncate, rename (also over another of its files, and
- * directories with what they hold), hard-link, unlink, mkdir, rmdir, fsync,
- * pwrite a stripe of the shared file, and reads: a file read back against
+ * directories with what they hold), hard-link, unlink, symlink, chmod, set
+ * an extended attribute, mkdir, rmdir, fsync, pwrite a stripe of the shared
+ * file, and reads: a file read back against
  * what it must hold, a shared directory listed while the others change it.
  *
  * Each process logs every operation once it has succeeded to logs/pN.log
  * and applies the same line to its model (one parser for both).  An error
  * that should not happen stops that process with FAIL.  Then the checker
  * replays every log and walks the tree: every name the logs leave exists
- * with its type, size, content (read whole), link count and inode shared by
- * its hard links; no other name exists; every directory lists each entry
+ * with its type, size, content (read whole), mode, xattr, symlink target,
+ * link count and inode shared by its hard links; no other name exists; every directory lists each entry
  * once and has 2 + subdirectories links; the shared file holds every stripe.
  * Output ends with "N passed, N failed" (each entry and directory checked is
  * one check).  The tree and logs are kept when something failed (or with -k),
@@ -44,6 +45,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,6 +81,11 @@ struct obj {
 	unsigned char *data;
 	size_t size;
 	int refs; /* names pointing here */
+	bool lnk; /* a symlink to target */
+	char target[32];
+	mode_t mode;
+	bool has_x; /* user.s holds 32 bytes of gen(xseed) */
+	uint64_t xseed;
 };
 
 struct name {
@@ -161,8 +168,7 @@ static int apply(struct model *m, const char *line)
 	if (sscanf(line, "create %255s %llu %llu", a, &x, &y) == 3) {
 		if (find(m, a) >= 0 || m->nnames >= MAXNAMES || (j = new_obj(m)) < 0)
 			return -1;
-		m->objs[j].data = NULL;
-		m->objs[j].size = 0;
+		m->objs[j] = (struct obj){ .mode = 0644 };
 		resize(&m->objs[j], x);
 		gen(m->objs[j].data, y, 0, x);
 		m->objs[j].refs = 1;
@@ -170,8 +176,32 @@ static int apply(struct model *m, const char *line)
 		snprintf(m->names[m->nnames - 1].path, 256, "%s", a);
 		return 0;
 	}
+	if (sscanf(line, "symlink %255s %31s", a, b) == 2) {
+		if (find(m, a) >= 0 || m->nnames >= MAXNAMES || (j = new_obj(m)) < 0)
+			return -1;
+		m->objs[j] = (struct obj){ .lnk = true, .refs = 1, .data = malloc(1) };
+		if (strlen(b) >= sizeof(m->objs[j].target))
+			return -1;
+		memcpy(m->objs[j].target, b, strlen(b) + 1);
+		m->names[m->nnames++] = (struct name){ .dir = false, .obj = j };
+		snprintf(m->names[m->nnames - 1].path, 256, "%s", a);
+		return 0;
+	}
+	if (sscanf(line, "chmod %255s %llo", a, &x) == 2) {
+		if ((i = find(m, a)) < 0 || m->names[i].dir || m->objs[m->names[i].obj].lnk)
+			return -1;
+		m->objs[m->names[i].obj].mode = x;
+		return 0;
+	}
+	if (sscanf(line, "xattr %255s %llu", a, &x) == 2) {
+		if ((i = find(m, a)) < 0 || m->names[i].dir || m->objs[m->names[i].obj].lnk)
+			return -1;
+		m->objs[m->names[i].obj].has_x = true;
+		m->objs[m->names[i].obj].xseed = x;
+		return 0;
+	}
 	if (sscanf(line, "write %255s %llu %llu %llu", a, &x, &y, &z) == 4) {
-		if ((i = find(m, a)) < 0 || m->names[i].dir)
+		if ((i = find(m, a)) < 0 || m->names[i].dir || m->objs[m->names[i].obj].lnk)
 			return -1;
 		struct obj *o = &m->objs[m->names[i].obj];
 
@@ -181,7 +211,7 @@ static int apply(struct model *m, const char *line)
 		return 0;
 	}
 	if (sscanf(line, "truncate %255s %llu", a, &x) == 2) {
-		if ((i = find(m, a)) < 0 || m->names[i].dir)
+		if ((i = find(m, a)) < 0 || m->names[i].dir || m->objs[m->names[i].obj].lnk)
 			return -1;
 		resize(&m->objs[m->names[i].obj], x);
 		return 0;
@@ -307,7 +337,10 @@ static const char *tpath(const char *rel)
 	return b;
 }
 
-/* A random name of ours, a file (want 0), a directory (1) or either (-1); -1 if none. */
+/*
+ * A random name of ours: a regular file (want 0), a directory (1), anything
+ * but a directory (2); -1 if none.
+ */
 static int pick_name(struct worker *w, int want)
 {
 	int n = w->m->nnames, start = rnd_below(w, n);
@@ -315,7 +348,9 @@ static int pick_name(struct worker *w, int want)
 	for (int k = 0; k < n; k++) {
 		int i = (start + k) % n;
 
-		if (want < 0 || w->m->names[i].dir == (want == 1))
+		struct name *nm = &w->m->names[i];
+
+		if (want == 1 ? nm->dir : !nm->dir && (want == 2 || !w->m->objs[nm->obj].lnk))
 			return i;
 	}
 	return -1;
@@ -359,10 +394,12 @@ static void check_file(struct worker *w, int i)
 	w->checks++;
 }
 
+static bool no_xattrs;
+
 static void one_op(struct worker *w, int shared_fd)
 {
 	char a[256], b[300];
-	int r = rnd_below(w, 100), i, fd;
+	int r = rnd_below(w, 110), i, fd;
 	uint64_t ds = rnd(w) >> 16;
 
 	if (r < 20) { /* create */
@@ -400,9 +437,9 @@ static void one_op(struct worker *w, int shared_fd)
 			wfail(w, "truncate %s: %s", w->m->names[i].path, strerror(errno));
 		done(w, "truncate %s %zu", w->m->names[i].path, size);
 	} else if (r < 52) { /* rename a file, sometimes over another of ours */
-		int j = rnd_below(w, 4) ? -1 : pick_name(w, 0);
+		int j = rnd_below(w, 4) ? -1 : pick_name(w, 2);
 
-		if ((i = pick_name(w, 0)) < 0)
+		if ((i = pick_name(w, 2)) < 0)
 			return;
 		snprintf(a, sizeof(a), "%s", w->m->names[i].path);
 		if (j >= 0)
@@ -413,14 +450,14 @@ static void one_op(struct worker *w, int shared_fd)
 			wfail(w, "rename %s %s: %s", a, b, strerror(errno));
 		done(w, "rename %s %s", a, b);
 	} else if (r < 60) { /* hard link */
-		if ((i = pick_name(w, 0)) < 0 || w->m->nnames >= MAXNAMES - 2)
+		if ((i = pick_name(w, 2)) < 0 || w->m->nnames >= MAXNAMES - 2)
 			return;
 		fresh(w, b, sizeof(b), false);
 		if (link(tpath(w->m->names[i].path), tpath(b)))
 			wfail(w, "link %s %s: %s", w->m->names[i].path, b, strerror(errno));
 		done(w, "link %s %s", w->m->names[i].path, b);
 	} else if (r < 72) { /* unlink */
-		if ((i = pick_name(w, 0)) < 0)
+		if ((i = pick_name(w, 2)) < 0)
 			return;
 		if (unlink(tpath(w->m->names[i].path)))
 			wfail(w, "unlink %s: %s", w->m->names[i].path, strerror(errno));
@@ -467,7 +504,7 @@ static void one_op(struct worker *w, int shared_fd)
 	} else if (r < 95) { /* read a file back */
 		if ((i = pick_name(w, 0)) >= 0)
 			check_file(w, i);
-	} else { /* list a shared directory while the others change it */
+	} else if (r < 100) { /* list a shared directory while the others change it */
 		DIR *d = opendir(tpath(nm_shared(rnd_below(w, NSHARED))));
 		struct dirent *e;
 
@@ -480,6 +517,34 @@ static void one_op(struct worker *w, int shared_fd)
 			wfail(w, "readdir: %s", strerror(errno));
 		closedir(d);
 		w->checks++;
+	} else if (r < 104) { /* symlink */
+		if (w->m->nnames >= MAXNAMES - 2)
+			return;
+		fresh(w, a, sizeof(a), false);
+		snprintf(b, sizeof(b), "target-%" PRIu64, ds % 100000);
+		if (symlink(b, tpath(a)))
+			wfail(w, "symlink %s: %s", a, strerror(errno));
+		done(w, "symlink %s %s", a, b);
+	} else if (r < 107) { /* chmod */
+		mode_t mode = 0400 | (rnd(w) & 0777);
+
+		if ((i = pick_name(w, 0)) < 0)
+			return;
+		if (chmod(tpath(w->m->names[i].path), mode))
+			wfail(w, "chmod %s: %s", w->m->names[i].path, strerror(errno));
+		done(w, "chmod %s %o", w->m->names[i].path, (unsigned)mode);
+	} else { /* an extended attribute */
+		if (no_xattrs || (i = pick_name(w, 0)) < 0)
+			return;
+		gen(w->buf, ds, 0, 32);
+		if (setxattr(tpath(w->m->names[i].path), "user.s", w->buf, 32, 0)) {
+			if (errno == EOPNOTSUPP) {
+				no_xattrs = true;
+				return;
+			}
+			wfail(w, "setxattr %s: %s", w->m->names[i].path, strerror(errno));
+		}
+		done(w, "xattr %s %" PRIu64, w->m->names[i].path, ds);
 	}
 }
 
@@ -567,20 +632,52 @@ static void check_entry(const char *rel, const struct stat *s)
 	}
 	nm = &models[id].names[i];
 	found[id][i] = true;
-	if (nm->dir != !!S_ISDIR(s->st_mode) || (!nm->dir && !S_ISREG(s->st_mode))) {
+	if (nm->dir			   ? !S_ISDIR(s->st_mode)
+	    : models[id].objs[nm->obj].lnk ? !S_ISLNK(s->st_mode)
+					   : !S_ISREG(s->st_mode)) {
 		failf("%s: mode %o, the log made a %s", rel, (unsigned)s->st_mode,
-		      nm->dir ? "directory" : "file");
+		      nm->dir			     ? "directory"
+		      : models[id].objs[nm->obj].lnk ? "symlink"
+						     : "file");
 		return;
+	}
+	if (!nm->dir && models[id].objs[nm->obj].lnk) {
+		struct obj *o = &models[id].objs[nm->obj];
+		char t[64];
+		ssize_t n = readlink(tpath(rel), t, sizeof(t));
+
+		if (n != (ssize_t)strlen(o->target) || memcmp(t, o->target, n)) {
+			failf("%s: symlink to \"%.*s\", the log says \"%s\"", rel,
+			      n < 0 ? 0 : (int)n, t, o->target);
+			return;
+		}
+	} else if (!nm->dir) {
+		struct obj *o = &models[id].objs[nm->obj];
+		unsigned char x[64], want[32];
+		ssize_t n;
+
+		if ((s->st_mode & 07777) != o->mode) {
+			failf("%s: mode %o, the log says %o", rel, (unsigned)(s->st_mode & 07777),
+			      (unsigned)o->mode);
+			return;
+		}
+		n = getxattr(tpath(rel), "user.s", x, sizeof(x));
+		gen(want, o->xseed, 0, 32);
+		if (o->has_x ? n != 32 || memcmp(x, want, 32) : n >= 0) {
+			failf("%s: xattr user.s of %zd bytes, the log says %s", rel, n,
+			      o->has_x ? "32 bytes" : "none");
+			return;
+		}
 	}
 	if (!nm->dir) {
 		struct obj *o = &models[id].objs[nm->obj];
-		int fd = open(tpath(rel), O_RDONLY);
+		int fd = o->lnk ? -1 : open(tpath(rel), O_RDONLY);
 		ssize_t got = fd < 0 ? -1 : read(fd, rbuf, MAXSIZE + 1);
 
 		if (fd >= 0)
 			close(fd);
-		if (s->st_size != (off_t)o->size || got != (ssize_t)o->size ||
-		    memcmp(rbuf, o->data, o->size)) {
+		if (!o->lnk && (s->st_size != (off_t)o->size || got != (ssize_t)o->size ||
+				memcmp(rbuf, o->data, o->size))) {
 			failf("%s: size %lld (read %zd), the log says %zu%s", rel,
 			      (long long)s->st_size, got, o->size,
 			      got == (ssize_t)o->size ? ": content differs" : "");
