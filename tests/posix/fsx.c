@@ -13,7 +13,9 @@
  * checked against the model), ftruncate up and down, fallocate (allocate,
  * KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE with and without KEEP_SIZE,
  * COLLAPSE_RANGE, INSERT_RANGE), copy_file_range (within a file and between
- * two), fsync and fdatasync, close and reopen, SEEK_DATA/SEEK_HOLE (the
+ * two), O_DIRECT reads and writes (block-aligned, through a second descriptor
+ * of the same file, mixed with the buffered ones), fsync and fdatasync,
+ * close and reopen, SEEK_DATA/SEEK_HOLE (the
  * answers must agree with the model: a hole reads as zeros), fstat's size
  * after every operation, and now and then a read of the whole file.  At the
  * end every file is read whole once more, and again through a new descriptor.
@@ -66,17 +68,19 @@ enum op {
 	OP_REOPEN,
 	OP_SEEK,
 	OP_VERIFY,
+	OP_DREAD,
+	OP_DWRITE,
 	OP_NR,
 };
 
 static const char *const op_names[] = {
-	"read",	      "write",	    "truncate",	 "fallocate", "falloc-keep",
-	"punch-hole", "zero-range", "zero-keep", "collapse",  "insert",
-	"copy-range", "fsync",	    "reopen",	 "seek",      "verify",
+	"read",	      "write",	   "truncate", "fallocate", "falloc-keep", "punch-hole",
+	"zero-range", "zero-keep", "collapse", "insert",    "copy-range",  "fsync",
+	"reopen",     "seek",	   "verify",   "dio-read",  "dio-write",
 };
 
 /* How often each is chosen, out of the sum. */
-static const int weights[OP_NR] = { 20, 25, 6, 3, 3, 5, 4, 3, 2, 2, 6, 3, 3, 5, 1 };
+static const int weights[OP_NR] = { 20, 25, 6, 3, 3, 5, 4, 3, 2, 2, 6, 3, 3, 5, 1, 4, 4 };
 static bool supported[OP_NR];
 
 static long nops = 2000, maxlen = 256 * 1024, maxop = 64 * 1024;
@@ -89,6 +93,7 @@ static char dir[PATH_MAX];
 struct result {
 	long checks;
 	long ops;
+	long count[OP_NR]; /* operations done, by kind */
 	int failed;
 };
 static struct result *results;
@@ -96,6 +101,7 @@ static struct result *results;
 struct file {
 	char path[PATH_MAX + 32];
 	int fd;
+	int dfd; /* the same file opened O_DIRECT, or -1 */
 	unsigned char *model;
 	off_t size;
 };
@@ -136,6 +142,7 @@ static off_t rnd_below(struct fsx *x, off_t n)
 
 static void log_op(struct fsx *x, const struct logent *e)
 {
+	x->res->count[e->op]++;
 	x->log[x->nlog++ % LOGN] = *e;
 }
 
@@ -428,6 +435,12 @@ static void do_reopen(struct fsx *x, int fi)
 	f->fd = open(f->path, O_RDWR);
 	if (f->fd < 0)
 		fail(x, "reopen file %d (%s): %s", fi, f->path, strerror(errno));
+	if (f->dfd >= 0) {
+		close(f->dfd);
+		f->dfd = open(f->path, O_RDWR | O_DIRECT);
+		if (f->dfd < 0)
+			fail(x, "reopen file %d O_DIRECT: %s", fi, strerror(errno));
+	}
 }
 
 static enum op pick(struct fsx *x)
@@ -561,6 +574,30 @@ static void one_op(struct fsx *x)
 		log_op(x, &e);
 		check_seek(x, fi, off);
 		return;
+	case OP_DREAD:
+	case OP_DWRITE:
+		/* block-aligned offset and length, an aligned buffer */
+		off = rnd_below(x, (op == OP_DREAD ? f->size + BLOCK : f->size + maxop) / BLOCK) *
+		      BLOCK;
+		len = (1 + rnd_below(x, maxop / BLOCK)) * BLOCK;
+		if (off + len > maxlen)
+			len = (maxlen - off) / BLOCK * BLOCK;
+		if (len <= 0)
+			return;
+		e.off = off, e.len = len;
+		log_op(x, &e);
+		if (op == OP_DREAD) {
+			check_read(x, fi, f->dfd, off, len, "O_DIRECT read");
+			return;
+		}
+		fill(x, x->buf, len, off);
+		if (pwrite(f->dfd, x->buf, len, off) != len)
+			fail(x, "O_DIRECT pwrite file %d 0x%llx+0x%llx: %s", fi, (long long)off,
+			     (long long)len, strerror(errno));
+		memcpy(f->model + off, x->buf, len);
+		if (off + len > f->size)
+			f->size = off + len;
+		break;
 	case OP_VERIFY:
 		log_op(x, &e);
 		check_read(x, fi, f->fd, 0, maxlen + BLOCK, "whole-file read");
@@ -577,7 +614,9 @@ static void worker(int id)
 	struct fsx x = { .id = id, .seed = seed + id, .res = &results[id] };
 
 	x.rng = x.seed * 0x9E3779B97F4A7C15ULL + 1;
-	x.buf = calloc(1, maxlen + 2 * BLOCK + maxop);
+	/* aligned for O_DIRECT */
+	if (posix_memalign((void **)&x.buf, BLOCK, maxlen + 2 * BLOCK + maxop))
+		x.buf = NULL;
 	x.files = calloc(nfiles, sizeof(*x.files));
 	if (!x.buf || !x.files)
 		fail(&x, "out of memory");
@@ -589,6 +628,12 @@ static void worker(int id)
 		f->fd = open(f->path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 		if (!f->model || f->fd < 0)
 			fail(&x, "create %s: %s", f->path, strerror(errno));
+		f->dfd = -1;
+		if (supported[OP_DREAD] || supported[OP_DWRITE]) {
+			f->dfd = open(f->path, O_RDWR | O_DIRECT);
+			if (f->dfd < 0)
+				fail(&x, "open %s O_DIRECT: %s", f->path, strerror(errno));
+		}
 	}
 	for (x.opno = 1; x.opno <= nops; x.opno++) {
 		one_op(&x);
@@ -601,6 +646,8 @@ static void worker(int id)
 
 		check_size(&x, i);
 		check_read(&x, i, f->fd, 0, maxlen + BLOCK, "final read");
+		if (f->dfd >= 0)
+			close(f->dfd);
 		if (close(f->fd))
 			fail(&x, "close file %d: %s", i, strerror(errno));
 		fd = open(f->path, O_RDONLY);
@@ -637,6 +684,14 @@ static void probe(void)
 			printf("note: fallocate %s is not supported here (%s): not exercised\n",
 			       op_names[op], strerrorname_np(errno));
 		}
+		close(fd);
+	}
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0644);
+	if (fd < 0) {
+		supported[OP_DREAD] = supported[OP_DWRITE] = false;
+		printf("note: O_DIRECT is not supported here (%s): not exercised\n",
+		       strerrorname_np(errno));
+	} else {
 		close(fd);
 	}
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -759,7 +814,15 @@ int main(int argc, char **argv)
 	}
 	if (!keep && rmdir(dir) && !failed)
 		printf("note: %s not empty at the end: %s\n", dir, strerror(errno));
-	printf("fsx: %ld operations\n", ops);
+	printf("fsx: %ld operations", ops);
+	for (int k = 0; k < OP_NR; k++) {
+		long n = 0;
+
+		for (int i = 0; i < nprocs; i++)
+			n += results[i].count[k];
+		printf("%s %s %ld", k ? "," : ":", op_names[k], n);
+	}
+	putchar('\n');
 	printf("%ld passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
