@@ -40,6 +40,8 @@ esac
 
 tmp=$(mktemp -d "/tmp/posix-$target-$prog.XXXXXX")
 mnt=$tmp/mnt
+# the daemon's control socket stays in the test's directory
+export TFS_RUN_DIR=$tmp/run
 mkdir -p "$mnt"
 mounted=0 pid=
 daemon_pid() { "$tinyfs" stats "$mnt" fuse 2>/dev/null | awk '$1 == "pid:" { print $2 }'; }
