@@ -480,7 +480,9 @@ static void one_op(struct fsx *x)
 	enum op op = pick(x);
 	int fi = rnd_below(x, nfiles);
 	struct file *f = &x->files[fi];
-	struct logent e = { .opno = x->opno, .op = op, .file = fi, .size_before = f->size };
+	struct logent e = {
+		.opno = x->opno, .op = op, .file = fi, .size_before = f->size, .size_after = f->size
+	};
 	off_t off, len;
 
 	switch (op) {
