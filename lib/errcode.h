@@ -94,7 +94,8 @@
 	x(EIO, btree_node_read)                                                \
 	x(EINVAL, btree_node_invalid)                                          \
 	x(ENOSPC, alloc_no_space)                                              \
-	x(EINVAL, fsck_errors_found)
+	x(EINVAL, fsck_errors_found)                                           \
+	x(EAGAIN, key_cache_flush_raced)
 
 // clang-format on
 
