@@ -31,9 +31,13 @@
 
 #include <stdbool.h>
 
-#define _LGPL_SOURCE 1
+/*
+ * Without _LGPL_SOURCE: the read-side primitives are calls into liburcu
+ * rather than inlined, so all of liburcu's own synchronization stays in the
+ * (uninstrumented) library, where ThreadSanitizer is told to ignore it
+ * (tests/tsan.supp), instead of half inlined and instrumented.
+ */
 #include <urcu/urcu-memb.h>
-#undef _LGPL_SOURCE
 
 /* Registers the calling thread with liburcu if it is not yet (see above). */
 void tfs_rcu_thread_register(void);
