@@ -95,6 +95,11 @@
 	x(EINVAL, btree_node_invalid)                                          \
 	x(ENOSPC, alloc_no_space)                                              \
 	x(EINVAL, fsck_errors_found)                                           \
+	x(EINVAL, bkey_invalid)                                                \
+	x(EIO, btree_node_write)                                               \
+	x(EINVAL, fs_not_initialized)                                          \
+	x(EINVAL, fs_members)                                                  \
+	x(TFS_ERR_erofs_journal, fs_read_only)                                 \
 	x(EAGAIN, key_cache_flush_raced)
 
 // clang-format on
