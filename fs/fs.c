@@ -248,6 +248,8 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	}
 	memcpy(o->uuid, fs->uuid, 16);
 	o->block_size = fs->block_size;
+	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
+	o->reserved_buckets = 2;
 	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
 	o->metadata_replicas_required =
 		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);
@@ -653,7 +655,7 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 		tfs_journal_pin_add(fs->j, rc->root_seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
 		fs->roots_seq = rc->root_seq;
 	} else {
-		ret = tfs_btree_log_roots(fs, 0, NULL);
+		ret = tfs_btree_log_roots(fs, TFS_TRANS_RESERVED, NULL);
 		if (ret)
 			return ret;
 	}
