@@ -25,6 +25,7 @@
 
 #include <urcu/rculfhash.h>
 
+#include "fs/btree_internal.h"
 #include "fs/btree_key_cache.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
@@ -790,17 +791,27 @@ int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_k
 	return ret;
 }
 
-/* A preallocated key with room for u64s words (prep made one per update). */
+/*
+ * The smallest preallocated key with room for u64s words.  prep made one
+ * per update, of its size; apply takes one per applied update.  Taking the
+ * smallest that fits always finds one: the sizes left always include those
+ * of the updates left (first fit would not: a 1-word update could take the
+ * 8-word key another update needs).
+ */
 static struct kc_key *kc_commit_take_key(struct tfs_key_cache_commit *c, unsigned u64s)
 {
-	for (struct kc_key **p = &c->keys; *p; p = &(*p)->next)
-		if ((*p)->alloc_u64s >= u64s) {
-			struct kc_key *k = *p;
+	struct kc_key **best = NULL;
 
-			*p = k->next;
-			return k;
-		}
-	return NULL;
+	for (struct kc_key **p = &c->keys; *p; p = &(*p)->next)
+		if ((*p)->alloc_u64s >= u64s && (!best || (*p)->alloc_u64s < (*best)->alloc_u64s))
+			best = p;
+	if (!best)
+		return NULL;
+
+	struct kc_key *k = *best;
+
+	*best = k->next;
+	return k;
 }
 
 bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
@@ -1056,4 +1067,75 @@ void tfs_btree_key_cache_to_text(struct printbuf *out, struct tfs_btree_key_cach
 		   (unsigned long long)st.gp_completed);
 	printbuf_tabstop_pop(out);
 	printbuf_indent_sub(out, 2);
+}
+
+/* --- the filesystem's hooks --- */
+
+static int fs_key_cache_flush(void *ctx, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_trans_init(&trans, fs);
+	ret = tfs_trans_update(&trans, id, k)
+		      ?: tfs_trans_commit(&trans, TFS_TRANS_RESERVED | TFS_TRANS_KEY_CACHE_FLUSH,
+					  NULL);
+	tfs_trans_exit(&trans);
+	return ret;
+}
+
+int tfs_fs_key_cache_init(struct tfs_fs *fs)
+{
+	struct tfs_btree_key_cache_ops ops = { .flush = fs_key_cache_flush, .ctx = fs };
+
+	if (fs->read_only || !fs->j)
+		return 0;
+	return tfs_shrinkers_init(&fs->shrinkers, fs->opts.cache_budget, true)
+		       ?: tfs_btree_key_cache_init(&fs->key_cache, 1U << TFS_BTREE_inodes, fs->j,
+						   fs->shrinkers, &ops);
+}
+
+void tfs_fs_key_cache_exit(struct tfs_fs *fs)
+{
+	tfs_btree_key_cache_exit(fs->key_cache);
+	fs->key_cache = NULL;
+	tfs_shrinkers_exit(fs->shrinkers);
+	fs->shrinkers = NULL;
+}
+
+void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bkey_buf *k,
+				   bool locked, u64 cookie)
+{
+	struct tfs_btree *b = &fs->btrees[id];
+	struct tfs_btree_path path;
+	bool stale;
+
+	if (!tfs_btree_key_cache_wants(fs->key_cache, id) ||
+	    tfs_btree_key_cache_overlay(fs->key_cache, id, k, locked, cookie, &b->mod_seq,
+					&stale) ||
+	    !stale)
+		return;
+	/*
+	 * The btree changed since k was copied and the entry is gone: a flush
+	 * may have put a newer key in the leaf, then the entry was evicted.
+	 * Under the lock neither can happen: take the entry or the leaf's key.
+	 * (Deleted since: k stays, a key of a change concurrent with us.)
+	 */
+	pthread_rwlock_rdlock(&b->lock);
+	if (!tfs_btree_key_cache_overlay(fs->key_cache, id, k, true, 0, NULL, NULL) &&
+	    !tfs_btree_walk(b, tfs_bkey_pos(&k->k), 0, &path, false)) {
+		struct tfs_bnode *leaf = path.n[0];
+		unsigned idx = path.idx[0];
+
+		if (idx < leaf->nr_keys &&
+		    tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), tfs_bkey_pos(&k->k)))
+			tfs_bkey_copy(k, tfs_bnode_key(leaf, idx));
+	}
+	pthread_rwlock_unlock(&b->lock);
+}
+
+void tfs_fs_thread_init(void)
+{
+	tfs_rcu_thread_register();
 }

@@ -208,3 +208,26 @@ void tfs_btree_key_cache_stats(struct tfs_btree_key_cache *kc,
 void tfs_btree_key_cache_to_text(struct printbuf *out, struct tfs_btree_key_cache *kc);
 
 #endif /* TFS_FS_BTREE_KEY_CACHE_H */
+
+/* --- the filesystem's hooks (fs/fs.c, fs/btree_iter.c, fs/btree_update.c, fs/btree_write.c) --- */
+
+struct tfs_fs;
+
+/*
+ * At open, once the journal runs (not read-only): the shrinker registry
+ * (fs->shrinkers, budget opts.cache_budget, PSI where the kernel has it)
+ * and the key cache for the inodes btree (fs->key_cache), whose reclaim
+ * commits with TFS_TRANS_RESERVED | TFS_TRANS_KEY_CACHE_FLUSH.
+ */
+int tfs_fs_key_cache_init(struct tfs_fs *fs);
+/* Before the journal is freed; NULLs are fine. */
+void tfs_fs_key_cache_exit(struct tfs_fs *fs);
+
+/*
+ * Iterator hook: overlays *k (just copied from btree id) with its cached
+ * version.  locked: the caller holds the btree's lock; else cookie is the
+ * btree mod_seq the key was copied at, and a key that may be stale is read
+ * again under the lock.
+ */
+void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bkey_buf *k,
+				   bool locked, u64 cookie);

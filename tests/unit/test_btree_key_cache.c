@@ -52,14 +52,20 @@ struct model {
 	u64 leaf_applies, flush_calls;
 };
 
-static void mk_key(struct tfs_bkey_buf *b, u64 ino, u64 val)
+/* A key at (ino, 0) with words value words (1..VAL_WORDS), the first = val. */
+static void mk_key_n(struct tfs_bkey_buf *b, u64 ino, u64 val, unsigned words)
 {
-	memset(b, 0, sizeof(struct tfs_bkey) + VAL_WORDS * 8);
-	b->k.u64s = cpu_to_le16(TFS_BKEY_U64s + VAL_WORDS);
+	memset(b, 0, sizeof(struct tfs_bkey) + words * 8);
+	b->k.u64s = cpu_to_le16(TFS_BKEY_U64s + words);
 	b->k.type = TFS_BKEY_inode;
 	tfs_bkey_set_pos(&b->k, TFS_POS(ino, 0));
-	for (unsigned i = 0; i < VAL_WORDS; i++)
+	for (unsigned i = 0; i < words; i++)
 		b->k._data[i] = cpu_to_le64(val ^ ((u64)i << 40));
+}
+
+static void mk_key(struct tfs_bkey_buf *b, u64 ino, u64 val)
+{
+	mk_key_n(b, ino, val, VAL_WORDS);
 }
 
 static u64 key_val(const struct tfs_bkey *k)
@@ -496,6 +502,38 @@ static void test_dirty_pins_seq(void **state)
 	model_exit(&m);
 }
 
+/*
+ * One commit updating several cached keys of different sizes, in an order
+ * where the first needs less room than the second (each update's memory is
+ * allocated before the journal reservation and must be matched to it).
+ */
+static void test_commit_sizes(void **state)
+{
+	struct tfs_bkey_buf b[4];
+	const struct tfs_bkey *k[4];
+	struct tfs_bkey_buf out;
+	struct model m;
+	static const unsigned words[] = { 1, 8, 3, 8 };
+
+	model_init(&m, 10, 0);
+	for (u64 i = 0; i < 4; i++) {
+		lookup_expect(&m, i, i);
+		mk_key_n(&b[i], i, 100 + i, words[i]);
+		k[i] = &b[i].k;
+	}
+	assert_int_equal(model_commit(&m, k, 4, 0, NULL), 0);
+	for (u64 i = 0; i < 4; i++) {
+		assert_int_equal(model_lookup(&m, i, &out), 0);
+		assert_int_equal(tfs_bkey_u64s(&out.k), TFS_BKEY_U64s + words[i]);
+		assert_int_equal(key_val(&out.k), 100 + i);
+	}
+	assert_int_equal(stats(&m).nr_dirty, 4);
+	assert_int_equal(tfs_btree_key_cache_flush_all(m.kc), 0);
+	for (u64 i = 0; i < 4; i++)
+		assert_int_equal(leaf_val(&m, i), 100 + i);
+	model_exit(&m);
+}
+
 static void test_delete_cached(void **state)
 {
 	struct model m;
@@ -733,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_grace_period),
 		cmocka_unit_test(test_dirty_survives_scans),
 		cmocka_unit_test(test_dirty_pins_seq),
+		cmocka_unit_test(test_commit_sizes),
 		cmocka_unit_test(test_delete_cached),
 		cmocka_unit_test(test_flush_race),
 		cmocka_unit_test(test_working_set_10x_budget),
