@@ -14,7 +14,11 @@
  *  - a flush that raced an update is retried, so replaying the journal ends
  *    with the newest key;
  *  - memory stays within the budget (+25%) for a working set 10x the budget;
- *  - several threads of lookups, updates, scans and reclaim (TSan).
+ *  - several threads of lookups, updates, scans and reclaim (TSan);
+ *  - and under the btree API of a real filesystem: lookups fill it, updates
+ *    of cached inodes keys stay out of the leaves until reclaim, iterators
+ *    see the cached keys, deletes remove them, a clean stop writes them
+ *    back and a crash replays them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,8 +28,12 @@
 
 #include <pthread.h>
 
+#include "fs/btree_internal.h"
 #include "fs/btree_key_cache.h"
+#include "fs_test.h"
 #include "journal_test.h"
+#include "lib/fault_point.h"
+#include "lib/faultdev.h"
 #include "lib/rcu.h"
 #include "lib/shrinker.h"
 
@@ -762,6 +770,271 @@ static void test_to_text(void **state)
 	model_exit(&m);
 }
 
+/* --- under the btree API of a filesystem --- */
+
+static void fs_key(struct tfs_bkey_buf *b, u64 ino, u64 val)
+{
+	u64 *v = tfs_bkey_init(b, TFS_BKEY_cookie, TFS_POS(ino, 0), 16);
+
+	v[0] = cpu_to_le64(val);
+	v[1] = cpu_to_le64(~val);
+}
+
+static u64 fs_commit(struct tfs_fs *fs, u64 ino, u64 val, bool del)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf b;
+	u64 seq;
+
+	tfs_trans_init(&trans, fs);
+	if (del) {
+		assert_int_equal(tfs_trans_delete(&trans, TFS_BTREE_inodes, TFS_POS(ino, 0)), 0);
+	} else {
+		fs_key(&b, ino, val);
+		assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_inodes, &b.k), 0);
+	}
+	assert_int_equal(tfs_trans_commit(&trans, 0, &seq), 0);
+	tfs_trans_exit(&trans);
+	return seq;
+}
+
+static u64 fs_val(const struct tfs_bkey *k)
+{
+	return le64_to_cpu(((const __le64 *)tfs_bkey_val(k))[0]);
+}
+
+/* tfs_btree_lookup's answer: the value, or ~0 for none. */
+static u64 fs_lookup(struct tfs_fs *fs, u64 ino)
+{
+	struct tfs_bkey_buf b;
+	int ret = tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(ino, 0), &b);
+
+	if (ret == -ENOENT)
+		return ~0ULL;
+	assert_int_equal(ret, 0);
+	return fs_val(&b.k);
+}
+
+/* What the leaf itself holds (not the cache): the value, or ~0 for none. */
+static u64 fs_leaf(struct tfs_fs *fs, u64 ino)
+{
+	struct tfs_btree *b = &fs->btrees[TFS_BTREE_inodes];
+	struct tfs_btree_path path;
+	u64 v = ~0ULL;
+
+	pthread_rwlock_rdlock(&b->lock);
+	assert_int_equal(tfs_btree_walk(b, TFS_POS(ino, 0), 0, &path, false), 0);
+	if (path.idx[0] < path.n[0]->nr_keys &&
+	    tfs_bkey_pos(tfs_bnode_key(path.n[0], path.idx[0])).inode == ino)
+		v = fs_val(tfs_bnode_key(path.n[0], path.idx[0]));
+	pthread_rwlock_unlock(&b->lock);
+	return v;
+}
+
+static int fs_kc_state(struct tfs_fs *fs, u64 ino)
+{
+	return tfs_btree_key_cache_state(fs->key_cache, TFS_BTREE_inodes, TFS_POS(ino, 0));
+}
+
+/* Every key of the inodes btree by iteration (next, then prev), as values by inode. */
+static void fs_iter_vals(struct tfs_fs *fs, u64 *vals, unsigned nr, bool backwards)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 last = backwards ? ~0ULL : 0;
+	bool first = true;
+
+	for (unsigned i = 0; i < nr; i++)
+		vals[i] = ~0ULL;
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
+	if (backwards) {
+		tfs_btree_iter_set_pos(&iter, TFS_POS_MAX);
+		assert_int_equal(tfs_btree_iter_next(&iter, &k), 0); /* past the end */
+		assert_null(k);
+	}
+	while (1) {
+		int ret = backwards ? tfs_btree_iter_prev(&iter, &k)
+				    : (first ? tfs_btree_iter_peek(&iter, &k)
+					     : tfs_btree_iter_next(&iter, &k));
+
+		assert_int_equal(ret, 0);
+		first = false;
+		if (!k)
+			break;
+		u64 ino = tfs_bkey_pos(k).inode;
+
+		assert_true(backwards ? ino < last : (ino > last || last == 0));
+		last = ino;
+		if (ino < nr)
+			vals[ino] = fs_val(k);
+	}
+	tfs_btree_iter_exit(&iter);
+}
+
+#define FS_KEYS 64
+
+static void fs_setup(struct ft *t, size_t budget)
+{
+	struct ft_geometry g = { .nr_devs = 1, .size = 32 << 20, .shm = true };
+
+	assert_int_equal(ft_mkfs(t, &g), 0);
+	t->opts.cache_budget = budget;
+	assert_int_equal(ft_open(t), 0);
+	assert_non_null(t->fs->key_cache);
+	assert_non_null(t->fs->shrinkers);
+	for (u64 i = 1; i < FS_KEYS; i++)
+		fs_commit(t->fs, i, i, false);
+}
+
+static void test_fs_cached_updates(void **state)
+{
+	struct ft t;
+	u64 vals[FS_KEYS], seq;
+	struct printbuf out = PRINTBUF;
+
+	fs_setup(&t, 0);
+	/* Keys committed before being looked up went to the leaves; lookups cache them. */
+	assert_int_equal(fs_kc_state(t.fs, 3), -ENOENT);
+	assert_int_equal(fs_lookup(t.fs, 3), 3);
+	assert_int_equal(fs_kc_state(t.fs, 3), 0);
+	assert_int_equal(fs_lookup(t.fs, 5), 5);
+
+	/* An update of a cached key: the entry, not the leaf. */
+	seq = fs_commit(t.fs, 3, 333, false);
+	assert_int_equal(fs_kc_state(t.fs, 3), 1);
+	assert_int_equal(fs_leaf(t.fs, 3), 3);
+	assert_int_equal(fs_lookup(t.fs, 3), 333);
+	fs_iter_vals(t.fs, vals, FS_KEYS, false);
+	assert_int_equal(vals[3], 333);
+	assert_int_equal(vals[4], 4);
+	fs_iter_vals(t.fs, vals, FS_KEYS, true);
+	assert_int_equal(vals[3], 333);
+	assert_int_equal(vals[62], 62);
+
+	/* Reclaim writes it into the leaf; the entry is clean again. */
+	assert_int_equal(tfs_journal_flush_pins(t.fs->j, seq), 0);
+	assert_int_equal(fs_leaf(t.fs, 3), 333);
+	assert_int_equal(fs_kc_state(t.fs, 3), 0);
+
+	/* A delete of a cached (dirty) key removes the entry and the key. */
+	fs_commit(t.fs, 5, 555, false);
+	assert_int_equal(fs_kc_state(t.fs, 5), 1);
+	fs_commit(t.fs, 5, 0, true);
+	assert_int_equal(fs_kc_state(t.fs, 5), -ENOENT);
+	assert_int_equal(fs_lookup(t.fs, 5), ~0ULL);
+	fs_iter_vals(t.fs, vals, FS_KEYS, false);
+	assert_int_equal(vals[5], ~0ULL);
+
+	/* Dirty at stop: written back, there after a reopen. */
+	fs_lookup(t.fs, 7);
+	fs_commit(t.fs, 7, 777, false);
+	assert_int_equal(fs_kc_state(t.fs, 7), 1);
+	tfs_fs_to_text(&out, t.fs);
+	assert_non_null(strstr(printbuf_str(&out), "nr_dirty:"));
+	printbuf_exit(&out);
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	/* The stop wrote the entry back: nothing was left for replay. */
+	assert_int_equal(ft_btree_counter_sum(t.fs, keys_replayed), 0);
+	assert_int_equal(fs_leaf(t.fs, 7), 777);
+	assert_int_equal(fs_lookup(t.fs, 3), 333);
+	assert_int_equal(fs_lookup(t.fs, 5), ~0ULL);
+	ft_cleanup(&t);
+}
+
+/* A cached key's update, durable in the journal only, survives a power cut. */
+static void test_fs_crash_replays_cached(void **state)
+{
+	struct ft t;
+	char spec[256];
+	struct printbuf err = PRINTBUF;
+	u64 seq;
+
+	fs_setup(&t, 0);
+	assert_int_equal(ft_stop(&t), 0);
+	snprintf(spec, sizeof(spec), "dev %s trace=off", t.path[0]);
+	assert_int_equal(tfs_faults_parse(spec, &err), 0);
+	printbuf_exit(&err);
+	assert_int_equal(ft_open(&t), 0);
+
+	assert_int_equal(fs_lookup(t.fs, 9), 9);
+	seq = fs_commit(t.fs, 9, 999, false);
+	assert_int_equal(fs_kc_state(t.fs, 9), 1);
+	assert_int_equal(tfs_fs_flush_seq(t.fs, seq), 0);
+	assert_int_equal(tfs_faultdev_powercut(t.fs->devs[0].bdev, TFS_POWERCUT_none, 0), 0);
+	assert_int_not_equal(ft_stop(&t), 0); /* the device is gone */
+	tfs_faultdev_registry_reset();
+
+	assert_int_equal(ft_open(&t), 0);
+	assert_int_equal(fs_lookup(t.fs, 9), 999);
+	assert_int_equal(fs_leaf(t.fs, 9), 999); /* replay puts keys in the leaves */
+	ft_cleanup(&t);
+}
+
+struct fs_tctx {
+	struct tfs_fs *fs;
+	unsigned idx, iters;
+	u64 last[16];
+};
+
+static void *fs_worker(void *arg)
+{
+	struct fs_tctx *c = arg;
+	u64 x = 0x2545f4914f6cdd1dULL * (c->idx + 1);
+
+	tfs_fs_thread_init();
+	for (unsigned n = 0; n < c->iters; n++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		unsigned i = (unsigned)(x % 16);
+		u64 ino = 1 + c->idx * 16 + i;
+		u64 vals[FS_KEYS];
+
+		switch (x >> 61) {
+		case 0:
+		case 1:
+			c->last[i] = (u64)n << 8 | c->idx;
+			fs_commit(c->fs, ino, c->last[i], false);
+			break;
+		case 2:
+			fs_iter_vals(c->fs, vals, FS_KEYS, n & 1);
+			assert_int_equal(vals[ino], c->last[i]);
+			break;
+		case 3:
+			tfs_btree_key_cache_scan(c->fs->key_cache, 8);
+			break;
+		default:
+			assert_int_equal(fs_lookup(c->fs, ino), c->last[i]);
+		}
+	}
+	return NULL;
+}
+
+static void test_fs_threads(void **state)
+{
+	struct ft t;
+	struct fs_tctx c[3];
+	pthread_t th[3];
+	unsigned iters = getenv("TFS_LONG") ? 20000 : 1500;
+
+	fs_setup(&t, 64 << 10);
+	for (unsigned i = 0; i < 3; i++) {
+		c[i] = (struct fs_tctx){ .fs = t.fs, .idx = i, .iters = iters };
+		for (unsigned k = 0; k < 16; k++)
+			c[i].last[k] = 1 + i * 16 + k;
+		assert_int_equal(pthread_create(&th[i], NULL, fs_worker, &c[i]), 0);
+	}
+	for (unsigned i = 0; i < 3; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned k = 0; k < 16; k++)
+			assert_int_equal(fs_leaf(t.fs, 1 + i * 16 + k), c[i].last[k]);
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -777,6 +1050,9 @@ int main(void)
 		cmocka_unit_test(test_working_set_10x_budget),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_to_text),
+		cmocka_unit_test(test_fs_cached_updates),
+		cmocka_unit_test(test_fs_crash_replays_cached),
+		cmocka_unit_test(test_fs_threads),
 	};
 
 	tfs_rcu_thread_register();
