@@ -38,6 +38,14 @@
  * before the entry is filled.  Root entries are reclaim's own work: they use
  * the journal's reserve.
  */
+/* Words of a root entry, sized for the largest root keys (they may change before the lock). */
+static unsigned root_entry_u64s(void)
+{
+	return TFS_BTREE_NR *
+	       tfs_jset_entry_u64s(TFS_BKEY_U64s +
+				   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
+}
+
 static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
 		     u64 *seq, unsigned res_flags)
 {
@@ -46,10 +54,7 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 	int ret;
 
 	while (1) {
-		/* Sized for the largest root keys: the keys may change before the lock. */
-		u64s = TFS_BTREE_NR *
-		       tfs_jset_entry_u64s(TFS_BKEY_U64s +
-					   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
+		u64s = root_entry_u64s();
 		ret = tfs_journal_res_get(fs->j, &res, u64s, res_flags);
 		if (ret)
 			return ret;
@@ -250,7 +255,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 		n->writing = true;
 		if (n->dirty) {
 			n->dirty = false;
-			b->nr_dirty--;
+			__atomic_sub_fetch(&b->nr_dirty, 1, __ATOMIC_RELAXED);
 		}
 		if (cn->parent) {
 			tfs_btree_ptr_key_set(fs, tfs_bnode_key(cn->parent, cn->pidx), &loc, seq,
@@ -456,6 +461,19 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 	ret = tfs_journal_error(fs->j);
 	if (ret)
 		return ret;
+	if (!reclaim) {
+		/*
+		 * Room for the root entry now?  If not, do not write nodes only to
+		 * undo the checkpoint when the entry is refused (the probe's words
+		 * stay zero: an empty sub-entry).
+		 */
+		struct tfs_journal_res res;
+
+		ret = tfs_journal_res_get(fs->j, &res, root_entry_u64s(), TFS_JOURNAL_RES_NONBLOCK);
+		if (ret)
+			return ret;
+		tfs_journal_res_put(fs->j, &res);
+	}
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.done, NULL);
 	pthread_mutex_lock(&b->ckpt_lock);

@@ -431,7 +431,7 @@ static int fs_read_roots(struct tfs_fs *fs)
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
 		if (ret)
 			return ret;
-		b->nr_nodes[b->root->level]++;
+		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
 		ret = fs_read_interior(b, b->root);
 		if (ret)
 			return ret;
@@ -628,8 +628,6 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 	struct printbuf err = PRINTBUF;
 	int ret;
 
-	if (tfs_fault("init:fs_start"))
-		return -TFS_ERR_fault_injected;
 	ret = tfs_journal_init(&fs->j, jd, nr, &fs->jopts, &err);
 	if (ret) {
 		fprintf(stderr, "%s\n", printbuf_str(&err));
@@ -746,7 +744,9 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	if (ret)
 		goto err;
 	if (!fs->read_only) {
-		ret = fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc)
+		/* Before the first write: a failed open changes nothing on disk. */
+		ret = tfs_fault("init:fs_start") ? -TFS_ERR_fault_injected : 0;
+		ret = ret ?: fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc)
 			?: tfs_fs_key_cache_init(fs); /* key cache hook */
 		if (ret)
 			goto err;

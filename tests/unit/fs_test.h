@@ -124,7 +124,10 @@ static inline int ft_mkfs(struct ft *t, const struct ft_geometry *g)
 		abort();
 	t->nr = g->nr_devs;
 	for (unsigned i = 0; i < g->nr_devs; i++) {
-		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", t->dir, i);
+		char dir[sizeof(t->dir)];
+
+		memcpy(dir, t->dir, sizeof(dir)); /* not from t into t: -Wrestrict */
+		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", dir, i);
 		t->paths[i] = t->path[i];
 	}
 	tfs_fs_opts_default(&t->opts);

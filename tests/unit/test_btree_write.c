@@ -222,7 +222,7 @@ static void fresh_copy(struct ft *t, unsigned nr)
 	memcpy(t->dir + strlen(m->dir), ".run", 5);
 	mkdir(t->dir, 0700);
 	for (unsigned i = 0; i < nr; i++) {
-		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", t->dir, i);
+		snprintf(t->path[i], sizeof(t->path[i]), "%s.run/img%u", m->dir, i);
 		t->paths[i] = t->path[i];
 		copy_file(m->path[i], t->path[i]);
 	}
