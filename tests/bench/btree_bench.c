@@ -90,13 +90,27 @@ static void die(const char *what, const char *why)
 	exit(1);
 }
 
-enum { W_INSERT, W_SYNC, W_LOOKUP, W_SCAN, W_DURABLE, W_LOOKUP_KC, W_NR };
+enum {
+	W_INSERT,
+	W_SYNC,
+	W_LOOKUP,
+	W_SCAN,
+	W_DURABLE,
+	W_LOOKUP_KC,
+	W_NR
+};
 static const char *const w_names[W_NR] = {
-	"insert (txn of 100) keys/s", "  then one sync (s)", "lookup (warm) keys/s",
-	"scan keys/s",		      "durable commits/s",  "lookup inodes (key cache)/s",
+	"insert (txn of 100) keys/s", "  then one sync (s)",
+	"lookup (warm) keys/s",	      "scan keys/s",
+	"durable commits/s",	      "lookup inodes (key cache)/s",
 };
 
-enum { E_TINYFS, E_LMDB, E_SQLITE, E_NR };
+enum {
+	E_TINYFS,
+	E_LMDB,
+	E_SQLITE,
+	E_NR
+};
 
 static double result[E_NR][W_NR];
 
@@ -375,7 +389,8 @@ static void run_sqlite(const struct opts *o, const struct key *keys, const unsig
 	sql_exec(db, "PRAGMA synchronous=NORMAL");
 	sql_exec(db, "PRAGMA cache_size=-524288"); /* 512 MiB: warm lookups stay in memory */
 	sql_exec(db, "CREATE TABLE t (k BLOB PRIMARY KEY, v BLOB) WITHOUT ROWID");
-	sql_check(db, sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO t VALUES (?, ?)", -1, &ins, NULL),
+	sql_check(db,
+		  sqlite3_prepare_v2(db, "INSERT OR REPLACE INTO t VALUES (?, ?)", -1, &ins, NULL),
 		  "prepare insert");
 	sql_check(db, sqlite3_prepare_v2(db, "SELECT v FROM t WHERE k = ?", -1, &sel, NULL),
 		  "prepare select");
