@@ -116,6 +116,10 @@ enum tfs_trans_flags {
 	/* Journal reclaim's own commits (node write-back, key cache flush): may use the
 	 * journal's reserve and must never wait on reclaim. */
 	TFS_TRANS_RESERVED = 1 << 1,
+	/* The key cache's reclaim writing a dirty entry into the btree
+	 * (fs/btree_key_cache.h): the key goes to the leaf, the entry becomes
+	 * clean; fails with -TFS_ERR_key_cache_flush_raced if the entry changed. */
+	TFS_TRANS_KEY_CACHE_FLUSH = 1 << 2,
 };
 
 struct tfs_trans_update {

@@ -10,6 +10,7 @@
  */
 
 #include "fs/btree.h"
+#include "fs/btree_key_cache.h"
 #include "fs/btree_types.h"
 #include "fs/fs_types.h"
 

@@ -62,15 +62,21 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 	struct tfs_btree_path path;
 	int ret;
 
+	/* Key cache hook: cached btrees answer from the cache first, without a lock. */
+	if (tfs_btree_key_cache_lookup(fs->key_cache, id, pos, out))
+		return 0;
 	pthread_rwlock_rdlock(&b->lock);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (!ret) {
 		struct tfs_bnode *leaf = path.n[0];
 		unsigned idx = path.idx[0];
 
-		if (idx < leaf->nr_keys && tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos))
+		if (idx < leaf->nr_keys &&
+		    tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos)) {
 			tfs_bkey_copy(out, tfs_bnode_key(leaf, idx));
-		else
+			/* Key cache hook: cache what was read, under the lock. */
+			tfs_btree_key_cache_fill(fs->key_cache, id, tfs_bnode_key(leaf, idx));
+		} else
 			ret = -ENOENT;
 	}
 	pthread_rwlock_unlock(&b->lock);
@@ -226,6 +232,9 @@ int tfs_btree_iter_peek(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 		if (lo < iter->batch_nr) {
 			iter->batch_idx = lo;
 			tfs_bkey_copy(&iter->k, batch_key(p, lo));
+			/* Key cache hook: a cached key's newer version. */
+			tfs_fs_key_cache_iter_overlay(iter->fs, iter->id, &iter->k, false,
+						      iter->batch_cookie);
 			p->have_last = true;
 			*k = &iter->k.k;
 			return 0;
@@ -302,6 +311,9 @@ int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 
 			if (tfs_bpos_cmp(tfs_bkey_pos(key), iter->start) >= 0) {
 				tfs_bkey_copy(&iter->k, key);
+				/* Key cache hook: a cached key's newer version. */
+				tfs_fs_key_cache_iter_overlay(iter->fs, iter->id, &iter->k, true,
+							      0);
 				iter->pos = tfs_bkey_pos(key);
 				p->have_last = true;
 				p->exhausted = false;

@@ -155,7 +155,8 @@ struct plan {
 	unsigned start[TFS_BTREE_NR + 1]; /* items of btree i: start[i] .. start[i + 1] */
 	unsigned journal_u64s[TFS_BTREE_NR];
 	unsigned res_u64s;
-	unsigned btrees; /* bitmask */
+	unsigned btrees;		/* bitmask */
+	struct tfs_key_cache_commit kc; /* key cache hook state (fs/btree_key_cache.h) */
 };
 
 static int plan_item_cmp(const void *a, const void *b)
@@ -332,6 +333,9 @@ static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, stru
 
 		if (!p->items[i].final)
 			continue;
+		/* Key cache hook: an update of a cached key goes to its entry, not the leaf. */
+		if (tfs_btree_key_cache_commit_apply(fs->key_cache, &p->kc, b->id, k, res->seq))
+			continue;
 		/* Every node on the path was walked by fit_btree() under this lock: no I/O. */
 		if (tfs_btree_walk(b, p->items[i].pos, 0, &path, true))
 			abort();
@@ -399,6 +403,10 @@ retry:
 	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
 		if (p.btrees & (1U << id))
 			ret = fit_btree(trans, &fs->btrees[id], &p);
+	/* Key cache hook: memory for cached updates; a raced key cache flush fails here. */
+	if (!ret)
+		ret = tfs_btree_key_cache_commit_prep(fs->key_cache, &p.kc, trans->updates,
+						      trans->nr_updates, flags);
 	if (ret) {
 		unlock_btrees(fs, p.btrees);
 		if (have_res)
@@ -449,6 +457,7 @@ retry:
 	tfs_trans_reset(trans);
 	tfs_btree_cache_check_budget(fs);
 out:
+	tfs_btree_key_cache_commit_done(fs->key_cache, &p.kc); /* key cache hook */
 	free(p.items);
 	return ret;
 }

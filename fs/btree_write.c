@@ -576,10 +576,12 @@ static int wait_journal_space(struct tfs_fs *fs)
 
 int tfs_btree_write_all(struct tfs_fs *fs)
 {
-	int ret = 0;
+	int ret;
 
 	if (fs->read_only || !fs->j)
 		return 0;
+	/* Key cache hook: its dirty keys into the trees first, then the trees to disk. */
+	ret = tfs_btree_key_cache_flush_all(fs->key_cache);
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		struct tfs_btree *b = &fs->btrees[id];
 		int r;

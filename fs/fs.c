@@ -667,6 +667,7 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 
 static void fs_free(struct tfs_fs *fs)
 {
+	tfs_fs_key_cache_exit(fs); /* key cache hook: its pins go before the journal */
 	if (fs->j) {
 		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 			tfs_journal_pin_drop(fs->j, &fs->btrees[id].pin);
@@ -747,7 +748,8 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	if (!fs->read_only) {
 		/* Before the first write: a failed open changes nothing on disk. */
 		ret = tfs_fault("init:fs_start") ? -TFS_ERR_fault_injected : 0;
-		ret = ret ?: fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc);
+		ret = ret ?: fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc)
+			?: tfs_fs_key_cache_init(fs); /* key cache hook */
 		if (ret)
 			goto err;
 	}
@@ -856,6 +858,8 @@ void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs)
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		tfs_btree_to_text(out, fs, id);
 	tfs_btree_cache_to_text(out, fs);
+	if (fs->key_cache) /* key cache hook */
+		tfs_btree_key_cache_to_text(out, fs->key_cache);
 	tfs_alloc_to_text(out, fs);
 	printbuf_indent_sub(out, 2);
 }

@@ -98,6 +98,15 @@ int tfs_fs_flush_seq(struct tfs_fs *fs, u64 seq);
 /* Everything about the running filesystem: journal, caches, allocator, devices. */
 void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs);
 
+/*
+ * Every thread that calls into a filesystem should call this first (the
+ * FUSE daemon, at the start of each worker thread): registers it with RCU
+ * (lib/rcu.h; idempotent, undone at thread exit).  The caches register a
+ * thread themselves when it first touches them, so forgetting is not a
+ * bug, only a first call that costs a little more.
+ */
+void tfs_fs_thread_init(void);
+
 /* --- inodes --- */
 
 struct tfs_stat {

@@ -52,6 +52,9 @@ struct tfs_fs {
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;
 	struct tfs_alloc alloc;
+	/* The key cache (inodes) and its shrinker registry; NULL when read-only. */
+	struct tfs_shrinkers *shrinkers;
+	struct tfs_btree_key_cache *key_cache;
 
 	/*
 	 * Roots: every root entry logs the root of every btree (under

@@ -101,7 +101,8 @@
 	x(EIO, btree_node_write)                                               \
 	x(EINVAL, fs_not_initialized)                                          \
 	x(EINVAL, fs_members)                                                  \
-	x(TFS_ERR_erofs_journal, fs_read_only)
+	x(TFS_ERR_erofs_journal, fs_read_only)                                 \
+	x(EAGAIN, key_cache_flush_raced)
 
 // clang-format on
 

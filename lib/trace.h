@@ -5,7 +5,8 @@
 /*
  * Trace points: USDT probes (provider "tinyfs") at the places the seeds
  * care about: a journal reservation that has to wait (and why), a journal
- * write that failed, a halt, a block-device error.  They cost a nop when no
+ * write that failed, a halt, a block-device error, a shrinker scan
+ * (shrinker_scan(name, nr_to_scan, freed), lib/shrinker.c).  They cost a nop when no
  * tracer is attached, and show in `readelf -n` as stapsdt notes, so perf,
  * bpftrace and systemtap can attach to them:
  *
