@@ -117,12 +117,12 @@ static_assert(offsetof(struct tfs_inode, target) == 104, "inode target");
 #define TFS_DIRENT_OFFSET_MAX ((1ULL << 62) - 1)
 
 struct tfs_dirent {
-	__le64 ino;   /* the target; 0: a whiteout */
-	u8 d_type;    /* DT_REG, DT_DIR, ... of the target (0 for a whiteout) */
-	u8 name_len;  /* 1..255 (0 for a whiteout) */
-	__le16 pad0;  /* zero */
-	__le32 pad1;  /* zero */
-	u8 name[];    /* name_len bytes, no '/' or NUL, zero-padded to a word */
+	__le64 ino;  /* the target; 0: a whiteout */
+	u8 d_type;   /* DT_REG, DT_DIR, ... of the target (0 for a whiteout) */
+	u8 name_len; /* 1..255 (0 for a whiteout) */
+	__le16 pad0; /* zero */
+	__le32 pad1; /* zero */
+	u8 name[];   /* name_len bytes, no '/' or NUL, zero-padded to a word */
 };
 static_assert(sizeof(struct tfs_dirent) == 16, "dirent value");
 
