@@ -356,19 +356,11 @@ static int orphan_finish(struct tfs_fs *fs, tfs_ino_t ino, u64 flags)
 	int ret = tfs_iget_locked(fs, ino, true, &im);
 
 	if (ret == -ENOENT) {
-		/* The inode is gone already: only leftovers and the key. */
-		ret = tfs_iget(fs, ino, &im);
-		if (ret)
-			return ret;
-		pthread_rwlock_wrlock(&im->lock);
-		im->ui = (struct tfs_inode_unpacked){ .mode = S_IFDIR };
-		im->loaded = true;
-		ret = tfs_xattr_remove_all(fs, ino) ?: tfs_dirents_remove_all(fs, ino);
-		im->loaded = false;
-		pthread_rwlock_unlock(&im->lock);
-		tfs_iput(fs, im);
+		/* Removals delete the inode and its orphan key together: a corrupt state. */
+		fprintf(stderr, "inode %llu: orphan key without an inode; dropping the key\n",
+			(unsigned long long)ino);
 		tfs_posix_trans_init(&trans, fs);
-		ret = ret ?: tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
+		ret = tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
 		tfs_trans_exit(&trans);
 		return ret;
 	}
@@ -466,6 +458,12 @@ static int inodes_scan(struct tfs_fs *fs)
 	return ret;
 }
 
+static int posix_stop(struct tfs_fs *fs)
+{
+	tfs_posix_exit(fs);
+	return 0;
+}
+
 int tfs_posix_init(struct tfs_fs *fs)
 {
 	struct tfs_posix *p = calloc(1, sizeof(*p));
@@ -490,6 +488,7 @@ int tfs_posix_init(struct tfs_fs *fs)
 	p->files.next = p->files.prev = &p->files;
 	p->name_hash = tfs_name_hash_default;
 	fs->posix = p;
+	fs->posix_stop = posix_stop;
 
 	ret = inodes_scan(fs);
 	if (!ret && !tfs_posix_read_only(fs))
@@ -529,6 +528,7 @@ void tfs_posix_exit(struct tfs_fs *fs)
 	pthread_mutex_destroy(&p->syncfs_lock);
 	free(p);
 	fs->posix = NULL;
+	fs->posix_stop = NULL;
 }
 
 int tfs_posix_format(struct tfs_fs *fs)
@@ -546,7 +546,7 @@ int tfs_posix_format(struct tfs_fs *fs)
 	ui.generation = 1;
 	ui.hash_seed = (u64)now ^ 0x726f6f74ULL; /* "root" */
 	ui.atime = ui.mtime = ui.ctime = ui.btime = now;
-	tfs_inode_pack(&kb, TFS_ROOT_INO, &ui, NULL);
+	tfs_inode_pack(&kb, TFS_ROOT_INO, &ui);
 	tfs_posix_trans_init(&trans, fs);
 	ret = tfs_trans_update(&trans, TFS_BTREE_inodes, &kb.k) ?: tfs_posix_commit(&trans, NULL);
 	tfs_trans_exit(&trans);

@@ -131,16 +131,15 @@ static inline bool tfs_posix_journal_flushes_data(struct tfs_fs *fs)
 
 /* --- inodes (inode.c) --- */
 
-/* Packs ui (and a symlink's target) as the inode key of ino. */
-void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
-		    const char *target);
+/* Packs ui as the inode key of ino. */
+void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui);
 /*
- * Unpacks an inode key (validated first); *target points into k (ui->size
- * bytes) for a symlink, else NULL.  -TFS_ERR_inode_invalid (printed) when
- * the key is not a valid inode.
+ * Unpacks an inode key (validated first); -TFS_ERR_inode_invalid (printed)
+ * when the key is not a valid inode.
  */
-int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui,
-		     const char **target);
+int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui);
+/* The inline_data key holding a symlink's target. */
+void tfs_symlink_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const char *target, size_t len);
 
 void tfs_inode_to_stat(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
 		       struct tfs_stat *st);
