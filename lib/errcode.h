@@ -94,7 +94,12 @@
 	x(EIO, btree_node_read)                                                \
 	x(EINVAL, btree_node_invalid)                                          \
 	x(ENOSPC, alloc_no_space)                                              \
-	x(EINVAL, fsck_errors_found)
+	x(EINVAL, fsck_errors_found)                                           \
+	x(EINVAL, bkey_invalid)                                                \
+	x(EIO, btree_node_write)                                               \
+	x(EINVAL, fs_not_initialized)                                          \
+	x(EINVAL, fs_members)                                                  \
+	x(TFS_ERR_erofs_journal, fs_read_only)
 
 // clang-format on
 
