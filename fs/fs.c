@@ -33,6 +33,7 @@
 #include "fs/fs_format.h"
 #include "fs/fs.h"
 #include "fs/fs_types.h"
+#include "fs/posix.h"
 #include "journal/journal.h"
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -747,6 +748,15 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		if (ret)
 			goto err;
 	}
+	/* The POSIX layer: its inode table, crash leftovers (orphans); mkfs's root directory. */
+	ret = tfs_posix_init(fs);
+	if (!ret && fs->opts.format) {
+		ret = tfs_posix_format(fs);
+		if (ret)
+			tfs_posix_exit(fs);
+	}
+	if (ret)
+		goto err;
 	tfs_journal_read_free(r);
 	printbuf_exit(&err);
 	*ret_fs = fs;
@@ -853,5 +863,7 @@ void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs)
 		tfs_btree_to_text(out, fs, id);
 	tfs_btree_cache_to_text(out, fs);
 	tfs_alloc_to_text(out, fs);
+	if (fs->posix)
+		tfs_posix_to_text(out, fs);
 	printbuf_indent_sub(out, 2);
 }

@@ -111,7 +111,7 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 			return ret;
 		/* Space freed by commits not yet durable: make them durable, once. */
 		__atomic_fetch_add(&p->c.enospc_flush_retries, 1, __ATOMIC_RELAXED);
-		int err = tfs_journal_flush(tfs_posix_journal(fs));
+		int err = tfs_posix_journal(fs) ? tfs_journal_flush(tfs_posix_journal(fs)) : 0;
 
 		if (err)
 			return err;
