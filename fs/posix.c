@@ -68,7 +68,7 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 		return -EFBIG;
 	if (f)
 		ino = tfs_file_ino(f);
-	ret = tfs_iget_locked(fs, ino, true, &im);
+	ret = tfs_posix_writable(fs) ?: tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
 	ui = im->ui;

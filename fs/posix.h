@@ -23,6 +23,7 @@
 #include "fs/fs_types.h"
 #include "fs/posix_types.h"
 #include "journal/journal.h"
+#include "lib/errcode.h"
 #include "super/super_format.h"
 
 struct printbuf;
@@ -116,6 +117,19 @@ static inline bool tfs_posix_fsync_noop(struct tfs_fs *fs)
 static inline const u8 *tfs_posix_uuid(struct tfs_fs *fs)
 {
 	return fs->uuid;
+}
+
+/*
+ * 0 when changes can be made; -TFS_ERR_fs_read_only (EROFS class) when the
+ * filesystem was opened read-only or its journal stopped (an error, or
+ * errors=ro).  The data paths ask before writing anything; metadata-only
+ * operations learn it from the commit.
+ */
+static inline int tfs_posix_writable(struct tfs_fs *fs)
+{
+	if (fs->read_only || !fs->j || tfs_journal_err_seq(fs->j))
+		return -TFS_ERR_fs_read_only;
+	return 0;
 }
 
 /*
