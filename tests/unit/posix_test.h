@@ -48,7 +48,8 @@ struct pt {
 	unsigned nr;
 	struct pt_geometry g;
 	struct tfs_fs_opts opts;
-	bool trace; /* fault devices keep a trace (power-cut tests) */
+	bool trace;		     /* fault devices keep a trace (power-cut tests) */
+	char rule[PT_MAX_DEVS][128]; /* a fault rule each member's device starts with */
 	struct tfs_fs *fs;
 };
 
@@ -114,7 +115,8 @@ static inline void pt_register_faultdevs(struct pt *t)
 	for (unsigned i = 0; i < t->nr; i++) {
 		struct printbuf spec = PRINTBUF;
 
-		prt_printf(&spec, "dev %s trace=%s", t->path[i], t->trace ? "on" : "off");
+		prt_printf(&spec, "dev %s trace=%s %s", t->path[i], t->trace ? "on" : "off",
+			   t->rule[i]);
 		if (tfs_faults_parse(printbuf_str(&spec), &err)) {
 			fprintf(stderr, "fault spec: %s\n", printbuf_str(&err));
 			abort();
@@ -189,6 +191,31 @@ static inline void pt_cleanup(struct pt *t)
 	for (unsigned i = 0; i < t->nr; i++)
 		unlink(t->path[i]);
 	rmdir(t->dir);
+}
+
+/* Copies an image file, leaving zeros as holes (images are mostly empty). */
+static inline void pt_copy_file(const char *from, const char *to)
+{
+	static char buf[1 << 16], zero[1 << 16];
+	int in = open(from, O_RDONLY), out = open(to, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	struct stat st;
+	off_t off = 0;
+
+	if (in < 0 || out < 0 || fstat(in, &st) || ftruncate(out, st.st_size))
+		abort();
+	for (;;) {
+		ssize_t n = pread(in, buf, sizeof(buf), off);
+
+		if (n < 0)
+			abort();
+		if (!n)
+			break;
+		if (memcmp(buf, zero, (size_t)n) && pwrite(out, buf, (size_t)n, off) != n)
+			abort();
+		off += n;
+	}
+	close(in);
+	close(out);
 }
 
 static inline struct tfs_bdev *pt_bdev(struct pt *t, unsigned i)
