@@ -33,6 +33,7 @@
 #include "fs/fs_format.h"
 #include "fs/fs.h"
 #include "fs/fs_types.h"
+#include "fs/posix.h"
 #include "journal/journal.h"
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -194,6 +195,9 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	struct tfs_journal_opts *o = &fs->jopts;
 
 	tfs_journal_opts_default(o);
+	/* mkfs: entries close only when flushed (no timers), so mkfs's output is reproducible. */
+	if (fs->opts.format)
+		o->write_delay_ms = o->flush_delay_ms = 600000;
 	*nr = 0;
 	for (unsigned i = 0; i < fs->nr_devices; i++) {
 		struct tfs_fs_dev *d = &fs->devs[i];
@@ -753,6 +757,15 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		if (ret)
 			goto err;
 	}
+	/* The POSIX layer: its inode table, crash leftovers (orphans); mkfs's root directory. */
+	ret = tfs_posix_init(fs);
+	if (!ret && fs->opts.format) {
+		ret = tfs_posix_format(fs);
+		if (ret)
+			tfs_posix_exit(fs);
+	}
+	if (ret)
+		goto err;
 	tfs_journal_read_free(r);
 	printbuf_exit(&err);
 	*ret_fs = fs;
@@ -861,5 +874,7 @@ void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs)
 	if (fs->key_cache) /* key cache hook */
 		tfs_btree_key_cache_to_text(out, fs->key_cache);
 	tfs_alloc_to_text(out, fs);
+	if (fs->posix)
+		tfs_posix_to_text(out, fs);
 	printbuf_indent_sub(out, 2);
 }

@@ -102,7 +102,16 @@
 	x(EINVAL, fs_not_initialized)                                          \
 	x(EINVAL, fs_members)                                                  \
 	x(TFS_ERR_erofs_journal, fs_read_only)                                 \
-	x(EAGAIN, key_cache_flush_raced)
+	x(EAGAIN, key_cache_flush_raced)                                       \
+	/* the POSIX layer (fs/) */                                            \
+	x(EUCLEAN, fs_inconsistent)                                            \
+	x(TFS_ERR_fs_inconsistent, inode_invalid)                              \
+	x(TFS_ERR_fs_inconsistent, dirent_invalid)                             \
+	x(TFS_ERR_fs_inconsistent, extent_invalid)                             \
+	x(TFS_ERR_fs_inconsistent, xattr_invalid)                              \
+	x(EIO, data_read)                                                      \
+	x(EIO, data_checksum)                                                  \
+	x(EIO, data_write)
 
 // clang-format on
 
