@@ -137,11 +137,13 @@ static void fix_nodes(struct fixer *f)
 /* The journal: magics, btree_root pointers, checksums. */
 static void fix_journal(struct fixer *f, const struct tfs_sb *sb, u32 block_size)
 {
-	unsigned nr;
-	const __le64 *jb = tfs_sb_journal_buckets(sb, &nr);
+	unsigned nr = 0;
+	u64 *jb = NULL;
 
+	if (tfs_sb_journal_buckets(sb, &jb, &nr))
+		abort(); /* only -ENOMEM */
 	for (unsigned b = 0; jb && b < nr; b++) {
-		u64 base = le64_to_cpu(jb[b]) * f->bucket_size;
+		u64 base = jb[b] * f->bucket_size;
 
 		if (base >= f->size || f->size - base < f->bucket_size)
 			continue;
@@ -171,6 +173,7 @@ static void fix_journal(struct fixer *f, const struct tfs_sb *sb, u32 block_size
 			off += round_up(tfs_jset_bytes(le32_to_cpu(js->u64s)), block_size);
 		}
 	}
+	free(jb);
 }
 
 /* A superblock copy's clean section roots, then its checksums. */

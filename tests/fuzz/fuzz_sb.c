@@ -29,17 +29,20 @@
 static void check_valid(const struct tfs_sb *sb)
 {
 	const struct tfs_member *m = tfs_sb_this_member(sb);
-	unsigned nr;
-	const __le64 *jb = tfs_sb_journal_buckets(sb, &nr);
+	unsigned nr = 0;
+	u64 *jb = NULL;
 
+	if (tfs_sb_journal_buckets(sb, &jb, &nr))
+		abort(); /* only -ENOMEM */
 	fuzz_check(m, "a valid copy without this device's member");
 	fuzz_check(tfs_sb_bucket_size(sb), "a valid copy with bucket size 0");
 	for (unsigned i = 0; i < sb->nr_devices; i++)
 		fuzz_check(tfs_sb_member(sb, i), "a member of a valid copy missing");
 	for (unsigned i = 0; jb && i < nr; i++)
-		fuzz_check(le64_to_cpu(jb[i]) >= le64_to_cpu(m->first_bucket) &&
-				   le64_to_cpu(jb[i]) < le64_to_cpu(m->nbuckets),
+		fuzz_check(jb[i] >= le64_to_cpu(m->first_bucket) &&
+				   jb[i] < le64_to_cpu(m->nbuckets),
 			   "a journal bucket outside the member");
+	free(jb);
 
 	struct tfs_sb_field_clean *c = tfs_sb_clean(sb);
 	const struct tfs_clean_entry *e;
@@ -68,8 +71,7 @@ static void check_edits(const struct tfs_sb *sb, size_t bytes, u64 dev_size)
 {
 	struct tfs_sb_handle h = { 0 };
 	struct printbuf err = PRINTBUF;
-	unsigned nr;
-	const __le64 *jb = tfs_sb_journal_buckets(sb, &nr);
+	unsigned nr = 0;
 	u64 *buckets = NULL;
 	int ret;
 
@@ -79,12 +81,9 @@ static void check_edits(const struct tfs_sb *sb, size_t bytes, u64 dev_size)
 		abort();
 	memcpy(h.sb, sb, tfs_sb_bytes(sb));
 
-	if (jb) {
-		buckets = malloc(nr * sizeof(*buckets));
-		if (!buckets)
-			abort();
-		for (unsigned i = 0; i < nr; i++)
-			buckets[i] = le64_to_cpu(jb[i]);
+	if (tfs_sb_journal_buckets(sb, &buckets, &nr))
+		abort(); /* only -ENOMEM */
+	if (buckets) {
 		ret = tfs_sb_set_journal_buckets(&h, buckets, nr);
 		fuzz_check(!ret, "rewriting the journal field with its own buckets failed");
 	}
