@@ -481,15 +481,13 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 	}
 	submit_wait(bios, nr_bios);
 
-	/* The data must be durable before a commit referring to it can be. */
-	if (!tfs_posix_journal_flushes_data(fs))
-		for (unsigned d = 0; d < TFS_MAX_DEVICES; d++)
-			if (written_to[d] && tfs_posix_bdev(fs, d) &&
-			    tfs_bdev_flush(tfs_posix_bdev(fs, d)))
-				for (unsigned i = 0; i < nr_bios; i++)
-					if (bios[i].bdev == tfs_posix_bdev(fs, d) &&
-					    !bios[i].result)
-						bios[i].result = -TFS_ERR_data_write;
+	/*
+	 * The data must be durable before a commit referring to it can be: the
+	 * journal flushes these members before its next flush entry.
+	 */
+	for (unsigned d = 0; d < TFS_MAX_DEVICES; d++)
+		if (written_to[d] && fs->j)
+			tfs_journal_dev_written(fs->j, d);
 
 	ret = 0;
 	nr_bios = 0;

@@ -132,17 +132,6 @@ static inline int tfs_posix_writable(struct tfs_fs *fs)
 	return 0;
 }
 
-/*
- * True when every journal flush entry is written (PREFLUSH) to every member
- * data may be on, so a data write that completed before its extent was
- * committed is durable when the commit is.  Otherwise data writes are
- * flushed before the commit.
- */
-static inline bool tfs_posix_journal_flushes_data(struct tfs_fs *fs)
-{
-	return fs->nr_devices == 1 || fs->metadata_replicas >= fs->nr_devices;
-}
-
 /* --- inodes (inode.c) --- */
 
 /* Packs ui as the inode key of ino. */

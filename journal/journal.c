@@ -1015,6 +1015,15 @@ void tfs_journal_unblock(struct tfs_journal *j)
 	pthread_mutex_unlock(&j->lock);
 }
 
+void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx)
+{
+	pthread_mutex_lock(&j->lock);
+	for (unsigned i = 0; i < j->nr_devs; i++)
+		if (j->devs[i].dev_idx == dev_idx)
+			j->devs[i].foreign_unflushed = true;
+	pthread_mutex_unlock(&j->lock);
+}
+
 int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool writable)
 {
 	int ret = -ENOENT;

@@ -220,6 +220,15 @@ void tfs_journal_block(struct tfs_journal *j);
 void tfs_journal_unblock(struct tfs_journal *j);
 
 /*
+ * Another writer (file data) completed a write on member dev_idx: the next
+ * flush entry makes that member durable first (a PREFLUSH on the entry's own
+ * write there, or a separate flush before the entry is written), so a commit
+ * referring to the write is never durable before the write is.  Call it after
+ * the write completed and before the commit that refers to it.
+ */
+void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx);
+
+/*
  * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Entries
  * not yet written go to the members writable when they are written.  Making
  * one read-only closes the open entry, so later reservations are checked

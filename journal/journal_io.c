@@ -377,17 +377,25 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 	b->submit_ns = b->submit_ns ?: tfs_journal_now_ns();
 
 	if (b->must_flush && !b->flushes_done) {
-		u32 targets = 0, unflushed = 0;
+		u32 targets = 0, unflushed = 0, foreign = 0;
 
 		for (unsigned i = 0; i < b->nr_devs; i++)
 			targets |= 1u << b->devs[i];
-		for (unsigned i = 0; i < j->nr_devs; i++)
+		for (unsigned i = 0; i < j->nr_devs; i++) {
 			if (j->devs[i].unflushed)
 				unflushed |= 1u << i;
-		/* Members holding older entries that may not be durable yet. */
-		u32 need = any & unflushed;
+			if (j->devs[i].foreign_unflushed)
+				foreign |= 1u << i;
+		}
+		/*
+		 * Members holding older entries that may not be durable yet, and
+		 * members with other writers' unflushed writes (file data a
+		 * commit in this entry may refer to): all must be durable before
+		 * this entry is.
+		 */
+		u32 need = (any & unflushed) | foreign;
 
-		if (need && (targets & all) != targets) {
+		if (need && ((targets & all) != targets || (foreign & ~targets))) {
 			/*
 			 * Some member it goes to lacks an older entry: flush the
 			 * members holding them first, and write it only once those
@@ -398,6 +406,7 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 				if (need & (1u << i)) {
 					journal_bio_init(b, &j->devs[i], i, TFS_OP_flush, 0, 0);
 					j->devs[i].unflushed = false;
+					j->devs[i].foreign_unflushed = false;
 					j->devs[i].nr_flushes++;
 				}
 			b->flush_devs = need;
@@ -424,6 +433,7 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 		if (preflush & (1u << b->devs[i])) {
 			flags |= TFS_BIO_PREFLUSH;
 			d->unflushed = false;
+			d->foreign_unflushed = false;
 			d->nr_preflushes++;
 		}
 		journal_bio_init(b, d, b->devs[i], TFS_OP_write, flags, b->offsets[i]);

@@ -133,6 +133,12 @@ struct tfs_journal_device {
 	 * it holds may still be only in its volatile cache.
 	 */
 	bool unflushed;
+	/*
+	 * Another writer (file data) completed a write on it since its last
+	 * flush (tfs_journal_dev_written()): the next flush entry flushes it
+	 * first, whether or not the entry goes there.
+	 */
+	bool foreign_unflushed;
 	u64 nr_writes, nr_write_errors, bytes_written;
 	u64 nr_flushes, nr_preflushes, nr_flush_errors;
 };
