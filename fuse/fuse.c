@@ -659,15 +659,58 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 		  tfs_fallocate(tf->fs, ff_of(fi)->f, mode, (u64)off, (u64)len));
 }
 
+/*
+ * The kernel's dirty pages of ino, written back: SEEK_DATA/SEEK_HOLE must
+ * count data the writeback cache still holds, and the kernel asks before
+ * writing it (it holds the inode lock, so fsync is out).  The daemon opens
+ * the file through its own mount by file handle (FUSE's encoding: node id
+ * high and low, generation) and syncs the range with sync_file_range(),
+ * which takes no inode lock; other threads serve the writes it causes.
+ */
+static int flush_kernel_pages(struct tfs_fuse *tf, fuse_ino_t ino, u64 generation)
+{
+	struct {
+		struct file_handle h;
+		u32 raw[3];
+	} fh = { .h = { .handle_bytes = 12, .handle_type = 0x81 /* FILEID_INO64_GEN */ } };
+	int mfd, fd, ret = 0;
+
+	/* Not kept open: umount would find the mount busy. */
+	mfd = open(tf->opts->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	fh.raw[0] = (u32)(ino >> 32);
+	fh.raw[1] = (u32)ino;
+	fh.raw[2] = (u32)generation;
+	fd = open_by_handle_at(mfd, &fh.h, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	close(mfd);
+	if (ret)
+		return ret;
+	if (sync_file_range(fd, 0, 0,
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				    SYNC_FILE_RANGE_WAIT_AFTER))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		     struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_stat st;
 	s64 ret;
 
 	count(tf, TFS_FUSE_OP_lseek);
-	if (tf->opts->kernel_lseek) {
-		/* ENOSYS: the kernel answers SEEK_DATA/HOLE itself from now on. */
+	/*
+	 * Without the page flush (not root: no open_by_handle_at), or when
+	 * asked: ENOSYS, and from then on the kernel answers itself (all data,
+	 * no holes: always true, never sparse).
+	 */
+	if (tf->opts->kernel_lseek ||
+	    (tf->writeback &&
+	     (tfs_getattr(tf->fs, ino, &st) || flush_kernel_pages(tf, ino, st.generation)))) {
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
