@@ -28,12 +28,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -145,6 +147,86 @@ static void explain_open_failure(const struct tfs_mount_opts *o, const char *pro
 				printbuf_str(&what));
 		printbuf_exit(&what);
 	}
+}
+
+/*
+ * One lock file per member (by device and inode number) in the run
+ * directory, held by the daemon for its whole life.  umount returns before
+ * the daemon has written everything back; a mount right after it waits
+ * here for that daemon to finish instead of failing on the member's
+ * exclusive open.  The holder writes its state into the file ("serving PID
+ * MOUNTPOINT", then "stopping PID"): a daemon still serving (the member
+ * reached under another name) is refused at once.
+ */
+#define TFS_MAX_LOCKS 64
+static int lock_fds[TFS_MAX_LOCKS];
+static unsigned nr_lock_fds;
+
+static void locks_state(const char *state, const struct tfs_mount_opts *o)
+{
+	struct printbuf s = PRINTBUF;
+
+	prt_printf(&s, "%s %ld %s\n", state, (long)getpid(), o->mountpoint);
+	for (unsigned i = 0; i < nr_lock_fds && !s.allocation_failure; i++)
+		if (ftruncate(lock_fds[i], 0) || pwrite(lock_fds[i], s.buf, s.pos, 0) < 0) {
+			/* Only a hint for the next mount's message. */
+		}
+	printbuf_exit(&s);
+}
+
+static int lock_members(const struct tfs_mount_opts *o, const char *prog)
+{
+	struct printbuf dir = PRINTBUF;
+	int ret = 0;
+
+	tfs_ctl_run_dir(&dir);
+	if (dir.allocation_failure || (mkdir(printbuf_str(&dir), 0755) && errno != EEXIST))
+		goto out; /* no run directory: no waiting, tfs_fs_open() still refuses */
+	for (unsigned i = 0; i < o->nr_devs && !ret; i++) {
+		struct printbuf path = PRINTBUF;
+		struct stat st;
+		int fd = -1;
+
+		if (stat(o->devs[i], &st))
+			continue;
+		prt_printf(&path, "%s/member-%llx-%llx.lock", printbuf_str(&dir),
+			   (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		if (!path.allocation_failure)
+			fd = open(printbuf_str(&path), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		printbuf_exit(&path);
+		if (fd < 0)
+			continue;
+		for (unsigned tries = 0;; tries++) {
+			char state[PATH_MAX + 64] = "";
+			ssize_t n;
+
+			if (!flock(fd, LOCK_EX | LOCK_NB)) {
+				/* kept until the daemon exits */
+				if (nr_lock_fds < TFS_MAX_LOCKS)
+					lock_fds[nr_lock_fds++] = fd;
+				break;
+			}
+			int err = errno;
+
+			n = pread(fd, state, sizeof(state) - 1, 0);
+			state[n > 0 ? n : 0] = '\0';
+			if (err != EWOULDBLOCK || tries == 600 || !strncmp(state, "serving ", 8)) {
+				fprintf(stderr, "%s: %s is in use by another tinyfs daemon%s%s",
+					prog, o->devs[i], *state ? ": " : "\n", state);
+				close(fd);
+				ret = -EBUSY;
+				break;
+			}
+			if (tries == 10)
+				fprintf(stderr,
+					"%s: waiting for the daemon that served %s to finish writing back\n",
+					prog, o->devs[i]);
+			usleep(100 * 1000);
+		}
+	}
+out:
+	printbuf_exit(&dir);
+	return ret;
 }
 
 /* --- signals: unmount cleanly --- */
@@ -266,6 +348,10 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 	pthread_sigmask(SIG_BLOCK, &sig.set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	if (lock_members(o, prog)) {
+		notify(&notify_fd, 1);
+		return 1;
+	}
 	ret = tfs_fs_open((const char *const *)o->devs, o->nr_devs, &o->fs, &fs);
 	if (ret) {
 		explain_open_failure(o, prog, ret);
@@ -329,6 +415,7 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 		fprintf(stderr, "%s: mounted\n%s", prog, printbuf_str(&t));
 		printbuf_exit(&t);
 	}
+	locks_state("serving", o);
 	notify(&notify_fd, 0);
 	if (!o->foreground) {
 		if (chdir("/")) {
@@ -351,6 +438,7 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 	status = ret ? 1 : 0;
 	if (ret)
 		fprintf(stderr, "%s: session loop ended with %d\n", prog, ret);
+	locks_state("stopping", o);
 	tfs_ctl_stop(ctl);
 	fuse_session_unmount(se);
 destroy:
