@@ -9,6 +9,8 @@ pkgs=(
 	libisal-dev liburcu-dev systemtap-sdt-dev
 	clang-format e2fsprogs util-linux jq python3 xxd
 )
+# tests/bench/fs_compare.sh also needs these (only with --bench).
+[ "${1:-}" = --bench ] && pkgs+=(fio fuse2fs sqlite3)
 
 missing=()
 for p in "${pkgs[@]}"; do
