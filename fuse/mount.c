@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -234,6 +235,7 @@ out:
 struct sig_ctx {
 	const struct tfs_mount_opts *o;
 	sigset_t set;
+	atomic_bool done; /* the daemon is ending: a signal now only wakes the thread */
 };
 
 /*
@@ -246,7 +248,7 @@ static void *sig_thread(void *p)
 	struct sig_ctx *s = p;
 	int sig, fd;
 
-	if (sigwait(&s->set, &sig))
+	if (sigwait(&s->set, &sig) || atomic_load(&s->done))
 		return NULL;
 	fprintf(stderr, "tinyfs: signal %d: unmounting %s\n", sig, s->o->mountpoint);
 	fd = open(s->o->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -445,8 +447,9 @@ destroy:
 	fuse_session_destroy(se);
 stop:
 	if (sig_started) {
-		/* Wakes sig_thread if no signal came; it then finds nothing mounted. */
-		pthread_cancel(sig_tid);
+		/* Wakes sig_thread if no signal came (not pthread_cancel: see git log). */
+		atomic_store(&sig.done, true);
+		pthread_kill(sig_tid, SIGHUP);
 		pthread_join(sig_tid, NULL);
 	}
 	if (tf.nr_files)
