@@ -59,4 +59,153 @@ static inline __le32 *tfs_extent_csums(const struct tfs_extent *e)
 	return (__le32 *)((char *)e + sizeof(*e) + e->nr_ptrs * sizeof(struct tfs_extent_ptr));
 }
 
+/* --- inodes (btree inodes, type inode) --- */
+
+/*
+ * Position {ino, 0}.  Times are nanoseconds since the epoch (signed).
+ * A symlink's target follows the struct (target_len bytes, zero-padded to
+ * a word); every other inode has target_len 0 and nothing after it.
+ * blocks counts file blocks with space behind them (written or unwritten,
+ * once, whatever the replicas).  hash_seed seeds the name hashes of the
+ * inode's dirents (a directory) and xattrs.  parent is a directory's
+ * parent (the root's is itself), what ".." names; 0 for the rest.
+ */
+/* clang-format off */
+#define TFS_INODE_FLAGS(x)	/* none defined yet: flags must be zero */
+/* clang-format on */
+
+/* Longest symlink target (PATH_MAX less the NUL). */
+#define TFS_SYMLINK_MAX 4095
+/* Most links to one inode (-EMLINK past it). */
+#define TFS_LINK_MAX 65000
+
+struct tfs_inode {
+	__le32 mode; /* S_IFMT type and permission bits, as st_mode */
+	__le32 nlink;
+	__le32 uid;
+	__le32 gid;
+	__le64 size;
+	__le64 blocks;
+	__le64 rdev;
+	__le64 generation;
+	__le64 atime;
+	__le64 mtime;
+	__le64 ctime;
+	__le64 btime;
+	__le64 hash_seed;
+	__le64 parent;
+	__le32 flags;	   /* zero (TFS_INODE_FLAGS) */
+	__le16 target_len; /* symlinks: bytes of target */
+	__le16 pad;	   /* zero */
+	u8 target[];
+};
+static_assert(sizeof(struct tfs_inode) == 104, "inode value");
+static_assert(offsetof(struct tfs_inode, target) == 104, "inode target");
+
+/* --- dirents (btree dirents, type dirent) --- */
+
+/*
+ * Position {directory ino, offset}: offset is the name's slot, a seeded
+ * 62-bit hash of the name (the directory's hash_seed) moved up by linear
+ * probing past slots already taken; it is also the entry's readdir
+ * position, so an entry keeps its position while it exists.  Offsets 0 and
+ * 1 are "." and ".." and never stored.  A whiteout (ino 0, no name) keeps
+ * a slot taken after its entry was removed while a later slot of the same
+ * probe run is in use, so lookups keep probing past it.
+ */
+#define TFS_DIRENT_OFFSET_MIN 2
+#define TFS_DIRENT_OFFSET_MAX ((1ULL << 62) - 1)
+
+struct tfs_dirent {
+	__le64 ino;  /* the target; 0: a whiteout */
+	u8 d_type;   /* DT_REG, DT_DIR, ... of the target (0 for a whiteout) */
+	u8 name_len; /* 1..255 (0 for a whiteout) */
+	__le16 pad0; /* zero */
+	__le32 pad1; /* zero */
+	u8 name[];   /* name_len bytes, no '/' or NUL, zero-padded to a word */
+};
+static_assert(sizeof(struct tfs_dirent) == 16, "dirent value");
+
+static inline size_t tfs_dirent_val_bytes(unsigned name_len)
+{
+	return (sizeof(struct tfs_dirent) + name_len + 7) & ~(size_t)7;
+}
+
+/* --- xattrs (btree xattrs, type xattr) --- */
+
+/*
+ * Position {ino, slot << TFS_XATTR_CHUNK_BITS | chunk}: the slot is a
+ * seeded 58-bit hash of (type, name) with linear probing, as for dirents;
+ * a value longer than one key holds is split over chunks 1, 2, ... of the
+ * same slot.  Chunk 0 names the attribute (type and the name after its
+ * namespace prefix) and carries value_len, the whole value's length;
+ * every chunk holds chunk_len value bytes after the name.  A whiteout is
+ * a chunk 0 of type whiteout with nothing else.  The system namespace
+ * holds only the two POSIX ACL names, stored by type with no name.
+ */
+/* clang-format off */
+#define TFS_XATTR_TYPES(x)		\
+	x(whiteout,		0)	\
+	x(user,			1)	\
+	x(trusted,		2)	\
+	x(security,		3)	\
+	x(posix_acl_access,	4)	\
+	x(posix_acl_default,	5)	\
+	x(cont,			6)
+/* clang-format on */
+
+enum tfs_xattr_type {
+#define x(n, nr) TFS_XATTR_##n = nr,
+	TFS_XATTR_TYPES(x)
+#undef x
+	TFS_XATTR_TYPE_NR
+};
+
+#define TFS_XATTR_CHUNK_BITS 5
+#define TFS_XATTR_MAX_CHUNKS (1U << TFS_XATTR_CHUNK_BITS)
+#define TFS_XATTR_SLOT_MAX ((1ULL << 58) - 1)
+/* Value bytes plus name bytes one key holds. */
+#define TFS_XATTR_CHUNK_BYTES 4088
+
+struct tfs_xattr {
+	u8 type;	  /* enum tfs_xattr_type */
+	u8 name_len;	  /* chunk 0: bytes of name after the prefix; else 0 */
+	__le16 chunk_len; /* value bytes in this key */
+	__le32 value_len; /* chunk 0: the whole value's length; else 0 */
+	u8 data[];	  /* name, then chunk_len value bytes, zero-padded */
+};
+static_assert(sizeof(struct tfs_xattr) == 8, "xattr value");
+
+static inline size_t tfs_xattr_val_bytes(unsigned name_len, unsigned chunk_len)
+{
+	return (sizeof(struct tfs_xattr) + name_len + chunk_len + 7) & ~(size_t)7;
+}
+
+/* --- orphans (btree orphans, type orphan) --- */
+
+/*
+ * Position {ino, 0}: an inode whose cleanup a crash may interrupt.  Open
+ * finishes it: an inode with nlink 0 (unlinked while open, or whose
+ * removal did not finish) is removed with its extents and xattrs; with
+ * TFS_ORPHAN_TRUNCATE, extents past its size are removed.  The key goes in
+ * the commit that makes the cleanup necessary and leaves in the commit that
+ * finishes it.
+ */
+/* clang-format off */
+#define TFS_ORPHAN_FLAGS(x)	\
+	x(unlinked,	0)	\
+	x(truncate,	1)
+/* clang-format on */
+
+enum tfs_orphan_flags {
+#define x(n, b) TFS_ORPHAN_##n = 1U << b,
+	TFS_ORPHAN_FLAGS(x)
+#undef x
+};
+
+struct tfs_orphan {
+	__le64 flags; /* enum tfs_orphan_flags, at least one */
+};
+static_assert(sizeof(struct tfs_orphan) == 8, "orphan value");
+
 #endif /* TFS_FS_FS_FORMAT_H */

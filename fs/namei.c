@@ -1,0 +1,905 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Names: lookup, the operations that create and remove names (mknod,
+ * mkdir, symlink, link, unlink, rmdir, rename), readlink and readdir.
+ *
+ * Each is one transaction over the directory entries and the inodes
+ * involved (a removed inode's data follows in later ones, the orphan key
+ * committed with the name's removal covering a crash).  The inode locks
+ * of everything involved are held across lookup and commit; several are
+ * taken in inode number order, so an operation that must find a child
+ * before locking it looks up under the directory lock, drops it, locks
+ * all of them in order and checks the name still leads to the same child.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/posix.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+static bool is_dot(const char *name, size_t len)
+{
+	return (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.');
+}
+
+/* A directory that can take new names: -ENOTDIR, -ENOENT (removed). */
+static int dir_check(struct tfs_inode_mem *dir)
+{
+	if (!S_ISDIR(dir->ui.mode))
+		return -ENOTDIR;
+	if (!dir->ui.nlink)
+		return -ENOENT;
+	return 0;
+}
+
+int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st)
+{
+	struct tfs_inode_mem *im;
+	int ret = tfs_iget_locked(fs, ino, false, &im);
+
+	if (ret)
+		return ret;
+	tfs_inode_to_stat(fs, ino, &im->ui, st);
+	tfs_iput_unlock(fs, im);
+	return 0;
+}
+
+/* The inode a dirent names, with a dirent that leads nowhere reported as corrupt. */
+static int dirent_target_stat(struct tfs_fs *fs, struct tfs_inode_mem *dir, const char *name,
+			      size_t len, tfs_ino_t ino, struct tfs_stat *st)
+{
+	int ret = tfs_getattr(fs, ino, st);
+
+	if (ret == -ENOENT) {
+		struct tfs_btree_trans trans;
+		tfs_ino_t again;
+
+		/* Unlinked meanwhile, or a dirent pointing at nothing? */
+		tfs_ilock(fs, dir, false);
+		tfs_posix_trans_init(&trans, fs);
+		if (!tfs_dirent_lookup(&trans, dir, name, len, &again, NULL, NULL) &&
+		    again == ino) {
+			struct printbuf msg = PRINTBUF;
+
+			prt_printf(&msg, "directory %llu: entry ", (unsigned long long)dir->ino);
+			prt_strn(&msg, name, len);
+			prt_printf(&msg, " points to inode %llu, which does not exist",
+				   (unsigned long long)ino);
+			tfs_posix_inconsistent(fs, printbuf_str(&msg));
+			printbuf_exit(&msg);
+			ret = -TFS_ERR_dirent_invalid;
+		}
+		tfs_trans_exit(&trans);
+		tfs_iunlock(dir);
+	}
+	return ret;
+}
+
+int tfs_lookup(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, size_t len,
+	       struct tfs_stat *st)
+{
+	struct tfs_inode_mem *dir;
+	struct tfs_btree_trans trans;
+	tfs_ino_t ino;
+	int ret;
+
+	if (len == 1 && name[0] == '.')
+		return tfs_getattr(fs, dirino, st);
+	if (!(len == 2 && name[0] == '.' && name[1] == '.')) {
+		ret = tfs_name_check(name, len);
+		if (ret)
+			return ret;
+	}
+	ret = tfs_iget_locked(fs, dirino, false, &dir);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(dir->ui.mode)) {
+		ret = -ENOTDIR;
+	} else if (is_dot(name, len)) {
+		ino = dir->ui.parent;
+	} else {
+		tfs_posix_trans_init(&trans, fs);
+		ret = tfs_dirent_lookup(&trans, dir, name, len, &ino, NULL, NULL);
+		tfs_trans_exit(&trans);
+	}
+	/* The child is looked at without the directory's lock (locks go in inode order). */
+	tfs_iunlock(dir);
+	if (!ret)
+		ret = dirent_target_stat(fs, dir, name, len, ino, st);
+	tfs_iput(fs, dir);
+	return ret;
+}
+
+/* --- creating --- */
+
+static u64 random_u64(struct tfs_fs *fs)
+{
+	/* splitmix64 over a counter: seeds and generations, not secrets. */
+	static u64 counter;
+	u64 z = __atomic_add_fetch(&counter, 0x9e3779b97f4a7c15ULL, __ATOMIC_RELAXED) ^
+		(u64)tfs_now_ns() ^ (u64)(uintptr_t)fs;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* The attributes of a new inode in dir made by ctx (tfs_fs.h's ownership rules). */
+static void new_inode_attrs(struct tfs_fs *fs, const struct tfs_ctx *ctx,
+			    const struct tfs_inode_unpacked *dir, u32 mode, u64 rdev,
+			    struct tfs_inode_unpacked *ui)
+{
+	s64 now = tfs_now_ns();
+
+	memset(ui, 0, sizeof(*ui));
+	ui->mode = mode;
+	ui->nlink = S_ISDIR(mode) ? 2 : 1;
+	ui->uid = ctx->uid;
+	ui->gid = ctx->gid;
+	if (dir && (dir->mode & S_ISGID)) {
+		ui->gid = dir->gid;
+		if (S_ISDIR(mode))
+			ui->mode |= S_ISGID;
+	}
+	ui->rdev = S_ISCHR(mode) || S_ISBLK(mode) ? rdev : 0;
+	ui->generation = random_u64(fs);
+	ui->hash_seed = random_u64(fs);
+	ui->atime = ui->mtime = ui->ctime = ui->btime = now;
+}
+
+/*
+ * Creates name in dirino: an inode of mode (type and permissions), rdev
+ * for devices, target for symlinks.  With f, opens it too (a create).
+ * *existing gets the inode the name already names (-EEXIST), when asked.
+ */
+static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino, const char *name,
+		  size_t len, u32 mode, u64 rdev, const char *target, struct tfs_stat *st,
+		  struct tfs_inode_mem **ret_im, tfs_ino_t *existing)
+{
+	struct tfs_inode_mem *dir, *im;
+	struct tfs_btree_trans trans;
+	struct tfs_inode_unpacked ui, dui;
+	struct tfs_bkey_buf kb;
+	tfs_ino_t ino;
+	u64 seq;
+	int ret;
+
+	if (is_dot(name, len))
+		return -EEXIST;
+	ret = tfs_name_check(name, len);
+	if (ret)
+		return ret;
+	ret = tfs_iget_locked(fs, dirino, true, &dir);
+	if (ret)
+		return ret;
+	ret = dir_check(dir);
+	if (ret)
+		goto out;
+	if (S_ISDIR(mode) && dir->ui.nlink >= TFS_LINK_MAX) {
+		ret = -EMLINK;
+		goto out;
+	}
+	tfs_posix_trans_init(&trans, fs);
+	if (existing) {
+		ret = tfs_dirent_lookup(&trans, dir, name, len, existing, NULL, NULL);
+		if (!ret) {
+			ret = -EEXIST;
+			goto out_trans;
+		}
+		if (ret != -ENOENT)
+			goto out_trans;
+	}
+	ino = tfs_ino_alloc(fs);
+	new_inode_attrs(fs, ctx, &dir->ui, mode, rdev, &ui);
+	if (target)
+		ui.size = strlen(target);
+	if (S_ISDIR(mode))
+		ui.parent = dirino;
+	dui = dir->ui;
+	dui.mtime = dui.ctime = ui.ctime;
+	if (S_ISDIR(mode))
+		dui.nlink++;
+	tfs_inode_pack(&kb, ino, &ui, target);
+	ret = tfs_dirent_insert(&trans, dir, name, len, ino, tfs_mode_to_dtype(mode), NULL) ?:
+	      tfs_trans_update(&trans, TFS_BTREE_inodes, &kb.k) ?:
+	      tfs_inode_update(&trans, dir, &dui) ?: tfs_posix_commit(&trans, &seq);
+	if (ret)
+		goto out_trans;
+	__atomic_fetch_add(&tfs_posix(fs)->nr_inodes, 1, __ATOMIC_RELAXED);
+	tfs_inode_committed(dir, &dui, seq, false);
+	ret = tfs_inew(fs, ino, &ui, target, &im);
+	if (ret)
+		goto out_trans; /* committed; only the table entry failed */
+	tfs_inode_committed(im, NULL, seq, false);
+	if (st)
+		tfs_inode_to_stat(fs, ino, &ui, st);
+	if (ret_im)
+		*ret_im = im; /* locked and referenced: the caller's */
+	else
+		tfs_iput_unlock(fs, im);
+out_trans:
+	tfs_trans_exit(&trans);
+out:
+	tfs_iput_unlock(fs, dir);
+	return ret;
+}
+
+int tfs_mknod(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	      size_t len, u32 mode, u64 rdev, struct tfs_stat *st)
+{
+	switch (mode & S_IFMT) {
+	case 0:
+		mode |= S_IFREG;
+		break;
+	case S_IFREG:
+	case S_IFCHR:
+	case S_IFBLK:
+	case S_IFIFO:
+	case S_IFSOCK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	return create(fs, ctx, dir, name, len, mode & (S_IFMT | 07777), rdev, NULL, st, NULL, NULL);
+}
+
+int tfs_mkdir(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	      size_t len, u32 mode, struct tfs_stat *st)
+{
+	return create(fs, ctx, dir, name, len, S_IFDIR | (mode & 07777), 0, NULL, st, NULL, NULL);
+}
+
+int tfs_symlink(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+		size_t len, const char *target, struct tfs_stat *st)
+{
+	size_t tlen = strnlen(target, TFS_SYMLINK_MAX + 1);
+
+	if (!tlen)
+		return -ENOENT;
+	if (tlen > TFS_SYMLINK_MAX)
+		return -ENAMETOOLONG;
+	return create(fs, ctx, dir, name, len, S_IFLNK | 0777, 0, target, st, NULL, NULL);
+}
+
+/* For tfs_create() (posix.c): the new inode stays locked and referenced. */
+int tfs_create_locked(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+		      size_t len, u32 mode, struct tfs_stat *st, struct tfs_inode_mem **im,
+		      tfs_ino_t *existing);
+
+int tfs_create_locked(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+		      size_t len, u32 mode, struct tfs_stat *st, struct tfs_inode_mem **im,
+		      tfs_ino_t *existing)
+{
+	return create(fs, ctx, dir, name, len, S_IFREG | (mode & 07777), 0, NULL, st, im, existing);
+}
+
+ssize_t tfs_readlink(struct tfs_fs *fs, tfs_ino_t ino, char *buf, size_t size)
+{
+	struct tfs_inode_mem *im;
+	ssize_t ret = tfs_iget_locked(fs, ino, false, &im);
+
+	if (ret)
+		return ret;
+	if (!S_ISLNK(im->ui.mode)) {
+		ret = -EINVAL;
+	} else {
+		ret = (ssize_t)min_t(u64, size, im->ui.size);
+		memcpy(buf, im->target, (size_t)ret);
+	}
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+int tfs_link(struct tfs_fs *fs, tfs_ino_t ino, tfs_ino_t newdir, const char *newname, size_t newlen,
+	     struct tfs_stat *st)
+{
+	struct tfs_inode_mem *ims[2] = { NULL, NULL };
+	struct tfs_btree_trans trans;
+	struct tfs_inode_unpacked ui, dui;
+	u64 seq;
+	int ret;
+
+	if (is_dot(newname, newlen))
+		return -EEXIST;
+	ret = tfs_name_check(newname, newlen) ?: tfs_iget(fs, ino, &ims[0]);
+	if (ret)
+		return ret;
+	ret = tfs_iget(fs, newdir, &ims[1]);
+	if (ret) {
+		tfs_iput(fs, ims[0]);
+		return ret;
+	}
+	ret = tfs_ilock_many(fs, ims, 2);
+	if (ret)
+		goto out_put;
+	if (S_ISDIR(ims[0]->ui.mode)) {
+		ret = -EPERM;
+		goto out;
+	}
+	ret = dir_check(ims[1]);
+	if (ret)
+		goto out;
+	if (!ims[0]->ui.nlink) {
+		ret = -ENOENT;
+		goto out;
+	}
+	if (ims[0]->ui.nlink >= TFS_LINK_MAX) {
+		ret = -EMLINK;
+		goto out;
+	}
+	ui = ims[0]->ui;
+	dui = ims[1]->ui;
+	ui.nlink++;
+	ui.ctime = dui.mtime = dui.ctime = tfs_now_ns();
+	tfs_posix_trans_init(&trans, fs);
+	ret = tfs_dirent_insert(&trans, ims[1], newname, newlen, ino, tfs_mode_to_dtype(ui.mode),
+				NULL) ?:
+	      tfs_inode_update(&trans, ims[0], &ui) ?: tfs_inode_update(&trans, ims[1], &dui) ?:
+	      tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (!ret) {
+		tfs_inode_committed(ims[0], &ui, seq, false);
+		tfs_inode_committed(ims[1], &dui, seq, false);
+		if (st)
+			tfs_inode_to_stat(fs, ino, &ui, st);
+	}
+out:
+	tfs_iunlock_many(ims, 2);
+out_put:
+	tfs_iput(fs, ims[0]);
+	tfs_iput(fs, ims[1]);
+	return ret;
+}
+
+/* --- removing --- */
+
+/* Whether im may be removed now: nlink 0 and nobody has it open. */
+static bool inode_unused(struct tfs_fs *fs, struct tfs_inode_mem *im)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	bool ret;
+
+	pthread_mutex_lock(&p->table_lock);
+	ret = !im->ui.nlink && !im->open_count;
+	pthread_mutex_unlock(&p->table_lock);
+	return ret;
+}
+
+/*
+ * After the commit that dropped im's last link (im locked): removes it
+ * now, or leaves it to the last release.  A failure leaves the orphan key
+ * for the next open.
+ */
+static void maybe_remove(struct tfs_fs *fs, struct tfs_inode_mem *im)
+{
+	if (inode_unused(fs, im)) {
+		int ret = tfs_inode_remove(fs, im);
+
+		if (ret)
+			fprintf(stderr,
+				"inode %llu: removing it failed (%s); the next open will finish it\n",
+				(unsigned long long)im->ino, tfs_err_str(ret));
+	}
+}
+
+/*
+ * Locks dir and the inode its entry name leads to, in inode order, and
+ * checks the entry still leads there.  0 with *child referenced and both
+ * locked, *slot and *dtype of the entry.
+ */
+static int lock_dir_child(struct tfs_fs *fs, struct tfs_inode_mem *dir, const char *name,
+			  size_t len, struct tfs_inode_mem **child, u64 *slot, unsigned *dtype)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	for (;;) {
+		struct tfs_inode_mem *ims[2];
+		tfs_ino_t ino, again;
+
+		ret = tfs_ilock(fs, dir, false);
+		if (ret)
+			return ret;
+		ret = S_ISDIR(dir->ui.mode) ? 0 : -ENOTDIR;
+		tfs_posix_trans_init(&trans, fs);
+		if (!ret)
+			ret = tfs_dirent_lookup(&trans, dir, name, len, &ino, NULL, NULL);
+		tfs_trans_exit(&trans);
+		tfs_iunlock(dir);
+		if (ret)
+			return ret;
+		ret = tfs_iget(fs, ino, child);
+		if (ret)
+			return ret;
+		ims[0] = dir;
+		ims[1] = *child;
+		ret = tfs_ilock_many(fs, ims, 2);
+		if (ret == -ENOENT) {
+			/* The child went away meanwhile (or never existed: see below). */
+			tfs_iput(fs, *child);
+			ret = tfs_ilock(fs, dir, false);
+			if (ret)
+				return ret;
+			tfs_posix_trans_init(&trans, fs);
+			ret = tfs_dirent_lookup(&trans, dir, name, len, &again, NULL, NULL);
+			tfs_trans_exit(&trans);
+			tfs_iunlock(dir);
+			if (!ret && again == ino) {
+				struct printbuf msg = PRINTBUF;
+
+				prt_printf(&msg,
+					   "directory %llu: an entry points to inode %llu, which "
+					   "does not exist",
+					   (unsigned long long)dir->ino, (unsigned long long)ino);
+				tfs_posix_inconsistent(fs, printbuf_str(&msg));
+				printbuf_exit(&msg);
+				return -TFS_ERR_dirent_invalid;
+			}
+			if (ret)
+				return ret;
+			continue;
+		}
+		if (ret) {
+			tfs_iput(fs, *child);
+			return ret;
+		}
+		tfs_posix_trans_init(&trans, fs);
+		ret = tfs_dirent_lookup(&trans, dir, name, len, &again, dtype, slot);
+		tfs_trans_exit(&trans);
+		if (!ret && again == ino)
+			return 0;
+		tfs_iunlock_many(ims, 2);
+		tfs_iput(fs, *child);
+		if (ret)
+			return ret;
+	}
+}
+
+static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, size_t len,
+		       bool rmdir)
+{
+	struct tfs_inode_mem *dir, *im, *ims[2];
+	struct tfs_btree_trans trans;
+	struct tfs_inode_unpacked ui, dui;
+	unsigned dtype;
+	u64 slot, seq;
+	int ret;
+
+	if (len == 1 && name[0] == '.')
+		return rmdir ? -EINVAL : -EISDIR;
+	if (len == 2 && name[0] == '.' && name[1] == '.')
+		return rmdir ? -ENOTEMPTY : -EISDIR;
+	ret = tfs_name_check(name, len) ?: tfs_iget(fs, dirino, &dir);
+	if (ret)
+		return ret;
+	ret = lock_dir_child(fs, dir, name, len, &im, &slot, &dtype);
+	if (ret)
+		goto out_put;
+	ims[0] = dir;
+	ims[1] = im;
+	if (rmdir && !S_ISDIR(im->ui.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (!rmdir && S_ISDIR(im->ui.mode)) {
+		ret = -EISDIR;
+		goto out;
+	}
+	if (rmdir) {
+		ret = tfs_dir_empty(fs, im->ino);
+		if (ret)
+			goto out;
+	}
+	ui = im->ui;
+	dui = dir->ui;
+	ui.ctime = dui.mtime = dui.ctime = tfs_now_ns();
+	if (rmdir) {
+		ui.nlink = 0;
+		dui.nlink--;
+	} else {
+		ui.nlink--;
+	}
+	tfs_posix_trans_init(&trans, fs);
+	ret = tfs_dirent_remove(&trans, dir, slot) ?: tfs_inode_update(&trans, im, &ui) ?:
+	      tfs_inode_update(&trans, dir, &dui);
+	/* The last name: the orphan key goes in with it (see tfs_inode_remove()). */
+	if (!ret && !ui.nlink)
+		ret = tfs_orphan_add(&trans, im->ino, TFS_ORPHAN_unlinked);
+	if (!ret)
+		ret = tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (ret)
+		goto out;
+	tfs_inode_committed(im, &ui, seq, false);
+	tfs_inode_committed(dir, &dui, seq, false);
+	if (!ui.nlink)
+		__atomic_fetch_add(&tfs_posix(fs)->c.orphans_added, 1, __ATOMIC_RELAXED);
+	tfs_iunlock(dir);
+	if (!ui.nlink)
+		maybe_remove(fs, im);
+	tfs_iunlock(im);
+	tfs_iput(fs, im);
+	tfs_iput(fs, dir);
+	return 0;
+out:
+	tfs_iunlock_many(ims, 2);
+	tfs_iput(fs, im);
+out_put:
+	tfs_iput(fs, dir);
+	return ret;
+}
+
+int tfs_unlink(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len)
+{
+	return remove_name(fs, dir, name, len, false);
+}
+
+int tfs_rmdir(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len)
+{
+	return remove_name(fs, dir, name, len, true);
+}
+
+/* --- rename --- */
+
+/*
+ * Whether dir is anc or lies under it (rename_lock held: no directory's
+ * parent changes meanwhile, so the committed parents are current).
+ */
+static int is_under(struct tfs_fs *fs, tfs_ino_t dir, tfs_ino_t anc)
+{
+	struct tfs_bkey_buf kb;
+	struct tfs_inode_unpacked ui;
+	unsigned depth = 0;
+
+	while (dir != anc) {
+		int ret;
+
+		if (dir == TFS_ROOT_INO)
+			return 0;
+		ret = tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(dir, 0), &kb)
+			      ?: tfs_inode_unpack(fs, &kb.k, &ui, NULL);
+		if (ret)
+			return ret == -ENOENT ? -TFS_ERR_inode_invalid : ret;
+		if (!S_ISDIR(ui.mode) || ++depth > (1U << 24)) {
+			tfs_posix_inconsistent(fs, "directory parent chain broken or looping");
+			return -TFS_ERR_inode_invalid;
+		}
+		dir = ui.parent;
+	}
+	return 1;
+}
+
+/* Distinct inodes of a rename and their new attributes. */
+struct rename_set {
+	struct tfs_inode_mem *im[4];
+	struct tfs_inode_unpacked ui[4];
+	unsigned nr;
+};
+
+static struct tfs_inode_unpacked *rs_ui(struct rename_set *rs, struct tfs_inode_mem *im)
+{
+	for (unsigned i = 0; i < rs->nr; i++)
+		if (rs->im[i] == im)
+			return &rs->ui[i];
+	rs->im[rs->nr] = im;
+	rs->ui[rs->nr] = im->ui;
+	return &rs->ui[rs->nr++];
+}
+
+int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t oldlen,
+	       tfs_ino_t newdir, const char *newname, size_t newlen, unsigned flags)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_inode_mem *od = NULL, *nd = NULL, *src = NULL, *dst = NULL, *ims[4];
+	struct tfs_btree_trans trans;
+	struct rename_set rs = { .nr = 0 };
+	bool exchange = flags & TFS_RENAME_EXCHANGE, cross = olddir != newdir, locked = false;
+	tfs_ino_t src_ino, dst_ino;
+	unsigned src_dt, dst_dt;
+	u64 old_slot, new_slot, seq;
+	s64 now;
+	int ret;
+
+	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE) ||
+	    ((flags & TFS_RENAME_NOREPLACE) && exchange))
+		return -EINVAL;
+	if (is_dot(oldname, oldlen) || is_dot(newname, newlen))
+		return -EBUSY;
+	ret = tfs_name_check(oldname, oldlen) ?: tfs_name_check(newname, newlen);
+	if (ret)
+		return ret;
+	ret = tfs_iget(fs, olddir, &od) ?: tfs_iget(fs, newdir, &nd);
+	if (ret)
+		goto out_put;
+	/* Directories change parents only under this lock (is_under()). */
+	if (cross)
+		pthread_mutex_lock(&p->rename_lock);
+	for (;;) {
+		tfs_ino_t s2, d2;
+		int r2;
+
+		ims[0] = od;
+		ims[1] = nd;
+		ret = tfs_ilock_many(fs, ims, 2);
+		if (ret)
+			goto out_unlock_rename;
+		ret = dir_check(od) ?: dir_check(nd);
+		tfs_posix_trans_init(&trans, fs);
+		if (!ret)
+			ret = tfs_dirent_lookup(&trans, od, oldname, oldlen, &src_ino, NULL, NULL);
+		r2 = ret ? ret
+			 : tfs_dirent_lookup(&trans, nd, newname, newlen, &dst_ino, NULL, NULL);
+		tfs_trans_exit(&trans);
+		tfs_iunlock_many(ims, 2);
+		if (ret)
+			goto out_unlock_rename;
+		if (r2 && r2 != -ENOENT) {
+			ret = r2;
+			goto out_unlock_rename;
+		}
+		if (r2)
+			dst_ino = 0;
+		if (exchange && !dst_ino) {
+			ret = -ENOENT;
+			goto out_unlock_rename;
+		}
+		if (dst_ino && (flags & TFS_RENAME_NOREPLACE)) {
+			ret = -EEXIST;
+			goto out_unlock_rename;
+		}
+		if (dst_ino == src_ino) {
+			/* Two names of one inode: rename does nothing (POSIX). */
+			ret = 0;
+			goto out_unlock_rename;
+		}
+		ret = tfs_iget(fs, src_ino, &src);
+		if (!ret && dst_ino)
+			ret = tfs_iget(fs, dst_ino, &dst);
+		if (ret)
+			goto out_unlock_rename;
+		ims[2] = src;
+		ims[3] = dst;
+		ret = tfs_ilock_many(fs, ims, 4);
+		if (!ret) {
+			/* Still the same names for the same inodes? */
+			tfs_posix_trans_init(&trans, fs);
+			ret = dir_check(od) ?: dir_check(nd) ?:
+			      tfs_dirent_lookup(&trans, od, oldname, oldlen, &s2, &src_dt, &old_slot);
+			r2 = ret ? ret
+				 : tfs_dirent_lookup(&trans, nd, newname, newlen, &d2, &dst_dt,
+						     &new_slot);
+			tfs_trans_exit(&trans);
+			if (!ret && r2 == -ENOENT)
+				d2 = 0;
+			else if (!ret)
+				ret = r2;
+			if (!ret && s2 == src_ino && d2 == dst_ino) {
+				locked = true;
+				break;
+			}
+			tfs_iunlock_many(ims, 4);
+		}
+		tfs_iput(fs, src);
+		if (dst)
+			tfs_iput(fs, dst);
+		src = dst = NULL;
+		if (ret && ret != -ENOENT)
+			goto out_unlock_rename;
+		/* Something moved meanwhile: look again. */
+	}
+
+	bool src_dir = S_ISDIR(src->ui.mode), dst_dir = dst && S_ISDIR(dst->ui.mode);
+
+	if (dst && !exchange) {
+		if (dst_dir && !src_dir) {
+			ret = -EISDIR;
+			goto out;
+		}
+		if (!dst_dir && src_dir) {
+			ret = -ENOTDIR;
+			goto out;
+		}
+		if (dst_dir) {
+			ret = tfs_dir_empty(fs, dst_ino);
+			if (ret)
+				goto out;
+		}
+	}
+	/* A directory may not move under itself. */
+	if (cross && src_dir) {
+		ret = is_under(fs, newdir, src_ino);
+		if (ret) {
+			ret = ret > 0 ? -EINVAL : ret;
+			goto out;
+		}
+	}
+	if (cross && exchange && dst_dir) {
+		ret = is_under(fs, olddir, dst_ino);
+		if (ret) {
+			ret = ret > 0 ? -EINVAL : ret;
+			goto out;
+		}
+	}
+
+	now = tfs_now_ns();
+	{
+		struct tfs_inode_unpacked *oui = rs_ui(&rs, od), *nui = rs_ui(&rs, nd);
+		struct tfs_inode_unpacked *sui = rs_ui(&rs, src),
+					  *dui = dst ? rs_ui(&rs, dst) : NULL;
+
+		oui->mtime = oui->ctime = nui->mtime = nui->ctime = now;
+		sui->ctime = now;
+		if (dui)
+			dui->ctime = now;
+		if (cross && src_dir) {
+			sui->parent = newdir;
+			oui->nlink--;
+			nui->nlink++;
+		}
+		if (exchange) {
+			if (cross && dst_dir) {
+				dui->parent = olddir;
+				nui->nlink--;
+				oui->nlink++;
+			}
+		} else if (dst) {
+			if (dst_dir) {
+				dui->nlink = 0;
+				nui->nlink--;
+			} else {
+				dui->nlink--;
+			}
+		}
+		if (nui->nlink > TFS_LINK_MAX || oui->nlink > TFS_LINK_MAX) {
+			ret = -EMLINK;
+			goto out;
+		}
+	}
+
+	tfs_posix_trans_init(&trans, fs);
+	if (exchange) {
+		ret = tfs_dirent_retarget(&trans, od, old_slot, oldname, oldlen, dst_ino, dst_dt)
+			      ?: tfs_dirent_retarget(&trans, nd, new_slot, newname, newlen, src_ino,
+						     src_dt);
+	} else if (dst) {
+		ret = tfs_dirent_retarget(&trans, nd, new_slot, newname, newlen, src_ino, src_dt)
+			      ?: tfs_dirent_remove(&trans, od, old_slot);
+	} else {
+		/* Remove first: the new name may take the slot (both in one commit). */
+		ret = tfs_dirent_remove(&trans, od, old_slot)
+			      ?: tfs_dirent_insert(&trans, nd, newname, newlen, src_ino, src_dt,
+						   NULL);
+	}
+	for (unsigned i = 0; !ret && i < rs.nr; i++)
+		ret = tfs_inode_update(&trans, rs.im[i], &rs.ui[i]);
+	if (!ret && dst && !exchange && !rs_ui(&rs, dst)->nlink)
+		ret = tfs_orphan_add(&trans, dst_ino, TFS_ORPHAN_unlinked);
+	if (!ret)
+		ret = tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (ret)
+		goto out;
+	for (unsigned i = 0; i < rs.nr; i++)
+		tfs_inode_committed(rs.im[i], &rs.ui[i], seq, false);
+	if (dst && !exchange && !dst->ui.nlink) {
+		__atomic_fetch_add(&p->c.orphans_added, 1, __ATOMIC_RELAXED);
+		maybe_remove(fs, dst);
+	}
+out:
+	if (locked)
+		tfs_iunlock_many(ims, 4);
+out_unlock_rename:
+	if (cross)
+		pthread_mutex_unlock(&p->rename_lock);
+	if (src)
+		tfs_iput(fs, src);
+	if (dst)
+		tfs_iput(fs, dst);
+out_put:
+	if (od)
+		tfs_iput(fs, od);
+	if (nd)
+		tfs_iput(fs, nd);
+	return ret;
+}
+
+/* --- readdir --- */
+
+struct rd_entry {
+	u64 pos; /* the entry's offset; next_pos is pos + 1 */
+	tfs_ino_t ino;
+	u8 dtype;
+	u8 len;
+	char name[TFS_NAME_MAX];
+};
+
+#define RD_BATCH 32
+
+int tfs_readdir(struct tfs_fs *fs, tfs_ino_t dirino, u64 pos, tfs_filldir_fn fn, void *ctx)
+{
+	struct tfs_inode_mem *dir;
+	struct rd_entry *batch = malloc(RD_BATCH * sizeof(*batch));
+	int ret;
+
+	if (!batch)
+		return -ENOMEM;
+	ret = tfs_iget(fs, dirino, &dir);
+	if (ret)
+		goto out_free;
+	/*
+	 * Entries are copied out a batch at a time under the directory's lock
+	 * and handed to fn without it (fn may look them up).  Positions are
+	 * the entries' slots, which never move: an entry present throughout
+	 * is returned exactly once, whatever changes between batches.
+	 */
+	for (;;) {
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+		unsigned nr = 0;
+		bool more = false;
+
+		ret = tfs_ilock(fs, dir, false);
+		if (ret)
+			break;
+		if (!S_ISDIR(dir->ui.mode)) {
+			tfs_iunlock(dir);
+			ret = -ENOTDIR;
+			break;
+		}
+		if (pos == 0)
+			batch[nr++] = (struct rd_entry){ 0, dirino, DT_DIR, 1, "." };
+		if (pos <= 1)
+			batch[nr++] = (struct rd_entry){ 1, dir->ui.parent, DT_DIR, 2, ".." };
+		tfs_btree_iter_init(&iter, fs, TFS_BTREE_dirents,
+				    TFS_POS(dirino, max_t(u64, pos, TFS_DIRENT_OFFSET_MIN)),
+				    TFS_POS(dirino, TFS_DIRENT_OFFSET_MAX));
+		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+		     ret = tfs_btree_iter_next(&iter, &k)) {
+			const struct tfs_dirent *d = tfs_bkey_val(k);
+			struct rd_entry *e;
+
+			if (nr == RD_BATCH) {
+				more = true;
+				break;
+			}
+			if (k->type != TFS_BKEY_dirent || tfs_bkey_val_bytes(k) < sizeof(*d) ||
+			    sizeof(*d) + d->name_len > tfs_bkey_val_bytes(k)) {
+				tfs_posix_inconsistent(fs, "bad dirent key in a directory listing");
+				ret = -TFS_ERR_dirent_invalid;
+				break;
+			}
+			if (!d->ino)
+				continue; /* whiteout */
+			e = &batch[nr++];
+			e->pos = le64_to_cpu(k->offset);
+			e->ino = le64_to_cpu(d->ino);
+			e->dtype = d->d_type;
+			e->len = d->name_len;
+			memcpy(e->name, d->name, d->name_len);
+		}
+		tfs_btree_iter_exit(&iter);
+		tfs_iunlock(dir);
+		if (ret)
+			break;
+		for (unsigned i = 0; i < nr; i++) {
+			if (fn(ctx, batch[i].name, batch[i].len, batch[i].ino, batch[i].dtype,
+			       batch[i].pos + 1)) {
+				more = false;
+				break;
+			}
+			pos = batch[i].pos + 1;
+		}
+		if (!more)
+			break;
+	}
+	tfs_iput(fs, dir);
+out_free:
+	free(batch);
+	return ret;
+}

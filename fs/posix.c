@@ -1,0 +1,585 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The POSIX layer's life inside a filesystem (init with orphan recovery,
+ * exit, mkfs's root directory), attributes (setattr), open files, fsync
+ * and its error sequences, statfs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/alloc.h"
+#include "fs/posix.h"
+#include "fs/str_hash.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+int tfs_create_locked(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+		      size_t len, u32 mode, struct tfs_stat *st, struct tfs_inode_mem **im,
+		      tfs_ino_t *existing);
+
+int tfs_posix_commit(struct tfs_btree_trans *trans, u64 *seq)
+{
+	u64 s = 0;
+	int ret = tfs_trans_commit(trans, 0, &s);
+
+	if (seq)
+		*seq = s;
+	return ret;
+}
+
+void tfs_posix_set_name_hash(struct tfs_fs *fs, tfs_name_hash_fn fn)
+{
+	tfs_posix(fs)->name_hash = fn ?: tfs_name_hash_default;
+}
+
+/* --- attributes --- */
+
+/* S_ISUID always, S_ISGID when group-executable (else it means mandatory locking). */
+static u32 kill_suidgid(u32 mode)
+{
+	mode &= ~(u32)S_ISUID;
+	if ((mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		mode &= ~(u32)S_ISGID;
+	return mode;
+}
+
+static s64 ts_to_ns(struct timespec ts)
+{
+	return (s64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const struct tfs_setattr *sa,
+		struct tfs_stat *st)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_inode_unpacked ui;
+	unsigned v = sa->valid;
+	bool times_only = !(v & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_ATIME_NOW |
+				  TFS_SETATTR_MTIME_NOW | TFS_SETATTR_CTIME));
+	s64 now = tfs_now_ns();
+	u64 seq;
+	int ret;
+
+	if ((v & TFS_SETATTR_SIZE) && sa->size > TFS_MAX_FILE_SIZE)
+		return -EFBIG;
+	if (f)
+		ino = tfs_file_ino(f);
+	ret = tfs_iget_locked(fs, ino, true, &im);
+	if (ret)
+		return ret;
+	ui = im->ui;
+	if (v & TFS_SETATTR_SIZE) {
+		if (S_ISDIR(ui.mode)) {
+			ret = -EISDIR;
+			goto out;
+		}
+		if (!S_ISREG(ui.mode)) {
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (v & TFS_SETATTR_UID)
+		ui.uid = sa->uid;
+	if (v & TFS_SETATTR_GID)
+		ui.gid = sa->gid;
+	/* chown of a non-directory drops set-user-ID (and set-group-ID if group-executable). */
+	if ((v & (TFS_SETATTR_UID | TFS_SETATTR_GID)) && !S_ISDIR(ui.mode))
+		ui.mode = kill_suidgid(ui.mode);
+	if (v & TFS_SETATTR_KILL_SUIDGID)
+		ui.mode = kill_suidgid(ui.mode);
+	if (v & TFS_SETATTR_MODE)
+		ui.mode = (ui.mode & S_IFMT) | (sa->mode & 07777);
+	if (v & TFS_SETATTR_ATIME)
+		ui.atime = ts_to_ns(sa->atime);
+	else if (v & TFS_SETATTR_ATIME_NOW)
+		ui.atime = now;
+	if (v & TFS_SETATTR_MTIME)
+		ui.mtime = ts_to_ns(sa->mtime);
+	else if (v & (TFS_SETATTR_MTIME_NOW | TFS_SETATTR_SIZE))
+		ui.mtime = now;
+	ui.ctime = v & TFS_SETATTR_CTIME ? ts_to_ns(sa->ctime) : now;
+
+	if (v & TFS_SETATTR_SIZE) {
+		ui.size = sa->size;
+		ret = tfs_data_truncate(fs, im, &ui, &seq);
+	} else {
+		struct tfs_btree_trans trans;
+
+		tfs_posix_trans_init(&trans, fs);
+		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+		tfs_trans_exit(&trans);
+		if (!ret)
+			tfs_inode_committed(im, &ui, seq, times_only);
+	}
+	if (!ret && st)
+		tfs_inode_to_stat(fs, ino, &im->ui, st);
+out:
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+/* --- open files --- */
+
+tfs_ino_t tfs_file_ino(const struct tfs_file *f)
+{
+	return f->im->ino;
+}
+
+/* Makes f an open file of im (locked, referenced: the reference becomes f's). */
+static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -ENOMEM;
+	f->im = im;
+	f->flags = flags;
+	f->wb_err_since = tfs_errseq_sample(&im->wb_err);
+	pthread_mutex_lock(&p->table_lock);
+	im->open_count++;
+	f->next = p->files.next;
+	f->prev = &p->files;
+	p->files.next->prev = f;
+	p->files.next = f;
+	pthread_mutex_unlock(&p->table_lock);
+	*ret = f;
+	return 0;
+}
+
+static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
+{
+	struct tfs_inode_unpacked ui = im->ui;
+	u64 seq;
+
+	if (!S_ISREG(ui.mode) || !ui.size)
+		return 0;
+	ui.size = 0;
+	ui.mtime = ui.ctime = tfs_now_ns();
+	return tfs_data_truncate(fs, im, &ui, &seq);
+}
+
+int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f)
+{
+	struct tfs_inode_mem *im;
+	bool trunc = (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY;
+	int ret = tfs_iget_locked(fs, ino, trunc, &im);
+
+	if (ret)
+		return ret;
+	if (S_ISDIR(im->ui.mode) && (flags & O_ACCMODE) != O_RDONLY)
+		ret = -EISDIR;
+	if (!ret && trunc)
+		ret = open_trunc(fs, im);
+	if (!ret)
+		ret = file_new(fs, im, flags, f);
+	tfs_iunlock(im);
+	if (ret)
+		tfs_iput(fs, im);
+	return ret;
+}
+
+int tfs_create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
+	       size_t len, u32 mode, int flags, struct tfs_file **f, struct tfs_stat *st)
+{
+	struct tfs_inode_mem *im;
+	tfs_ino_t existing;
+	int ret = tfs_create_locked(fs, ctx, dir, name, len, mode, st, &im, &existing);
+
+	if (ret == -EEXIST && !(flags & O_EXCL)) {
+		/* It exists: an open of what is there (a create race lost). */
+		ret = tfs_open(fs, existing, flags & ~O_CREAT, f);
+		if (!ret && st)
+			ret = tfs_getattr(fs, existing, st);
+		return ret;
+	}
+	if (ret)
+		return ret;
+	ret = file_new(fs, im, flags, f);
+	tfs_iunlock(im);
+	if (ret)
+		tfs_iput(fs, im);
+	return ret;
+}
+
+int tfs_release(struct tfs_fs *fs, struct tfs_file *f)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_inode_mem *im = f->im;
+	unsigned left;
+	int ret;
+
+	/*
+	 * Under the inode's lock, so an open racing with the last release
+	 * either counts before the check or finds the inode removed.
+	 */
+	pthread_rwlock_wrlock(&im->lock);
+	pthread_mutex_lock(&p->table_lock);
+	left = --im->open_count;
+	f->prev->next = f->next;
+	f->next->prev = f->prev;
+	pthread_mutex_unlock(&p->table_lock);
+	ret = 0;
+	if (!left && im->loaded && !im->deleted && !im->ui.nlink) {
+		ret = tfs_inode_remove(fs, im);
+		if (ret)
+			fprintf(stderr,
+				"inode %llu: removing it at its last release failed (%s); the next "
+				"open will finish it\n",
+				(unsigned long long)im->ino, tfs_err_str(ret));
+	}
+	pthread_rwlock_unlock(&im->lock);
+	tfs_iput(fs, im);
+	free(f);
+	return ret;
+}
+
+/* --- fsync --- */
+
+/* Makes seq durable: nothing at all when it already is. */
+static int flush_to(struct tfs_fs *fs, u64 seq)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_journal *j = tfs_posix_journal(fs);
+
+	if (!seq || tfs_posix_fsync_noop(fs) ||
+	    (tfs_journal_flushed_seq_ondisk(j) >= seq && !tfs_journal_error(j))) {
+		__atomic_fetch_add(&p->c.fsync_skipped, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	__atomic_fetch_add(&p->c.fsync_flushes, 1, __ATOMIC_RELAXED);
+	return tfs_journal_flush_seq(j, seq);
+}
+
+int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_inode_mem *im = f->im;
+	u64 seq = __atomic_load_n(datasync ? &im->last_data_seq : &im->last_seq, __ATOMIC_ACQUIRE);
+	int wb, jret;
+
+	__atomic_fetch_add(&p->c.fsyncs, 1, __ATOMIC_RELAXED);
+	/*
+	 * Data is written before its extent commits (io.c): nothing is dirty
+	 * here.  Both errors are checked on every call (seed 75812e70d934):
+	 * the writeback error is consumed even when the journal's wins.
+	 */
+	wb = tfs_errseq_check_and_advance(&im->wb_err, &f->wb_err_since);
+	jret = flush_to(fs, seq);
+	return jret ?: wb;
+}
+
+int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync)
+{
+	struct tfs_inode_mem *im;
+	int ret = tfs_iget_locked(fs, dir, false, &im);
+	u64 seq;
+
+	if (ret)
+		return ret;
+	seq = __atomic_load_n(datasync ? &im->last_data_seq : &im->last_seq, __ATOMIC_ACQUIRE);
+	tfs_iput_unlock(fs, im);
+	return flush_to(fs, seq);
+}
+
+int tfs_syncfs(struct tfs_fs *fs)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	int wb, jret;
+
+	pthread_mutex_lock(&p->syncfs_lock);
+	wb = tfs_errseq_check_and_advance(&p->sb_err, &p->syncfs_since);
+	pthread_mutex_unlock(&p->syncfs_lock);
+	jret = tfs_posix_fsync_noop(fs) ? 0 : tfs_journal_flush(tfs_posix_journal(fs));
+	return jret ?: wb;
+}
+
+/* --- statfs --- */
+
+int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_alloc_usage u;
+	const u8 *uuid = tfs_posix_uuid(fs);
+	u64 fsid = 0;
+
+	tfs_alloc_usage(fs, &u);
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = p->block_size;
+	st->f_frsize = p->block_size;
+	st->f_blocks = u.capacity >> p->block_bits;
+	st->f_bfree = (u.capacity - u.used) >> p->block_bits;
+	/* Waiting space is free once a journal flush lands (allocation does one). */
+	st->f_bavail = (u.free + u.waiting) >> p->block_bits;
+	st->f_ffree = st->f_bavail;
+	st->f_favail = st->f_bavail;
+	st->f_files = __atomic_load_n(&p->nr_inodes, __ATOMIC_RELAXED) + st->f_ffree;
+	for (unsigned i = 0; i < 16; i++)
+		fsid = fsid << 8 ^ uuid[i] ^ (fsid >> 56);
+	st->f_fsid = (unsigned long)fsid;
+	st->f_namemax = TFS_NAME_MAX;
+	st->f_flag = tfs_posix_read_only(fs) ? ST_RDONLY : 0;
+	return 0;
+}
+
+/* --- errors --- */
+
+void tfs_posix_inconsistent(struct tfs_fs *fs, const char *what)
+{
+	int action = tfs_posix_error_action(fs);
+
+	fprintf(stderr, "tinyfs: filesystem inconsistency: %s\n", what);
+	switch (action) {
+	case TFS_ON_ERROR_panic:
+		fprintf(stderr, "tinyfs: errors=panic: stopping\n");
+		abort();
+	case TFS_ON_ERROR_ro:
+		fprintf(stderr, "tinyfs: errors=ro: no more changes\n");
+		tfs_journal_halt(tfs_posix_journal(fs));
+		break;
+	default:
+		break;
+	}
+}
+
+/* --- life --- */
+
+/* Finishes the cleanup orphan key k records (see fs_format.h). */
+static int orphan_finish(struct tfs_fs *fs, tfs_ino_t ino, u64 flags)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_btree_trans trans;
+	int ret = tfs_iget_locked(fs, ino, true, &im);
+
+	if (ret == -ENOENT) {
+		/* The inode is gone already: only leftovers and the key. */
+		ret = tfs_iget(fs, ino, &im);
+		if (ret)
+			return ret;
+		pthread_rwlock_wrlock(&im->lock);
+		im->ui = (struct tfs_inode_unpacked){ .mode = S_IFDIR };
+		im->loaded = true;
+		ret = tfs_xattr_remove_all(fs, ino) ?: tfs_dirents_remove_all(fs, ino);
+		im->loaded = false;
+		pthread_rwlock_unlock(&im->lock);
+		tfs_iput(fs, im);
+		tfs_posix_trans_init(&trans, fs);
+		ret = ret ?: tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
+		tfs_trans_exit(&trans);
+		return ret;
+	}
+	if (ret)
+		return ret;
+	if (!im->ui.nlink) {
+		ret = tfs_inode_remove(fs, im);
+	} else {
+		if (flags & TFS_ORPHAN_truncate) {
+			/* The size went down first: drop what lies past it. */
+			struct tfs_inode_unpacked ui = im->ui;
+			u64 seq;
+
+			im->ui.size = UINT64_MAX;
+			ret = tfs_data_truncate(fs, im, &ui, &seq);
+			if (ret)
+				im->ui = ui;
+		}
+		tfs_posix_trans_init(&trans, fs);
+		ret = ret ?: tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
+		tfs_trans_exit(&trans);
+	}
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+static int orphans_process(struct tfs_fs *fs)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	struct {
+		tfs_ino_t ino;
+		u64 flags;
+	} *list = NULL;
+	size_t nr = 0, size = 0;
+	int ret;
+
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_orphans, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_orphan *o = tfs_bkey_val(k);
+
+		if (nr == size) {
+			void *n = realloc(list, (size ? size * 2 : 16) * sizeof(*list));
+
+			if (!n) {
+				ret = -ENOMEM;
+				break;
+			}
+			list = n;
+			size = size ? size * 2 : 16;
+		}
+		list[nr].ino = le64_to_cpu(k->inode);
+		list[nr].flags = tfs_bkey_val_bytes(k) >= sizeof(*o) ? le64_to_cpu(o->flags) : 0;
+		nr++;
+	}
+	tfs_btree_iter_exit(&iter);
+	for (size_t i = 0; !ret && i < nr; i++) {
+		ret = orphan_finish(fs, list[i].ino, list[i].flags);
+		if (ret)
+			fprintf(stderr, "inode %llu: finishing its orphan cleanup failed: %s\n",
+				(unsigned long long)list[i].ino, tfs_err_str(ret));
+	}
+	if (nr && !ret && tfs_posix(fs)->c.orphans_reclaimed)
+		fprintf(stderr, "tinyfs: reclaimed %llu orphaned inodes\n",
+			(unsigned long long)tfs_posix(fs)->c.orphans_reclaimed);
+	free(list);
+	return ret;
+}
+
+/* Counts the inodes and finds the next free number. */
+static int inodes_scan(struct tfs_fs *fs)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 nr = 0, max = TFS_ROOT_INO;
+	int ret;
+
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		nr++;
+		max = max_t(u64, max, le64_to_cpu(k->inode));
+	}
+	tfs_btree_iter_exit(&iter);
+	/* Orphans may name inodes whose keys went (they are still reserved). */
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_orphans, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = ret ?: tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k))
+		max = max_t(u64, max, le64_to_cpu(k->inode));
+	tfs_btree_iter_exit(&iter);
+	p->nr_inodes = nr;
+	p->next_ino = max + 1;
+	return ret;
+}
+
+int tfs_posix_init(struct tfs_fs *fs)
+{
+	struct tfs_posix *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->fs = fs;
+	p->block_size = tfs_posix_block_size(fs);
+	p->block_bits = (unsigned)__builtin_ctz(p->block_size);
+	p->table_size = 1024;
+	p->table = calloc(p->table_size, sizeof(*p->table));
+	if (!p->table) {
+		free(p);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&p->table_lock, NULL);
+	pthread_mutex_init(&p->rename_lock, NULL);
+	pthread_mutex_init(&p->syncfs_lock, NULL);
+	p->lru.lru_next = p->lru.lru_prev = &p->lru;
+	p->lru_max = 4096;
+	p->files.next = p->files.prev = &p->files;
+	p->name_hash = tfs_name_hash_default;
+	fs->posix = p;
+
+	ret = inodes_scan(fs);
+	if (!ret && !tfs_posix_read_only(fs))
+		ret = orphans_process(fs);
+	if (ret) {
+		fprintf(stderr, "tinyfs: starting the filesystem layer failed: %s\n",
+			tfs_err_str(ret));
+		tfs_posix_exit(fs);
+	}
+	return ret;
+}
+
+void tfs_posix_exit(struct tfs_fs *fs)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+
+	if (!p)
+		return;
+	/* Files still open: dropped (an unlinked one stays an orphan for the next open). */
+	while (p->files.next != &p->files) {
+		struct tfs_file *f = p->files.next;
+
+		f->prev->next = f->next;
+		f->next->prev = f->prev;
+		free(f);
+	}
+	for (size_t i = 0; i < p->table_size; i++)
+		for (struct tfs_inode_mem *im = p->table[i], *next; im; im = next) {
+			next = im->hnext;
+			pthread_rwlock_destroy(&im->lock);
+			free(im->target);
+			free(im);
+		}
+	free(p->table);
+	pthread_mutex_destroy(&p->table_lock);
+	pthread_mutex_destroy(&p->rename_lock);
+	pthread_mutex_destroy(&p->syncfs_lock);
+	free(p);
+	fs->posix = NULL;
+}
+
+int tfs_posix_format(struct tfs_fs *fs)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_inode_unpacked ui;
+	struct tfs_bkey_buf kb;
+	s64 now = tfs_now_ns();
+	int ret;
+
+	memset(&ui, 0, sizeof(ui));
+	ui.mode = S_IFDIR | 0755;
+	ui.nlink = 2;
+	ui.parent = TFS_ROOT_INO;
+	ui.generation = 1;
+	ui.hash_seed = (u64)now ^ 0x726f6f74ULL; /* "root" */
+	ui.atime = ui.mtime = ui.ctime = ui.btime = now;
+	tfs_inode_pack(&kb, TFS_ROOT_INO, &ui, NULL);
+	tfs_posix_trans_init(&trans, fs);
+	ret = tfs_trans_update(&trans, TFS_BTREE_inodes, &kb.k) ?: tfs_posix_commit(&trans, NULL);
+	tfs_trans_exit(&trans);
+	if (!ret) {
+		tfs_posix(fs)->nr_inodes = 1;
+		tfs_posix(fs)->next_ino = TFS_ROOT_INO + 1;
+	}
+	return ret;
+}
+
+void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	const struct tfs_posix_counters *c = &p->c;
+
+	if (!p)
+		return;
+	prt_printf(out, "inodes %llu next_ino %llu cached %llu (lru %llu)\n",
+		   (unsigned long long)p->nr_inodes, (unsigned long long)p->next_ino,
+		   (unsigned long long)p->nr_cached, (unsigned long long)p->nr_lru);
+	prt_printf(out, "inodes loaded %llu evicted %llu\n", (unsigned long long)c->inodes_loaded,
+		   (unsigned long long)c->inodes_evicted);
+	prt_printf(out, "data written %llu read %llu rmw blocks %llu\n",
+		   (unsigned long long)c->data_bytes_written,
+		   (unsigned long long)c->data_bytes_read, (unsigned long long)c->data_blocks_rmw);
+	prt_printf(out, "data errors: write %llu read %llu checksum %llu replica fallbacks %llu\n",
+		   (unsigned long long)c->data_write_errors,
+		   (unsigned long long)c->data_read_errors, (unsigned long long)c->data_csum_errors,
+		   (unsigned long long)c->data_replica_fallbacks);
+	prt_printf(out, "fsyncs %llu flushed %llu already durable %llu\n",
+		   (unsigned long long)c->fsyncs, (unsigned long long)c->fsync_flushes,
+		   (unsigned long long)c->fsync_skipped);
+	prt_printf(out, "orphans added %llu reclaimed %llu; enospc flush retries %llu\n",
+		   (unsigned long long)c->orphans_added, (unsigned long long)c->orphans_reclaimed,
+		   (unsigned long long)c->enospc_flush_retries);
+}

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_POSIX_H
+#define TFS_FS_POSIX_H
+
+/*
+ * The POSIX layer's internal API: its life inside a filesystem (called by
+ * fs/fs.c), and what its files (inode.c, dirent.c, xattr.c, extents.c,
+ * io.c, namei.c, posix.c) share.  The public API is fs/fs.h.
+ *
+ * Every operation of fs/fs.h is one transaction (tfs_trans_commit()), or,
+ * when its keys cannot fit one journal entry (a large truncate, removing a
+ * large file), a first transaction that records what remains in the
+ * orphans btree and later ones that finish it, so a crash leaves the old
+ * or the new state and open finishes what was recorded.
+ */
+
+#include <stdbool.h>
+
+#include "fs/bkey.h"
+#include "fs/btree.h"
+#include "fs/fs.h"
+#include "fs/fs_format.h"
+#include "fs/fs_types.h"
+#include "fs/posix_types.h"
+#include "journal/journal.h"
+#include "super/super_format.h"
+
+struct printbuf;
+
+/* --- life (fs/fs.c calls these) --- */
+
+/*
+ * After the journal is replayed and started: sets up the inode table,
+ * finds the next inode number, and (unless read-only) finishes the cleanups
+ * the orphans btree records.  0 or a code (printed).
+ */
+int tfs_posix_init(struct tfs_fs *fs);
+
+/* Before write-back at stop: drops open files and the inode table. */
+void tfs_posix_exit(struct tfs_fs *fs);
+
+/* mkfs: creates the root directory (TFS_ROOT_INO, 0755, owned by root). */
+int tfs_posix_format(struct tfs_fs *fs);
+
+/* The table, counters and inode numbers. */
+void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs);
+
+/* Tests: the name hash every later lookup and insert uses (NULL: the default). */
+void tfs_posix_set_name_hash(struct tfs_fs *fs, tfs_name_hash_fn fn);
+
+/* --- the engine, as this layer uses it --- */
+
+static inline struct tfs_posix *tfs_posix(struct tfs_fs *fs)
+{
+	return fs->posix;
+}
+
+static inline struct tfs_journal *tfs_posix_journal(struct tfs_fs *fs)
+{
+	return fs->j;
+}
+
+static inline u32 tfs_posix_block_size(struct tfs_fs *fs)
+{
+	return fs->block_size;
+}
+
+/* The member's device, or NULL when it is missing. */
+static inline struct tfs_bdev *tfs_posix_bdev(struct tfs_fs *fs, unsigned dev)
+{
+	return dev < fs->nr_devices && fs->devs[dev].present ? fs->devs[dev].bdev : NULL;
+}
+
+/* A present member's superblock (the options are the same on all). */
+static inline const struct tfs_sb *tfs_posix_sb(struct tfs_fs *fs)
+{
+	for (unsigned i = 0; i < fs->nr_devices; i++)
+		if (fs->devs[i].present && fs->devs[i].sb.sb)
+			return fs->devs[i].sb.sb;
+	return NULL;
+}
+
+static inline unsigned tfs_posix_data_replicas(struct tfs_fs *fs)
+{
+	const struct tfs_sb *sb = tfs_posix_sb(fs);
+
+	return sb && sb->data_replicas ? sb->data_replicas : 1;
+}
+
+static inline unsigned tfs_posix_data_replicas_required(struct tfs_fs *fs)
+{
+	const struct tfs_sb *sb = tfs_posix_sb(fs);
+
+	return sb && sb->data_replicas_required ? sb->data_replicas_required : 1;
+}
+
+static inline int tfs_posix_error_action(struct tfs_fs *fs)
+{
+	const struct tfs_sb *sb = tfs_posix_sb(fs);
+
+	if (fs->opts.error_action >= 0)
+		return fs->opts.error_action;
+	return sb ? sb->error_action : TFS_ON_ERROR_continue;
+}
+
+static inline bool tfs_posix_read_only(struct tfs_fs *fs)
+{
+	return fs->read_only;
+}
+
+static inline bool tfs_posix_fsync_noop(struct tfs_fs *fs)
+{
+	return fs->opts.fsync_noop;
+}
+
+static inline const u8 *tfs_posix_uuid(struct tfs_fs *fs)
+{
+	return fs->uuid;
+}
+
+/*
+ * True when every journal flush entry is written (PREFLUSH) to every member
+ * data may be on, so a data write that completed before its extent was
+ * committed is durable when the commit is.  Otherwise data writes are
+ * flushed before the commit.
+ */
+static inline bool tfs_posix_journal_flushes_data(struct tfs_fs *fs)
+{
+	return fs->nr_devices == 1 || fs->metadata_replicas >= fs->nr_devices;
+}
+
+/* --- inodes (inode.c) --- */
+
+/* Packs ui (and a symlink's target) as the inode key of ino. */
+void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
+		    const char *target);
+/*
+ * Unpacks an inode key (validated first); *target points into k (ui->size
+ * bytes) for a symlink, else NULL.  -TFS_ERR_inode_invalid (printed) when
+ * the key is not a valid inode.
+ */
+int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui,
+		     const char **target);
+
+void tfs_inode_to_stat(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
+		       struct tfs_stat *st);
+
+/* The current time in ns. */
+s64 tfs_now_ns(void);
+
+/* A DT_ value for a mode's type. */
+unsigned tfs_mode_to_dtype(u32 mode);
+
+/*
+ * The table entry of ino, referenced (not locked, maybe not loaded); only
+ * -ENOMEM fails.  Put it with tfs_iput().
+ */
+int tfs_iget(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_inode_mem **ret);
+void tfs_iput(struct tfs_fs *fs, struct tfs_inode_mem *im);
+
+/* Locks im (exclusive or shared) and makes sure it is loaded; -ENOENT if it
+ * does not exist (unlocked then). */
+int tfs_ilock(struct tfs_fs *fs, struct tfs_inode_mem *im, bool excl);
+void tfs_iunlock(struct tfs_inode_mem *im);
+
+/* tfs_iget() then tfs_ilock(); on failure nothing is held. */
+int tfs_iget_locked(struct tfs_fs *fs, tfs_ino_t ino, bool excl, struct tfs_inode_mem **ret);
+/* tfs_iunlock() then tfs_iput(). */
+void tfs_iput_unlock(struct tfs_fs *fs, struct tfs_inode_mem *im);
+
+/* A new entry for a new inode (not in the btree yet): referenced, locked, loaded. */
+int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
+	     const char *target, struct tfs_inode_mem **ret);
+
+/* A new inode number (never reused while open). */
+tfs_ino_t tfs_ino_alloc(struct tfs_fs *fs);
+
+/* Queues im's key with ui (and its target) in trans. */
+int tfs_inode_update(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
+		     const struct tfs_inode_unpacked *ui);
+
+/*
+ * After a commit at seq that changed im (to ui, when not NULL): the
+ * cached attributes and last_seq (and last_data_seq unless times_only).
+ */
+void tfs_inode_committed(struct tfs_inode_mem *im, const struct tfs_inode_unpacked *ui, u64 seq,
+			 bool times_only);
+
+/* Locks the distinct entries of ims[0..nr) (NULLs skipped) in inode number order. */
+int tfs_ilock_many(struct tfs_fs *fs, struct tfs_inode_mem **ims, unsigned nr);
+void tfs_iunlock_many(struct tfs_inode_mem **ims, unsigned nr);
+
+/* Orphan keys: queue the record / its removal. */
+int tfs_orphan_add(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 flags);
+int tfs_orphan_del(struct tfs_btree_trans *trans, tfs_ino_t ino);
+
+/*
+ * Removes an inode with nlink 0 and everything it owns (extents, xattrs,
+ * its orphan key), in as many transactions as needed, the inode key and
+ * orphan last.  im locked exclusively.
+ */
+int tfs_inode_remove(struct tfs_fs *fs, struct tfs_inode_mem *im);
+
+/* A metadata inconsistency found at pos: printed, the errors= action taken. */
+void tfs_posix_inconsistent(struct tfs_fs *fs, const char *what);
+
+/* Starts a transaction on fs. */
+static inline void tfs_posix_trans_init(struct tfs_btree_trans *trans, struct tfs_fs *fs)
+{
+	tfs_trans_init(trans, fs);
+}
+
+/* Commits; the commit's seq in *seq. */
+int tfs_posix_commit(struct tfs_btree_trans *trans, u64 *seq);
+
+/* --- names (dirent.c) --- */
+
+/* 0, -EINVAL (empty, '/', NUL), -ENAMETOOLONG. */
+int tfs_name_check(const char *name, size_t len);
+
+extern const struct tfs_hash_desc tfs_dirent_hash_desc;
+
+/* The dirent of name in dir (locked): 0 with *ino, *dtype, *slot; -ENOENT. */
+int tfs_dirent_lookup(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, const char *name,
+		      size_t len, tfs_ino_t *ino, unsigned *dtype, u64 *slot);
+/* Queues name -> ino in dir (name absent); the slot taken in *slot. */
+int tfs_dirent_insert(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, const char *name,
+		      size_t len, tfs_ino_t ino, unsigned dtype, u64 *slot);
+/* Queues the removal of dir's dirent at slot. */
+int tfs_dirent_remove(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, u64 slot);
+/* Queues slot's dirent to point at ino (same name). */
+int tfs_dirent_retarget(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, u64 slot,
+			const char *name, size_t len, tfs_ino_t ino, unsigned dtype);
+/* Whether dir has any entry: 0 empty, -ENOTEMPTY, or an error. */
+int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir);
+
+/* --- extents and data (extents.c, io.c) --- */
+
+/*
+ * Commits im (locked exclusively) with the attributes ui, whose size may
+ * differ from the current one: past a smaller size the data goes (the EOF
+ * block's bytes past it zeroed), in one transaction, or in several with
+ * the orphan key recording a truncate until the last (see the top).
+ * ui->blocks is kept up to date; *seq is the last commit's.
+ */
+int tfs_data_truncate(struct tfs_fs *fs, struct tfs_inode_mem *im, struct tfs_inode_unpacked *ui,
+		      u64 *seq);
+
+/* Removes every extent of im (locked), in batches each committing im's blocks. */
+int tfs_data_remove_all(struct tfs_fs *fs, struct tfs_inode_mem *im);
+
+/* Removes every xattr / dirent (whiteouts of a removed directory) of ino, in batches. */
+int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino);
+int tfs_dirents_remove_all(struct tfs_fs *fs, tfs_ino_t dir);
+
+#endif /* TFS_FS_POSIX_H */

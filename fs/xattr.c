@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Extended attributes: the xattr key type and get/set/list/remove
+ * (fs/fs.h), as a hash table per inode in the xattrs btree
+ * (fs/str_hash.h), a value longer than one key split over chunks of its
+ * slot (fs_format.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/posix.h"
+#include "fs/str_hash.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+static const char *const xattr_prefix[] = {
+	[TFS_XATTR_user] = "user.",
+	[TFS_XATTR_trusted] = "trusted.",
+	[TFS_XATTR_security] = "security.",
+	[TFS_XATTR_posix_acl_access] = "system.posix_acl_access",
+	[TFS_XATTR_posix_acl_default] = "system.posix_acl_default",
+};
+
+static const char *const xattr_type_names[] = {
+#define x(n, nr) [nr] = #n,
+	TFS_XATTR_TYPES(x)
+#undef x
+};
+
+static bool type_has_name(unsigned type)
+{
+	return type == TFS_XATTR_user || type == TFS_XATTR_trusted || type == TFS_XATTR_security;
+}
+
+/* --- the xattr key --- */
+
+static int xattr_validate(const struct tfs_bkey *k, struct printbuf *err)
+{
+	const struct tfs_xattr *x = tfs_bkey_val(k);
+	size_t bytes = tfs_bkey_val_bytes(k);
+	unsigned chunk = le64_to_cpu(k->offset) & (TFS_XATTR_MAX_CHUNKS - 1);
+	unsigned chunk_len, value_len;
+
+	if (bytes < sizeof(*x)) {
+		prt_printf(err, "value of %zu bytes < %zu", bytes, sizeof(*x));
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (!le64_to_cpu(k->inode) ||
+	    (le64_to_cpu(k->offset) >> TFS_XATTR_CHUNK_BITS) > TFS_XATTR_SLOT_MAX) {
+		prt_str(err, "position out of range");
+		return -TFS_ERR_bkey_invalid;
+	}
+	chunk_len = le16_to_cpu(x->chunk_len);
+	value_len = le32_to_cpu(x->value_len);
+	if (x->type >= TFS_XATTR_TYPE_NR ||
+	    (chunk ? x->type != TFS_XATTR_cont : x->type == TFS_XATTR_cont)) {
+		prt_printf(err, "type %u in chunk %u", x->type, chunk);
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (x->type == TFS_XATTR_whiteout) {
+		if (x->name_len || chunk_len || value_len || bytes != sizeof(*x)) {
+			prt_str(err, "whiteout with contents");
+			return -TFS_ERR_bkey_invalid;
+		}
+		return 0;
+	}
+	if (type_has_name(x->type) ? !x->name_len : x->name_len) {
+		prt_printf(err, "name length %u for type %s", x->name_len,
+			   xattr_type_names[x->type]);
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (chunk && (value_len || !chunk_len)) {
+		prt_str(err, "continuation with a value length or nothing in it");
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (!chunk && (value_len > TFS_XATTR_SIZE_MAX || chunk_len > value_len)) {
+		prt_printf(err, "value length %u, %u in this chunk", value_len, chunk_len);
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (x->name_len + chunk_len > TFS_XATTR_CHUNK_BYTES ||
+	    bytes != tfs_xattr_val_bytes(x->name_len, chunk_len)) {
+		prt_printf(err, "value of %zu bytes for name %u and chunk %u", bytes, x->name_len,
+			   chunk_len);
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (memchr(x->data, 0, x->name_len)) {
+		prt_str(err, "NUL in name");
+		return -TFS_ERR_bkey_invalid;
+	}
+	for (size_t i = sizeof(*x) + x->name_len + chunk_len; i < bytes; i++)
+		if (((const u8 *)x)[i]) {
+			prt_str(err, "padding not zero");
+			return -TFS_ERR_bkey_invalid;
+		}
+	return 0;
+}
+
+static void xattr_val_to_text(struct printbuf *out, const struct tfs_bkey *k)
+{
+	const struct tfs_xattr *x = tfs_bkey_val(k);
+
+	if (tfs_bkey_val_bytes(k) < sizeof(*x) + x->name_len || x->type >= TFS_XATTR_TYPE_NR) {
+		prt_str(out, "(bad)");
+		return;
+	}
+	prt_str(out, xattr_type_names[x->type]);
+	if (x->name_len) {
+		prt_char(out, ' ');
+		prt_strn(out, (const char *)x->data, x->name_len);
+	}
+	prt_printf(out, " chunk %u", le16_to_cpu(x->chunk_len));
+	if (x->value_len)
+		prt_printf(out, " of %u", le32_to_cpu(x->value_len));
+}
+
+const struct tfs_bkey_ops tfs_bkey_ops_xattr = {
+	.validate = xattr_validate,
+	.val_to_text = xattr_val_to_text,
+};
+
+/* --- names --- */
+
+struct xattr_name {
+	unsigned type;
+	const char *name; /* after the prefix */
+	size_t len;
+};
+
+/* Splits a full name; -ERANGE (empty or too long), -EOPNOTSUPP, -EINVAL (no name). */
+static int xattr_name_parse(const char *full, struct xattr_name *n)
+{
+	size_t len = strlen(full);
+
+	if (!len || len > 255)
+		return -ERANGE;
+	for (unsigned t = TFS_XATTR_user; t < TFS_XATTR_cont; t++) {
+		size_t plen = strlen(xattr_prefix[t]);
+
+		if (type_has_name(t)) {
+			if (strncmp(full, xattr_prefix[t], plen))
+				continue;
+			if (len == plen)
+				return -EINVAL;
+			*n = (struct xattr_name){ t, full + plen, len - plen };
+			return 0;
+		}
+		if (!strcmp(full, xattr_prefix[t])) {
+			*n = (struct xattr_name){ t, "", 0 };
+			return 0;
+		}
+	}
+	return -EOPNOTSUPP;
+}
+
+static enum tfs_hash_match xattr_match(const struct tfs_bkey *k, const void *_n)
+{
+	const struct tfs_xattr *x = tfs_bkey_val(k);
+	const struct xattr_name *n = _n;
+
+	if (k->type != TFS_BKEY_xattr || tfs_bkey_val_bytes(k) < sizeof(*x))
+		return TFS_HASH_OTHER;
+	if (x->type == TFS_XATTR_whiteout)
+		return TFS_HASH_WHITEOUT;
+	if (n && x->type == n->type && x->name_len == n->len &&
+	    sizeof(*x) + n->len <= tfs_bkey_val_bytes(k) && !memcmp(x->data, n->name, n->len))
+		return TFS_HASH_MATCH;
+	return TFS_HASH_OTHER;
+}
+
+static void xattr_whiteout(struct tfs_bkey_buf *buf, struct tfs_bpos pos)
+{
+	tfs_bkey_init(buf, TFS_BKEY_xattr, pos, sizeof(struct tfs_xattr));
+}
+
+static const struct tfs_hash_desc xattr_hash_desc = {
+	.btree = TFS_BTREE_xattrs,
+	.shift = TFS_XATTR_CHUNK_BITS,
+	.slot_min = 0,
+	.slot_max = TFS_XATTR_SLOT_MAX,
+	.match = xattr_match,
+	.whiteout = xattr_whiteout,
+};
+
+static u64 xattr_start(struct tfs_fs *fs, struct tfs_inode_mem *im, const struct xattr_name *n)
+{
+	u8 buf[1 + 255];
+
+	buf[0] = (u8)n->type;
+	memcpy(buf + 1, n->name, n->len);
+	return tfs_hash_slot(&xattr_hash_desc,
+			     tfs_posix(fs)->name_hash(im->ui.hash_seed, buf, 1 + n->len));
+}
+
+/* Chunk 0 of n, checked: 0 with *slot, or -ENODATA. */
+static int xattr_find(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
+		      const struct xattr_name *n, u64 *slot, u64 *free_slot,
+		      struct tfs_bkey_buf *out)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_hash_lookup(trans, &xattr_hash_desc, im->ino, xattr_start(trans->fs, im, n),
+				  n, slot, free_slot, out);
+
+	if (ret == -ENOENT)
+		return -ENODATA;
+	if (!ret && xattr_validate(&out->k, &err)) {
+		struct printbuf msg = PRINTBUF;
+
+		prt_str(&msg, "xattr ");
+		tfs_bpos_to_text(&msg, tfs_bkey_pos(&out->k));
+		prt_str(&msg, ": ");
+		prt_str(&msg, printbuf_str(&err));
+		tfs_posix_inconsistent(trans->fs, printbuf_str(&msg));
+		printbuf_exit(&msg);
+		ret = -TFS_ERR_xattr_invalid;
+	}
+	printbuf_exit(&err);
+	return ret;
+}
+
+static unsigned nr_chunks(unsigned name_len, unsigned value_len)
+{
+	unsigned first = TFS_XATTR_CHUNK_BYTES - name_len;
+
+	if (value_len <= first)
+		return 1;
+	return 1 + DIV_ROUND_UP(value_len - first, TFS_XATTR_CHUNK_BYTES);
+}
+
+/* --- operations --- */
+
+ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *buf, size_t size)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf kb;
+	struct printbuf err = PRINTBUF;
+	struct xattr_name n;
+	const struct tfs_xattr *x;
+	u64 slot;
+	size_t value_len = 0, done;
+	int ret = xattr_name_parse(name, &n);
+
+	if (ret)
+		return ret;
+	ret = tfs_iget_locked(fs, ino, false, &im);
+	if (ret)
+		return ret;
+	tfs_posix_trans_init(&trans, fs);
+	ret = xattr_find(&trans, im, &n, &slot, NULL, &kb);
+	if (ret)
+		goto out;
+	x = tfs_bkey_val(&kb.k);
+	value_len = le32_to_cpu(x->value_len);
+	if (!size)
+		goto out;
+	if (size < value_len) {
+		ret = -ERANGE;
+		goto out;
+	}
+	done = le16_to_cpu(x->chunk_len);
+	memcpy(buf, x->data + x->name_len, done);
+	for (unsigned c = 1; !ret && done < value_len; c++) {
+		ret = tfs_btree_lookup(fs, TFS_BTREE_xattrs,
+				       tfs_hash_pos(&xattr_hash_desc, ino, slot, c), &kb);
+		x = tfs_bkey_val(&kb.k);
+		if (ret == -ENOENT ||
+		    (!ret && (kb.k.type != TFS_BKEY_xattr || xattr_validate(&kb.k, &err) ||
+			      le16_to_cpu(x->chunk_len) > value_len - done))) {
+			struct printbuf msg = PRINTBUF;
+
+			prt_printf(&msg, "xattr %llu:%llu chunk %u missing or bad: %s",
+				   (unsigned long long)ino, (unsigned long long)slot, c,
+				   printbuf_str(&err));
+			tfs_posix_inconsistent(fs, printbuf_str(&msg));
+			printbuf_exit(&msg);
+			ret = -TFS_ERR_xattr_invalid;
+		}
+		if (ret)
+			break;
+		memcpy((u8 *)buf + done, x->data, le16_to_cpu(x->chunk_len));
+		done += le16_to_cpu(x->chunk_len);
+	}
+out:
+	printbuf_exit(&err);
+	tfs_trans_exit(&trans);
+	tfs_iput_unlock(fs, im);
+	return ret ?: (ssize_t)value_len;
+}
+
+/* Total bytes listxattr() would return for im (locked). */
+static ssize_t list_names(struct tfs_fs *fs, tfs_ino_t ino, char *buf, size_t size)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	size_t total = 0;
+	int ret;
+
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_xattrs, TFS_POS(ino, 0), TFS_POS(ino, UINT64_MAX));
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_xattr *x = tfs_bkey_val(k);
+		size_t plen, len;
+
+		if (le64_to_cpu(k->offset) & (TFS_XATTR_MAX_CHUNKS - 1))
+			continue;
+		if (k->type != TFS_BKEY_xattr || tfs_bkey_val_bytes(k) < sizeof(*x) ||
+		    x->type >= TFS_XATTR_cont || sizeof(*x) + x->name_len > tfs_bkey_val_bytes(k)) {
+			tfs_posix_inconsistent(fs, "bad xattr key in a listing");
+			ret = -TFS_ERR_xattr_invalid;
+			break;
+		}
+		if (x->type == TFS_XATTR_whiteout)
+			continue;
+		plen = strlen(xattr_prefix[x->type]);
+		len = plen + x->name_len + 1;
+		if (buf && size) {
+			if (total + len > size) {
+				ret = -ERANGE;
+				break;
+			}
+			memcpy(buf + total, xattr_prefix[x->type], plen);
+			memcpy(buf + total + plen, x->data, x->name_len);
+			buf[total + len - 1] = 0;
+		}
+		total += len;
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret ?: (ssize_t)total;
+}
+
+ssize_t tfs_listxattr(struct tfs_fs *fs, tfs_ino_t ino, char *buf, size_t size)
+{
+	struct tfs_inode_mem *im;
+	ssize_t ret = tfs_iget_locked(fs, ino, false, &im);
+
+	if (ret)
+		return ret;
+	ret = list_names(fs, ino, buf, size);
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+/* Queues the removal of chunks 1.. of the xattr at slot (chunk 0 is the caller's). */
+static int delete_chunks(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 slot,
+			 const struct tfs_xattr *x)
+{
+	unsigned n = nr_chunks(x->name_len, le32_to_cpu(x->value_len));
+	int ret = 0;
+
+	for (unsigned c = 1; !ret && c < n; c++)
+		ret = tfs_trans_delete(trans, TFS_BTREE_xattrs,
+				       tfs_hash_pos(&xattr_hash_desc, ino, slot, c));
+	return ret;
+}
+
+static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
+{
+	struct tfs_inode_unpacked ui = im->ui;
+	u64 seq;
+	int ret;
+
+	ui.ctime = tfs_now_ns();
+	ret = tfs_inode_update(trans, im, &ui) ?: tfs_posix_commit(trans, &seq);
+	/* The whole thing must fit one journal entry. */
+	if (tfs_err_matches(ret, TFS_ERR_journal_entry_too_big))
+		ret = -E2BIG;
+	if (!ret)
+		tfs_inode_committed(im, &ui, seq, false);
+	return ret;
+}
+
+int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
+		 unsigned flags)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf kb;
+	struct xattr_name n;
+	u64 slot, free_slot;
+	size_t done;
+	int ret = xattr_name_parse(name, &n);
+
+	if (ret)
+		return ret;
+	if (size > TFS_XATTR_SIZE_MAX)
+		return -E2BIG;
+	if ((flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ||
+	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
+		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
+		return -EINVAL;
+	ret = tfs_iget_locked(fs, ino, true, &im);
+	if (ret)
+		return ret;
+	tfs_posix_trans_init(&trans, fs);
+	ret = xattr_find(&trans, im, &n, &slot, &free_slot, &kb);
+	if (!ret) {
+		if (flags & TFS_XATTR_CREATE) {
+			ret = -EEXIST;
+			goto out;
+		}
+		ret = delete_chunks(&trans, ino, slot, tfs_bkey_val(&kb.k));
+	} else if (ret == -ENODATA) {
+		ssize_t total;
+
+		if (flags & TFS_XATTR_REPLACE)
+			goto out;
+		/* listxattr must still fit its VFS limit with the new name. */
+		total = list_names(fs, ino, NULL, 0);
+		ret = total < 0 ? (int)total : 0;
+		if (!ret && (size_t)total + strlen(name) + 1 > TFS_XATTR_LIST_MAX)
+			ret = -ENOSPC;
+		slot = free_slot;
+	}
+	done = 0;
+	for (unsigned c = 0; !ret && (c == 0 || done < size); c++) {
+		unsigned nl = c ? 0 : (unsigned)n.len;
+		size_t chunk = min_t(size_t, size - done, TFS_XATTR_CHUNK_BYTES - nl);
+		struct tfs_xattr *x = tfs_bkey_init(&kb, TFS_BKEY_xattr,
+						    tfs_hash_pos(&xattr_hash_desc, ino, slot, c),
+						    tfs_xattr_val_bytes(nl, (unsigned)chunk));
+
+		x->type = (u8)(c ? TFS_XATTR_cont : n.type);
+		x->name_len = (u8)nl;
+		x->chunk_len = cpu_to_le16((u16)chunk);
+		x->value_len = cpu_to_le32(c ? 0 : (u32)size);
+		memcpy(x->data, n.name, nl);
+		memcpy(x->data + nl, (const u8 *)value + done, chunk);
+		done += chunk;
+		ret = tfs_trans_update(&trans, TFS_BTREE_xattrs, &kb.k);
+	}
+	if (!ret)
+		ret = commit_ctime(&trans, im);
+out:
+	tfs_trans_exit(&trans);
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+int tfs_removexattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf kb;
+	struct xattr_name n;
+	u64 slot;
+	int ret = xattr_name_parse(name, &n);
+
+	if (ret)
+		return ret;
+	ret = tfs_iget_locked(fs, ino, true, &im);
+	if (ret)
+		return ret;
+	tfs_posix_trans_init(&trans, fs);
+	ret = xattr_find(&trans, im, &n, &slot, NULL, &kb) ?:
+	      delete_chunks(&trans, ino, slot, tfs_bkey_val(&kb.k)) ?:
+	      tfs_hash_remove(&trans, &xattr_hash_desc, ino, slot) ?: commit_ctime(&trans, im);
+	tfs_trans_exit(&trans);
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
+int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino)
+{
+	unsigned nr;
+	int ret;
+
+	do {
+		struct tfs_btree_trans trans;
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+
+		nr = 0;
+		tfs_posix_trans_init(&trans, fs);
+		tfs_btree_iter_init(&iter, fs, TFS_BTREE_xattrs, TFS_POS(ino, 0),
+				    TFS_POS(ino, UINT64_MAX));
+		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k && nr < 128;
+		     ret = tfs_btree_iter_next(&iter, &k)) {
+			ret = tfs_trans_delete(&trans, TFS_BTREE_xattrs, tfs_bkey_pos(k));
+			if (ret)
+				break;
+			nr++;
+		}
+		tfs_btree_iter_exit(&iter);
+		if (!ret && nr)
+			ret = tfs_posix_commit(&trans, NULL);
+		tfs_trans_exit(&trans);
+	} while (!ret && nr == 128);
+	return ret;
+}
