@@ -92,7 +92,9 @@ int tfs_bpos_parse(const char *s, struct tfs_bpos *pos);
 /*
  * Key types: x(name, nr).  Append only (on disk).  The value formats of the
  * filesystem's types (inode, dirent, extent, xattr, alloc, orphan) are in
- * fs/fs_format.h; btree_ptr's is below.
+ * fs/fs_format.h; btree_ptr's is below.  cookie (as in bcachefs) is an
+ * opaque value allowed in every btree: for the engine's tests and
+ * benchmarks, whose keys must not depend on the filesystem's value formats.
  */
 #define TFS_BKEY_TYPES(x)	\
 	x(deleted,	0)	\
@@ -103,7 +105,8 @@ int tfs_bpos_parse(const char *s, struct tfs_bpos *pos);
 	x(xattr,	5)	\
 	x(alloc,	6)	\
 	x(orphan,	7)	\
-	x(inline_data,	8)
+	x(inline_data,	8)	\
+	x(cookie,	9)
 /* clang-format on */
 
 enum tfs_btree_id {

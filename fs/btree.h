@@ -172,4 +172,25 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id);
 /* Per-btree counters (keys, nodes by level, height, splits, merges, ...). */
 void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id);
 
+/*
+ * The node cache: nodes and memory (with the high-water mark and the
+ * budget), scans and what they freed, and per reason the nodes a scan could
+ * not free (dirty, locked, accessed, reserve).
+ */
+void tfs_btree_cache_to_text(struct printbuf *out, struct tfs_fs *fs);
+
+/*
+ * The node cache's shrinker operations (lib/shrinker.h), in 4 KiB pages:
+ * nodes are large, so a scan is asked for pages, frees whole nodes (at
+ * least one), and reports pages freed; the USDT probe btree_cache_scan
+ * (nr_to_scan_pages, nr_to_scan_nodes, can_free_nodes, ret) shows both.
+ * Only clean, unlocked nodes without children in memory are freed (never a
+ * root); a node used since the last scan gets a second chance.  Count: pages
+ * that could be freed now (an estimate).  The cache also keeps itself
+ * within opts.cache_budget after every read and commit, writing back the
+ * tree with most dirty nodes when clean ones are not enough.
+ */
+unsigned long tfs_btree_cache_count(struct tfs_fs *fs);
+unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_pages);
+
 #endif /* TFS_FS_BTREE_H */

@@ -63,6 +63,12 @@ struct tfs_fs_opts {
 	u64 cache_budget; /* bytes for the node and key caches; 0: a default */
 	bool fsync_noop;  /* fsync only commits, never flushes (unsafe; benchmarks) */
 	bool verbose;	  /* print what open and stop do */
+	/*
+	 * mkfs only: the filesystem was just formatted (no roots anywhere);
+	 * open creates its empty trees and records them.  Refused when roots
+	 * exist.  Without it, a filesystem with no roots is "not initialized".
+	 */
+	bool format;
 };
 
 void tfs_fs_opts_default(struct tfs_fs_opts *opts);

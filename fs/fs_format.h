@@ -63,12 +63,12 @@ static inline __le32 *tfs_extent_csums(const struct tfs_extent *e)
 
 /*
  * Position {ino, 0}.  Times are nanoseconds since the epoch (signed).
- * A symlink's target follows the struct (target_len bytes, zero-padded to
- * a word); every other inode has target_len 0 and nothing after it.
  * blocks counts file blocks with space behind them (written or unwritten,
  * once, whatever the replicas).  hash_seed seeds the name hashes of the
  * inode's dirents (a directory) and xattrs.  parent is a directory's
- * parent (the root's is itself), what ".." names; 0 for the rest.
+ * parent (the root's is itself), what ".." names; 0 for the rest.  A
+ * symlink's target is an inline_data key {ino, 0} in the extents btree
+ * (size bytes, no NUL, zero-padded to a word), committed with the inode.
  */
 /* clang-format off */
 #define TFS_INODE_FLAGS(x)	/* none defined yet: flags must be zero */
@@ -94,13 +94,10 @@ struct tfs_inode {
 	__le64 btime;
 	__le64 hash_seed;
 	__le64 parent;
-	__le32 flags;	   /* zero (TFS_INODE_FLAGS) */
-	__le16 target_len; /* symlinks: bytes of target */
-	__le16 pad;	   /* zero */
-	u8 target[];
+	__le32 flags; /* zero (TFS_INODE_FLAGS) */
+	__le32 pad;   /* zero */
 };
 static_assert(sizeof(struct tfs_inode) == 104, "inode value");
-static_assert(offsetof(struct tfs_inode, target) == 104, "inode target");
 
 /* --- dirents (btree dirents, type dirent) --- */
 

@@ -37,10 +37,9 @@ static int inode_validate(const struct tfs_bkey *k, struct printbuf *err)
 	const struct tfs_inode *v = tfs_bkey_val(k);
 	size_t bytes = tfs_bkey_val_bytes(k);
 	u32 mode, nlink;
-	unsigned tlen;
 
-	if (bytes < sizeof(*v)) {
-		prt_printf(err, "value of %zu bytes < %zu", bytes, sizeof(*v));
+	if (bytes != sizeof(*v)) {
+		prt_printf(err, "value of %zu bytes (%zu expected)", bytes, sizeof(*v));
 		return -TFS_ERR_bkey_invalid;
 	}
 	if (!le64_to_cpu(k->inode) || le64_to_cpu(k->offset)) {
@@ -49,7 +48,6 @@ static int inode_validate(const struct tfs_bkey *k, struct printbuf *err)
 	}
 	mode = le32_to_cpu(v->mode);
 	nlink = le32_to_cpu(v->nlink);
-	tlen = le16_to_cpu(v->target_len);
 	if (!mode_type_valid(mode) || (mode & ~(u32)(S_IFMT | 07777))) {
 		prt_printf(err, "bad mode 0%o", mode);
 		return -TFS_ERR_bkey_invalid;
@@ -84,28 +82,8 @@ static int inode_validate(const struct tfs_bkey *k, struct printbuf *err)
 		prt_str(err, "rdev set on a non-device");
 		return -TFS_ERR_bkey_invalid;
 	}
-	if (S_ISLNK(mode)) {
-		if (!tlen || tlen > TFS_SYMLINK_MAX || le64_to_cpu(v->size) != tlen) {
-			prt_printf(err, "symlink target length %u, size %llu", tlen,
-				   (unsigned long long)le64_to_cpu(v->size));
-			return -TFS_ERR_bkey_invalid;
-		}
-		if (bytes != round_up(sizeof(*v) + tlen, 8)) {
-			prt_printf(err, "value of %zu bytes for a target of %u", bytes, tlen);
-			return -TFS_ERR_bkey_invalid;
-		}
-		if (memchr(v->target, 0, tlen)) {
-			prt_str(err, "NUL in symlink target");
-			return -TFS_ERR_bkey_invalid;
-		}
-		for (size_t i = sizeof(*v) + tlen; i < bytes; i++)
-			if (((const u8 *)v)[i]) {
-				prt_str(err, "padding not zero");
-				return -TFS_ERR_bkey_invalid;
-			}
-	} else if (tlen || bytes != sizeof(*v)) {
-		prt_printf(err, "value of %zu bytes, target length %u on a non-symlink", bytes,
-			   tlen);
+	if (S_ISLNK(mode) && (!v->size || le64_to_cpu(v->size) > TFS_SYMLINK_MAX)) {
+		prt_printf(err, "symlink of size %llu", (unsigned long long)le64_to_cpu(v->size));
 		return -TFS_ERR_bkey_invalid;
 	}
 	return 0;
@@ -130,10 +108,6 @@ static void inode_val_to_text(struct printbuf *out, const struct tfs_bkey *k)
 		prt_printf(out, " rdev 0x%llx", (unsigned long long)le64_to_cpu(v->rdev));
 	prt_printf(out, " mtime %lld ctime %lld", (long long)le64_to_cpu(v->mtime),
 		   (long long)le64_to_cpu(v->ctime));
-	if (v->target_len && sizeof(*v) + le16_to_cpu(v->target_len) <= tfs_bkey_val_bytes(k)) {
-		prt_str(out, " target ");
-		prt_strn(out, (const char *)v->target, le16_to_cpu(v->target_len));
-	}
 }
 
 const struct tfs_bkey_ops tfs_bkey_ops_inode = {
@@ -141,12 +115,9 @@ const struct tfs_bkey_ops tfs_bkey_ops_inode = {
 	.val_to_text = inode_val_to_text,
 };
 
-void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
-		    const char *target)
+void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui)
 {
-	size_t tlen = S_ISLNK(ui->mode) ? ui->size : 0;
-	struct tfs_inode *v =
-		tfs_bkey_init(buf, TFS_BKEY_inode, TFS_POS(ino, 0), sizeof(*v) + tlen);
+	struct tfs_inode *v = tfs_bkey_init(buf, TFS_BKEY_inode, TFS_POS(ino, 0), sizeof(*v));
 
 	v->mode = cpu_to_le32(ui->mode);
 	v->nlink = cpu_to_le32(ui->nlink);
@@ -163,13 +134,9 @@ void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_in
 	v->hash_seed = cpu_to_le64(ui->hash_seed);
 	v->parent = cpu_to_le64(ui->parent);
 	v->flags = cpu_to_le32(ui->flags);
-	v->target_len = cpu_to_le16((u16)tlen);
-	if (tlen)
-		memcpy(v->target, target, tlen);
 }
 
-int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui,
-		     const char **target)
+int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui)
 {
 	struct printbuf err = PRINTBUF;
 	const struct tfs_inode *v = tfs_bkey_val(k);
@@ -210,8 +177,6 @@ int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_ino
 	ui->hash_seed = le64_to_cpu(v->hash_seed);
 	ui->parent = le64_to_cpu(v->parent);
 	ui->flags = le32_to_cpu(v->flags);
-	if (target)
-		*target = S_ISLNK(ui->mode) ? (const char *)v->target : NULL;
 	return 0;
 }
 
@@ -261,6 +226,48 @@ s64 tfs_now_ns(void)
 unsigned tfs_mode_to_dtype(u32 mode)
 {
 	return (mode & S_IFMT) >> 12; /* DT_x == S_IFx >> 12 on Linux */
+}
+
+/* --- a symlink's target (inline_data in the extents btree) --- */
+
+static int inline_data_validate(const struct tfs_bkey *k, struct printbuf *err)
+{
+	const u8 *v = tfs_bkey_val(k);
+	size_t bytes = tfs_bkey_val_bytes(k), len = strnlen((const char *)v, bytes);
+
+	if (!len || bytes > round_up(TFS_SYMLINK_MAX, 8) || bytes != round_up(len, 8)) {
+		prt_printf(err, "target of %zu bytes in a value of %zu", len, bytes);
+		return -TFS_ERR_bkey_invalid;
+	}
+	if (le64_to_cpu(k->offset) || !le64_to_cpu(k->inode)) {
+		prt_str(err, "position not {ino > 0, 0}");
+		return -TFS_ERR_bkey_invalid;
+	}
+	for (size_t i = len; i < bytes; i++)
+		if (v[i]) {
+			prt_str(err, "NUL inside the target");
+			return -TFS_ERR_bkey_invalid;
+		}
+	return 0;
+}
+
+static void inline_data_val_to_text(struct printbuf *out, const struct tfs_bkey *k)
+{
+	const char *v = tfs_bkey_val(k);
+
+	prt_strn(out, v, strnlen(v, tfs_bkey_val_bytes(k)));
+}
+
+const struct tfs_bkey_ops tfs_bkey_ops_inline_data = {
+	.validate = inline_data_validate,
+	.val_to_text = inline_data_val_to_text,
+};
+
+void tfs_symlink_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const char *target, size_t len)
+{
+	char *v = tfs_bkey_init(buf, TFS_BKEY_inline_data, TFS_POS(ino, 0), len);
+
+	memcpy(v, target, len);
 }
 
 /* --- the orphan key --- */
@@ -471,7 +478,6 @@ void tfs_iput(struct tfs_fs *fs, struct tfs_inode_mem *im)
 static int inode_load(struct tfs_fs *fs, struct tfs_inode_mem *im)
 {
 	struct tfs_bkey_buf buf;
-	const char *target;
 	int ret;
 
 	ret = tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(im->ino, 0), &buf);
@@ -481,16 +487,34 @@ static int inode_load(struct tfs_fs *fs, struct tfs_inode_mem *im)
 	}
 	if (ret)
 		return ret;
-	ret = tfs_inode_unpack(fs, &buf.k, &im->ui, &target);
+	ret = tfs_inode_unpack(fs, &buf.k, &im->ui);
 	if (ret)
 		return ret;
 	free(im->target);
 	im->target = NULL;
-	if (target) {
+	if (S_ISLNK(im->ui.mode)) {
+		struct printbuf err = PRINTBUF;
+
+		ret = tfs_btree_lookup(fs, TFS_BTREE_extents, TFS_POS(im->ino, 0), &buf);
+		if (ret == -ENOENT ||
+		    (!ret &&
+		     (buf.k.type != TFS_BKEY_inline_data || inline_data_validate(&buf.k, &err) ||
+		      strnlen(tfs_bkey_val(&buf.k), tfs_bkey_val_bytes(&buf.k)) != im->ui.size))) {
+			struct printbuf msg = PRINTBUF;
+
+			prt_printf(&msg, "symlink %llu: target missing or bad %s",
+				   (unsigned long long)im->ino, printbuf_str(&err));
+			tfs_posix_inconsistent(fs, printbuf_str(&msg));
+			printbuf_exit(&msg);
+			ret = -TFS_ERR_inode_invalid;
+		}
+		printbuf_exit(&err);
+		if (ret)
+			return ret;
 		im->target = malloc(im->ui.size + 1);
 		if (!im->target)
 			return -ENOMEM;
-		memcpy(im->target, target, im->ui.size);
+		memcpy(im->target, tfs_bkey_val(&buf.k), im->ui.size);
 		im->target[im->ui.size] = 0;
 	}
 	im->loaded = true;
@@ -596,7 +620,7 @@ int tfs_inode_update(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
 {
 	struct tfs_bkey_buf buf;
 
-	tfs_inode_pack(&buf, im->ino, ui, im->target);
+	tfs_inode_pack(&buf, im->ino, ui);
 	return tfs_trans_update(trans, TFS_BTREE_inodes, &buf.k);
 }
 
@@ -677,20 +701,26 @@ int tfs_inode_remove(struct tfs_fs *fs, struct tfs_inode_mem *im)
 {
 	struct tfs_btree_trans trans;
 	u64 seq;
-	int ret;
+	int ret = 0;
 
 	/*
 	 * The orphan key is in place (the commit that dropped nlink to 0 put
 	 * it there): a crash anywhere below finishes the removal at open.
 	 * The data and xattrs go first, the inode and its orphan key last.
 	 */
-	ret = tfs_data_remove_all(fs, im) ?: tfs_xattr_remove_all(fs, im->ino) ?:
-	      (S_ISDIR(im->ui.mode) ? tfs_dirents_remove_all(fs, im->ino) : 0);
+	if (S_ISREG(im->ui.mode))
+		ret = tfs_data_remove_all(fs, im);
+	else if (S_ISDIR(im->ui.mode))
+		ret = tfs_dirents_remove_all(fs, im->ino);
+	ret = ret ?: tfs_xattr_remove_all(fs, im->ino);
 	if (ret)
 		return ret;
 
 	tfs_posix_trans_init(&trans, fs);
-	ret = tfs_trans_delete(&trans, TFS_BTREE_inodes, TFS_POS(im->ino, 0)) ?:
+	/* A symlink's target goes with its inode. */
+	ret = (S_ISLNK(im->ui.mode) ? tfs_trans_delete(&trans, TFS_BTREE_extents, TFS_POS(im->ino, 0))
+				    : 0) ?:
+	      tfs_trans_delete(&trans, TFS_BTREE_inodes, TFS_POS(im->ino, 0)) ?:
 	      tfs_orphan_del(&trans, im->ino) ?: tfs_posix_commit(&trans, &seq);
 	tfs_trans_exit(&trans);
 	if (ret)

@@ -111,7 +111,7 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 			return ret;
 		/* Space freed by commits not yet durable: make them durable, once. */
 		__atomic_fetch_add(&p->c.enospc_flush_retries, 1, __ATOMIC_RELAXED);
-		int err = tfs_journal_flush(tfs_posix_journal(fs));
+		int err = tfs_posix_journal(fs) ? tfs_journal_flush(tfs_posix_journal(fs)) : 0;
 
 		if (err)
 			return err;
@@ -535,6 +535,7 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 		}
 	}
 	free(bios);
+	bios = NULL;
 	if (ret)
 		goto err;
 	__atomic_fetch_add(&p->c.data_bytes_written, nb * bs, __ATOMIC_RELAXED);
@@ -685,7 +686,7 @@ ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t
 		return -EFBIG;
 	if (len > TFS_MAX_FILE_SIZE - off)
 		len = TFS_MAX_FILE_SIZE - off; /* a short write up to the limit, as write(2) */
-	ret = tfs_ilock(fs, im, true);
+	ret = tfs_posix_writable(fs) ?: tfs_ilock(fs, im, true);
 	if (ret)
 		return ret;
 	if (!S_ISREG(im->ui.mode)) {
@@ -1020,7 +1021,7 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 	if (off + len > TFS_MAX_FILE_SIZE)
 		return -EFBIG;
 	end = off + len;
-	ret = tfs_ilock(fs, im, true);
+	ret = tfs_posix_writable(fs) ?: tfs_ilock(fs, im, true);
 	if (ret)
 		return ret;
 	if (!S_ISREG(im->ui.mode)) {

@@ -205,10 +205,14 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 	dui.mtime = dui.ctime = ui.ctime;
 	if (S_ISDIR(mode))
 		dui.nlink++;
-	tfs_inode_pack(&kb, ino, &ui, target);
-	ret = tfs_dirent_insert(&trans, dir, name, len, ino, tfs_mode_to_dtype(mode), NULL) ?:
-	      tfs_trans_update(&trans, TFS_BTREE_inodes, &kb.k) ?:
-	      tfs_inode_update(&trans, dir, &dui) ?: tfs_posix_commit(&trans, &seq);
+	tfs_inode_pack(&kb, ino, &ui);
+	ret = tfs_dirent_insert(&trans, dir, name, len, ino, tfs_mode_to_dtype(mode), NULL)
+		      ?: tfs_trans_update(&trans, TFS_BTREE_inodes, &kb.k);
+	if (!ret && target) {
+		tfs_symlink_pack(&kb, ino, target, ui.size);
+		ret = tfs_trans_update(&trans, TFS_BTREE_extents, &kb.k);
+	}
+	ret = ret ?: tfs_inode_update(&trans, dir, &dui) ?: tfs_posix_commit(&trans, &seq);
 	if (ret)
 		goto out_trans;
 	__atomic_fetch_add(&tfs_posix(fs)->nr_inodes, 1, __ATOMIC_RELAXED);
@@ -563,7 +567,7 @@ static int is_under(struct tfs_fs *fs, tfs_ino_t dir, tfs_ino_t anc)
 		if (dir == TFS_ROOT_INO)
 			return 0;
 		ret = tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(dir, 0), &kb)
-			      ?: tfs_inode_unpack(fs, &kb.k, &ui, NULL);
+			      ?: tfs_inode_unpack(fs, &kb.k, &ui);
 		if (ret)
 			return ret == -ENOENT ? -TFS_ERR_inode_invalid : ret;
 		if (!S_ISDIR(ui.mode) || ++depth > (1U << 24)) {

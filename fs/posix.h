@@ -23,6 +23,7 @@
 #include "fs/fs_types.h"
 #include "fs/posix_types.h"
 #include "journal/journal.h"
+#include "lib/errcode.h"
 #include "super/super_format.h"
 
 struct printbuf;
@@ -119,6 +120,19 @@ static inline const u8 *tfs_posix_uuid(struct tfs_fs *fs)
 }
 
 /*
+ * 0 when changes can be made; -TFS_ERR_fs_read_only (EROFS class) when the
+ * filesystem was opened read-only or its journal stopped (an error, or
+ * errors=ro).  The data paths ask before writing anything; metadata-only
+ * operations learn it from the commit.
+ */
+static inline int tfs_posix_writable(struct tfs_fs *fs)
+{
+	if (fs->read_only || !fs->j || tfs_journal_err_seq(fs->j))
+		return -TFS_ERR_fs_read_only;
+	return 0;
+}
+
+/*
  * True when every journal flush entry is written (PREFLUSH) to every member
  * data may be on, so a data write that completed before its extent was
  * committed is durable when the commit is.  Otherwise data writes are
@@ -131,16 +145,15 @@ static inline bool tfs_posix_journal_flushes_data(struct tfs_fs *fs)
 
 /* --- inodes (inode.c) --- */
 
-/* Packs ui (and a symlink's target) as the inode key of ino. */
-void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
-		    const char *target);
+/* Packs ui as the inode key of ino. */
+void tfs_inode_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const struct tfs_inode_unpacked *ui);
 /*
- * Unpacks an inode key (validated first); *target points into k (ui->size
- * bytes) for a symlink, else NULL.  -TFS_ERR_inode_invalid (printed) when
- * the key is not a valid inode.
+ * Unpacks an inode key (validated first); -TFS_ERR_inode_invalid (printed)
+ * when the key is not a valid inode.
  */
-int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui,
-		     const char **target);
+int tfs_inode_unpack(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_inode_unpacked *ui);
+/* The inline_data key holding a symlink's target. */
+void tfs_symlink_pack(struct tfs_bkey_buf *buf, tfs_ino_t ino, const char *target, size_t len);
 
 void tfs_inode_to_stat(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
 		       struct tfs_stat *st);

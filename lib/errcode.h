@@ -94,7 +94,21 @@
 	x(EIO, btree_node_read)                                                \
 	x(EINVAL, btree_node_invalid)                                          \
 	x(ENOSPC, alloc_no_space)                                              \
-	x(EINVAL, fsck_errors_found)
+	x(EINVAL, fsck_errors_found)                                           \
+	x(EINVAL, bkey_invalid)                                                \
+	x(EIO, btree_node_write)                                               \
+	x(EINVAL, fs_not_initialized)                                          \
+	x(EINVAL, fs_members)                                                  \
+	x(TFS_ERR_erofs_journal, fs_read_only)                                 \
+	/* the POSIX layer (fs/) */                                            \
+	x(EUCLEAN, fs_inconsistent)                                            \
+	x(TFS_ERR_fs_inconsistent, inode_invalid)                              \
+	x(TFS_ERR_fs_inconsistent, dirent_invalid)                             \
+	x(TFS_ERR_fs_inconsistent, extent_invalid)                             \
+	x(TFS_ERR_fs_inconsistent, xattr_invalid)                              \
+	x(EIO, data_read)                                                      \
+	x(EIO, data_checksum)                                                  \
+	x(EIO, data_write)
 
 // clang-format on
 

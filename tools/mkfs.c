@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <uuid.h>
 
+#include "fs/fs.h"
 #include "lib/bdev.h"
 #include "lib/checksum.h"
 #include "lib/errcode.h"
@@ -406,6 +407,32 @@ static void print_summary(const struct target *t, const struct tfs_sb_handle *h)
 		goto out;      \
 	} while (0)
 
+static int mkfs_init_trees(struct target *targets, unsigned nr)
+{
+	const char *paths[TFS_MAX_DEVICES];
+	struct tfs_fs_opts o;
+	struct tfs_fs *fs;
+	int ret;
+
+	tfs_fs_opts_default(&o);
+	o.format = true;
+	for (unsigned i = 0; i < nr; i++)
+		paths[i] = targets[i].path;
+	for (unsigned i = 0; i < nr; i++) {
+		/* The filesystem opens them itself: kernels refuse that while we hold O_EXCL. */
+		if (targets[i].is_blk && targets[i].fd >= 0) {
+			tfs_bdev_close(targets[i].bdev);
+			targets[i].bdev = NULL;
+			close(targets[i].fd);
+			targets[i].fd = -1;
+		}
+	}
+	ret = tfs_fs_open(paths, nr, &o, &fs) ?: tfs_fs_stop(fs);
+	if (ret)
+		fprintf(stderr, PROG ": initializing the btrees: %s\n", tfs_err_str(ret));
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -651,6 +678,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", printbuf_str(&err));
 		goto undo;
 	}
+	/* The empty btrees, recorded, so the filesystem opens (fs/fs.h: format). */
+	if (mkfs_init_trees(targets, nr))
+		goto undo;
 	if (!quiet) {
 		for (unsigned i = 0; i < nr; i++)
 			print_summary(&targets[i], &hs[i]);

@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The allocator (fs/alloc.h): per member, a bitmap of blocks from the
+ * first bucket on; journal buckets are set at init and never handed out.
+ * Runs freed by a commit wait on a list until the journal says that
+ * commit is durable (flushed_seq_ondisk), and are released lazily by the
+ * next call that looks.  A reserve of blocks per member is kept for
+ * metadata, so node write-back never fails for space data took.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/alloc.h"
+#include "fs/fs_types.h"
+#include "journal/journal.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+#include "super/super.h"
+
+static bool bit_test(const u64 *bits, u64 i)
+{
+	return bits[i / 64] & (1ULL << (i % 64));
+}
+
+static void bits_set(u64 *bits, u64 start, u64 nr, bool v)
+{
+	for (u64 i = start; i < start + nr; i++) {
+		if (v)
+			bits[i / 64] |= 1ULL << (i % 64);
+		else
+			bits[i / 64] &= ~(1ULL << (i % 64));
+	}
+}
+
+/* Number of set bits in [start, start + nr). */
+static u64 bits_count(const u64 *bits, u64 start, u64 nr)
+{
+	u64 n = 0;
+
+	for (u64 i = start; i < start + nr; i++)
+		n += bit_test(bits, i);
+	return n;
+}
+
+int tfs_alloc_init(struct tfs_fs *fs)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	pthread_mutex_init(&a->lock, NULL);
+	a->block_size = fs->block_size;
+	a->nr_devs = fs->nr_devices;
+	for (unsigned i = 0; i < fs->nr_devices; i++) {
+		struct tfs_alloc_dev *d = &a->devs[i];
+		struct tfs_fs_dev *fd = &fs->devs[i];
+		const struct tfs_member *m;
+
+		if (!fd->present)
+			continue;
+		m = tfs_sb_member(fd->sb.sb, i);
+		d->bucket_size = le32_to_cpu(m->bucket_size);
+		d->start = le64_to_cpu(m->first_bucket) * d->bucket_size;
+		d->end = le64_to_cpu(m->nbuckets) * d->bucket_size;
+		if (d->end > fd->bdev->size)
+			d->end = round_down(fd->bdev->size, d->bucket_size);
+		if (d->end <= d->start)
+			continue;
+		d->nr_blocks = (d->end - d->start) / a->block_size;
+		d->bits = calloc(DIV_ROUND_UP(d->nr_blocks, 64), sizeof(u64));
+		if (!d->bits)
+			return -ENOMEM;
+		d->present = m->state == TFS_MEMBER_rw;
+		d->capacity = d->nr_blocks;
+		/* Journal buckets are never handed out. */
+		for (unsigned b = 0; b < fd->nr_journal_buckets; b++) {
+			u64 off = fd->journal_buckets[b] * d->bucket_size;
+
+			if (off < d->start || off + d->bucket_size > d->end)
+				continue;
+			bits_set(d->bits, (off - d->start) / a->block_size,
+				 d->bucket_size / a->block_size, true);
+			d->capacity -= d->bucket_size / a->block_size;
+		}
+		/* A small reserve: 1/64 of the space or 8 buckets, whichever is smaller. */
+		u64 r = min_t(u64, d->capacity / 64, 8ULL * d->bucket_size / a->block_size);
+
+		if (r > a->reserve)
+			a->reserve = r;
+	}
+	return 0;
+}
+
+void tfs_alloc_exit(struct tfs_fs *fs)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	for (unsigned i = 0; i < a->nr_devs; i++)
+		free(a->devs[i].bits);
+	free(a->waiting);
+	pthread_mutex_destroy(&a->lock);
+	memset(a, 0, sizeof(*a));
+}
+
+static u64 dev_free(const struct tfs_alloc_dev *d)
+{
+	return d->capacity - d->used - d->waiting;
+}
+
+/* Releases the waiting runs whose commit is durable now. */
+static void alloc_release_locked(struct tfs_fs *fs)
+{
+	struct tfs_alloc *a = &fs->alloc;
+	u64 durable = fs->j ? tfs_journal_flushed_seq_ondisk(fs->j) : 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < a->nr_waiting; i++) {
+		struct tfs_alloc_waiting *w = &a->waiting[i];
+
+		if (w->seq <= durable) {
+			struct tfs_alloc_dev *d = &a->devs[w->run.dev];
+			u64 blk = (w->run.offset - d->start) / a->block_size;
+			u64 nr = w->run.len / a->block_size;
+
+			bits_set(d->bits, blk, nr, false);
+			d->waiting -= nr;
+			a->nr_released++;
+		} else {
+			a->waiting[k++] = *w;
+		}
+	}
+	a->nr_waiting = k;
+}
+
+/*
+ * The longest free run of at most want blocks (and at least min) on d,
+ * next-fit from the cursor, never crossing a bucket boundary.  Returns its
+ * length (0: none) and its first block in *start.
+ */
+static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, u64 *start)
+{
+	u64 per_bucket = d->bucket_size / a->block_size, nb = d->nr_blocks;
+	u64 best = 0, best_start = 0, run = 0, run_start = 0;
+
+	for (u64 s = 0; s < nb; s++) {
+		u64 i = (d->cursor + s) % nb;
+
+		if (!i || !(i % per_bucket))
+			run = 0; /* a run never crosses a bucket boundary (nor the wrap) */
+		if (!(i % 64) && i + 64 <= nb && d->bits[i / 64] == ~0ULL) {
+			run = 0;
+			s += 63; /* a whole word in use */
+			continue;
+		}
+		if (bit_test(d->bits, i)) {
+			run = 0;
+			continue;
+		}
+		if (!run)
+			run_start = i;
+		run++;
+		if (run >= min && run > best) {
+			best = run;
+			best_start = run_start;
+			if (best == want)
+				break;
+		}
+	}
+	*start = best_start;
+	return best;
+}
+
+s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigned flags,
+	      struct tfs_alloc_run *out)
+{
+	struct tfs_alloc *a = &fs->alloc;
+	unsigned order[TFS_MAX_DEVICES], nr = 0;
+	u64 want, min_b, got_start[TFS_MAX_DEVICES];
+	u64 reserve = flags & TFS_ALLOC_METADATA ? 0 : a->reserve;
+
+	if (!len || len % a->block_size || min % a->block_size || min > len || !nr_replicas ||
+	    nr_replicas > TFS_MAX_REPLICAS)
+		return -TFS_ERR_invalid_argument;
+	want = len / a->block_size;
+	min_b = max_t(u64, min / a->block_size, 1);
+
+	pthread_mutex_lock(&a->lock);
+	alloc_release_locked(fs);
+	/* Members with room, most free first. */
+	for (unsigned i = 0; i < a->nr_devs; i++)
+		if (a->devs[i].present && a->devs[i].bits &&
+		    dev_free(&a->devs[i]) >= min_b + reserve)
+			order[nr++] = i;
+	for (unsigned i = 1; i < nr; i++)
+		for (unsigned k = i;
+		     k > 0 && dev_free(&a->devs[order[k]]) > dev_free(&a->devs[order[k - 1]]);
+		     k--) {
+			unsigned t = order[k];
+
+			order[k] = order[k - 1];
+			order[k - 1] = t;
+		}
+
+	unsigned chosen[TFS_MAX_REPLICAS], nr_chosen = 0;
+
+	for (unsigned i = 0; i < nr && nr_chosen < nr_replicas; i++) {
+		struct tfs_alloc_dev *d = &a->devs[order[i]];
+		u64 s, n = dev_find_run(a, d, min_t(u64, want, dev_free(d) - reserve), min_b, &s);
+
+		if (!n)
+			continue;
+		want = n; /* every replica gets the same length: shrink to the smallest */
+		got_start[nr_chosen] = s;
+		chosen[nr_chosen++] = order[i];
+	}
+	if (nr_chosen < nr_replicas) {
+		a->nr_alloc_fail++;
+		pthread_mutex_unlock(&a->lock);
+		return -TFS_ERR_alloc_no_space;
+	}
+	for (unsigned r = 0; r < nr_replicas; r++) {
+		struct tfs_alloc_dev *d = &a->devs[chosen[r]];
+
+		bits_set(d->bits, got_start[r], want, true);
+		d->used += want;
+		d->cursor = (got_start[r] + want) % d->nr_blocks;
+		out[r] = (struct tfs_alloc_run){
+			.dev = chosen[r],
+			.offset = d->start + got_start[r] * a->block_size,
+			.len = want * a->block_size,
+		};
+	}
+	a->nr_allocs++;
+	pthread_mutex_unlock(&a->lock);
+	return (s64)(want * a->block_size);
+}
+
+static bool run_ok(struct tfs_alloc *a, const struct tfs_alloc_run *run)
+{
+	const struct tfs_alloc_dev *d;
+
+	if (run->dev >= a->nr_devs)
+		return false;
+	d = &a->devs[run->dev];
+	return d->bits && run->len && run->offset >= d->start && run->offset + run->len <= d->end &&
+	       !(run->offset % a->block_size) && !(run->len % a->block_size);
+}
+
+void tfs_alloc_free_now(struct tfs_fs *fs, const struct tfs_alloc_run *run)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	pthread_mutex_lock(&a->lock);
+	if (run_ok(a, run)) {
+		struct tfs_alloc_dev *d = &a->devs[run->dev];
+		u64 blk = (run->offset - d->start) / a->block_size, nr = run->len / a->block_size;
+
+		bits_set(d->bits, blk, nr, false);
+		d->used -= nr;
+		a->nr_freed_now++;
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+void tfs_alloc_free_after(struct tfs_fs *fs, const struct tfs_alloc_run *run, u64 seq)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	pthread_mutex_lock(&a->lock);
+	if (run_ok(a, run)) {
+		struct tfs_alloc_dev *d = &a->devs[run->dev];
+		u64 nr = run->len / a->block_size;
+
+		if (a->nr_waiting == a->size_waiting) {
+			size_t size = a->size_waiting ? a->size_waiting * 2 : 64;
+			struct tfs_alloc_waiting *w = realloc(a->waiting, size * sizeof(*w));
+
+			if (!w) {
+				/* No memory to remember it: the space stays used until the next open. */
+				pthread_mutex_unlock(&a->lock);
+				return;
+			}
+			a->waiting = w;
+			a->size_waiting = size;
+		}
+		a->waiting[a->nr_waiting++] = (struct tfs_alloc_waiting){ .run = *run, .seq = seq };
+		d->used -= nr;
+		d->waiting += nr;
+		a->nr_freed_after++;
+		alloc_release_locked(fs);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+int tfs_alloc_mark_used(struct tfs_fs *fs, const struct tfs_alloc_run *run)
+{
+	struct tfs_alloc *a = &fs->alloc;
+	int ret = 0;
+
+	pthread_mutex_lock(&a->lock);
+	if (!run_ok(a, run)) {
+		ret = -TFS_ERR_invalid_argument;
+	} else {
+		struct tfs_alloc_dev *d = &a->devs[run->dev];
+		u64 blk = (run->offset - d->start) / a->block_size, nr = run->len / a->block_size;
+		u64 already = bits_count(d->bits, blk, nr);
+
+		if (already) {
+			/* Two references to one block (or a journal bucket): a corrupt image. */
+			ret = -EEXIST;
+		} else {
+			bits_set(d->bits, blk, nr, true);
+			d->used += nr;
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ret;
+}
+
+void tfs_alloc_usage(struct tfs_fs *fs, struct tfs_alloc_usage *u)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	memset(u, 0, sizeof(*u));
+	pthread_mutex_lock(&a->lock);
+	alloc_release_locked(fs);
+	for (unsigned i = 0; i < a->nr_devs; i++) {
+		const struct tfs_alloc_dev *d = &a->devs[i];
+
+		if (!d->bits)
+			continue;
+		u->capacity += d->capacity * a->block_size;
+		u->used += d->used * a->block_size;
+		u->waiting += d->waiting * a->block_size;
+		if (d->present && dev_free(d) > a->reserve)
+			u->free += (dev_free(d) - a->reserve) * a->block_size;
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs)
+{
+	struct tfs_alloc *a = &fs->alloc;
+
+	pthread_mutex_lock(&a->lock);
+	alloc_release_locked(fs);
+	prt_printf(out, "allocator:\n");
+	printbuf_indent_add(out, 2);
+	for (unsigned i = 0; i < a->nr_devs; i++) {
+		const struct tfs_alloc_dev *d = &a->devs[i];
+
+		if (!d->bits)
+			continue;
+		prt_printf(out, "member %u:\tcapacity ", i);
+		prt_units_u64(out, d->capacity * a->block_size);
+		prt_str(out, ", used ");
+		prt_units_u64(out, d->used * a->block_size);
+		prt_str(out, ", waiting ");
+		prt_units_u64(out, d->waiting * a->block_size);
+		prt_str(out, ", free ");
+		prt_units_u64(out, dev_free(d) * a->block_size);
+		prt_str(out, ", reserve ");
+		prt_units_u64(out, a->reserve * a->block_size);
+		prt_str(out, d->present ? "\n" : " (not allocating)\n");
+	}
+	prt_printf(out,
+		   "allocs:\t%llu (%llu failed); freed now %llu, after a commit %llu "
+		   "(%llu released, %zu waiting)\n",
+		   (unsigned long long)a->nr_allocs, (unsigned long long)a->nr_alloc_fail,
+		   (unsigned long long)a->nr_freed_now, (unsigned long long)a->nr_freed_after,
+		   (unsigned long long)a->nr_released, a->nr_waiting);
+	printbuf_indent_sub(out, 2);
+	pthread_mutex_unlock(&a->lock);
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The node cache: node memory, a reserve of spare nodes for splits, and
+ * (below) the scan that frees clean nodes when the cache is over budget.
+ *
+ * A node's memory is one block: the struct, its heap (the on-disk
+ * capacity) and its offsets; an interior node also has a child array
+ * (allocated the first time the block serves an interior node, kept with
+ * it).  Spare nodes sit on the free list; the first `reserve` of them are
+ * never given back to malloc, so a split in a commit finds memory even
+ * when malloc fails after a shrink.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/btree_internal.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+#include "lib/trace.h"
+
+#define BTREE_CACHE_RESERVE 16
+
+static size_t align8(size_t v)
+{
+	return (v + 7) & ~(size_t)7;
+}
+
+int tfs_btree_cache_init(struct tfs_fs *fs)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	unsigned cap = tfs_btree_node_capacity_u64s(fs->node_size);
+
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->scan_lock, NULL);
+	c->max_keys = cap / TFS_BKEY_U64s + 1;
+	c->max_children = cap / (TFS_BKEY_U64s + sizeof(struct tfs_btree_ptr) / 8 + 2) + 1;
+	c->node_bytes = align8(sizeof(struct tfs_bnode)) + (size_t)cap * 8 +
+			align8(c->max_keys * sizeof(u16));
+	c->child_bytes = c->max_children * sizeof(struct tfs_bnode *);
+	c->reserve = BTREE_CACHE_RESERVE;
+	c->budget = fs->opts.cache_budget;
+	for (unsigned i = 0; i < c->reserve; i++) {
+		struct tfs_bnode *n = tfs_bnode_alloc(fs, 0);
+
+		if (!n)
+			return -ENOMEM;
+		tfs_bnode_free(fs, n);
+	}
+	return 0;
+}
+
+static void bnode_release(struct tfs_btree_cache *c, struct tfs_bnode *n)
+{
+	if (n->child)
+		__atomic_sub_fetch(&c->nr_child_arrays, 1, __ATOMIC_RELAXED);
+	free(n->child);
+	free(n);
+	__atomic_sub_fetch(&c->nr_nodes, 1, __ATOMIC_RELAXED);
+}
+
+void tfs_btree_cache_exit(struct tfs_fs *fs)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+
+	while (c->free) {
+		struct tfs_bnode *n = c->free;
+
+		c->free = n->next;
+		bnode_release(c, n);
+	}
+	c->nr_free = 0;
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->scan_lock);
+}
+
+static size_t cache_bytes(struct tfs_btree_cache *c)
+{
+	return __atomic_load_n(&c->nr_nodes, __ATOMIC_RELAXED) * c->node_bytes +
+	       __atomic_load_n(&c->nr_child_arrays, __ATOMIC_RELAXED) * c->child_bytes;
+}
+
+/* The high-water mark (c->lock held). */
+static void cache_note_bytes(struct tfs_btree_cache *c)
+{
+	u64 bytes = cache_bytes(c);
+
+	if (bytes > c->max_bytes)
+		c->max_bytes = bytes;
+}
+
+struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	unsigned cap = tfs_btree_node_capacity_u64s(fs->node_size);
+	struct tfs_bnode *n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->free;
+	if (n) {
+		c->free = n->next;
+		c->nr_free--;
+	}
+	pthread_mutex_unlock(&c->lock);
+
+	if (!n) {
+		char *p = malloc(c->node_bytes);
+
+		if (!p)
+			return NULL;
+		n = (struct tfs_bnode *)p;
+		memset(n, 0, sizeof(*n));
+		n->heap = (__le64 *)(p + align8(sizeof(struct tfs_bnode)));
+		n->offs = (u16 *)(p + align8(sizeof(struct tfs_bnode)) + (size_t)cap * 8);
+		__atomic_add_fetch(&c->nr_nodes, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&c->lock);
+		cache_note_bytes(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (level && !n->child) {
+		n->child = calloc(c->max_children, sizeof(n->child[0]));
+		if (!n->child) {
+			tfs_bnode_free(fs, n);
+			return NULL;
+		}
+		__atomic_add_fetch(&c->nr_child_arrays, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&c->lock);
+		cache_note_bytes(c);
+		pthread_mutex_unlock(&c->lock);
+	}
+
+	__le64 *heap = n->heap;
+	u16 *offs = n->offs;
+	struct tfs_bnode **child = n->child;
+
+	memset(n, 0, sizeof(*n));
+	n->heap = heap;
+	n->offs = offs;
+	n->child = child;
+	n->level = (u8)level;
+	n->cap = cap;
+	pthread_mutex_lock(&c->lock);
+	c->nr_allocs++;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+
+	pthread_mutex_lock(&c->lock);
+	c->nr_frees++;
+	if (c->nr_free < c->reserve) {
+		n->next = c->free;
+		c->free = n;
+		c->nr_free++;
+		n = NULL;
+	} else {
+		bnode_release(c, n);
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+static void bnode_free_subtree(struct tfs_btree *b, struct tfs_bnode *n)
+{
+	if (n->level)
+		for (unsigned i = 0; i < n->nr_keys; i++)
+			if (n->child[i])
+				bnode_free_subtree(b, n->child[i]);
+	tfs_bnode_free(b->fs, n);
+}
+
+void tfs_btree_free_nodes(struct tfs_btree *b)
+{
+	if (b->root)
+		bnode_free_subtree(b, b->root);
+	b->root = NULL;
+	while (b->dead) {
+		struct tfs_bnode *n = b->dead;
+
+		b->dead = n->next;
+		tfs_bnode_free(b->fs, n);
+	}
+}
+
+size_t tfs_btree_cache_bytes(struct tfs_fs *fs)
+{
+	return cache_bytes(&fs->cache);
+}
+
+/* --- the scan --- */
+
+struct scan_stats {
+	unsigned long freed, dirty, locked, accessed, reserve, children;
+};
+
+static bool bnode_has_children(const struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++)
+		if (n->child[i])
+			return true;
+	return false;
+}
+
+/*
+ * Frees up to nr of n's descendants (leaves first: a node with children in
+ * memory cannot go), under the tree's lock held exclusively.
+ */
+static void scan_node(struct tfs_btree *b, struct tfs_bnode *n, unsigned long nr,
+		      struct scan_stats *st)
+{
+	struct tfs_btree_cache *c = &b->fs->cache;
+
+	for (unsigned i = 0; n->level && i < n->nr_keys && st->freed < nr; i++) {
+		struct tfs_bnode *ch = n->child[i];
+
+		if (!ch)
+			continue;
+		if (ch->level)
+			scan_node(b, ch, nr, st);
+		if (st->freed >= nr)
+			break;
+		if (bnode_has_children(ch)) {
+			st->children++;
+			continue;
+		}
+		if (ch->dirty || ch->writing) {
+			st->dirty++;
+			continue;
+		}
+		if (__atomic_load_n(&ch->accessed, __ATOMIC_RELAXED)) {
+			/* Second chance: used since the last scan. */
+			__atomic_store_n(&ch->accessed, 0, __ATOMIC_RELAXED);
+			st->accessed++;
+			continue;
+		}
+		n->child[i] = NULL;
+		b->nr_nodes[ch->level]--;
+		/* Kept as a spare for splits rather than given back: counted, not freed. */
+		pthread_mutex_lock(&c->lock);
+		if (c->nr_free < c->reserve)
+			st->reserve++;
+		pthread_mutex_unlock(&c->lock);
+		tfs_bnode_free(b->fs, ch);
+		st->freed++;
+	}
+}
+
+unsigned long tfs_btree_cache_count(struct tfs_fs *fs)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	u64 in_trees = 0, dirty = 0;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		for (unsigned l = 0; l < TFS_BTREE_MAX_DEPTH; l++)
+			in_trees += __atomic_load_n(&b->nr_nodes[l], __ATOMIC_RELAXED);
+		dirty += __atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED);
+	}
+	/* Roots stay; dirty nodes wait for write-back. */
+	u64 can = in_trees > dirty + TFS_BTREE_NR ? in_trees - dirty - TFS_BTREE_NR : 0;
+
+	return (unsigned long)(can * DIV_ROUND_UP(c->node_bytes, 4096));
+}
+
+unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_pages)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	/* Asked for pages, frees whole nodes: at least one. */
+	unsigned long nr_nodes = DIV_ROUND_UP(nr_to_scan_pages, pages_per_node);
+	unsigned long can_free = tfs_btree_cache_count(fs) / pages_per_node;
+	struct scan_stats st = { 0 };
+	unsigned start = __atomic_fetch_add(&c->scan_cursor, 1, __ATOMIC_RELAXED) % TFS_BTREE_NR;
+
+	for (unsigned k = 0; k < TFS_BTREE_NR && st.freed < nr_nodes; k++) {
+		struct tfs_btree *b = &fs->btrees[(start + k) % TFS_BTREE_NR];
+
+		/* Never wait for a tree: a busy one is skipped (and counted). */
+		if (pthread_rwlock_trywrlock(&b->lock)) {
+			st.locked++;
+			continue;
+		}
+		if (b->root)
+			scan_node(b, b->root, nr_nodes, &st);
+		pthread_rwlock_unlock(&b->lock);
+	}
+	pthread_mutex_lock(&c->lock);
+	c->nr_scans++;
+	c->nr_scan_freed += st.freed;
+	c->not_freed_dirty += st.dirty;
+	c->not_freed_locked += st.locked;
+	c->not_freed_accessed += st.accessed;
+	c->not_freed_reserve += st.reserve;
+	c->not_freed_children += st.children;
+	pthread_mutex_unlock(&c->lock);
+
+	unsigned long ret = st.freed * pages_per_node;
+
+	tfs_trace(btree_cache_scan, nr_to_scan_pages, nr_nodes, can_free, ret);
+	return ret;
+}
+
+void tfs_btree_cache_check_budget(struct tfs_fs *fs)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	size_t bytes = cache_bytes(c);
+
+	if (!c->budget || bytes <= c->budget)
+		return;
+	/* One thread works on it; the others go on (the budget has slack for that). */
+	if (pthread_mutex_trylock(&c->scan_lock))
+		return;
+	for (unsigned pass = 0; pass < 4 && (bytes = cache_bytes(c)) > c->budget; pass++) {
+		/* Down to 7/8 of the budget, so that every read does not scan. */
+		size_t over = bytes - c->budget / 8 * 7;
+
+		tfs_btree_cache_scan(fs, DIV_ROUND_UP(over, 4096));
+		if (cache_bytes(c) <= c->budget)
+			break;
+		/* Clean nodes are not enough: write back the tree with most dirty nodes. */
+		struct tfs_btree *worst = NULL;
+
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+			struct tfs_btree *b = &fs->btrees[id];
+
+			if (__atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) &&
+			    (!worst || __atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) >
+					       __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED)))
+				worst = b;
+		}
+		if (!worst ||
+		    __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED) * c->node_bytes < over / 2)
+			continue; /* mostly accessed nodes: the next pass evicts them */
+		__atomic_add_fetch(&c->nr_writeback_for_memory, 1, __ATOMIC_RELAXED);
+		tfs_btree_checkpoint(worst);
+	}
+	pthread_mutex_unlock(&c->scan_lock);
+}
+
+void tfs_btree_cache_to_text(struct printbuf *out, struct tfs_fs *fs)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+
+	pthread_mutex_lock(&c->lock);
+	prt_printf(out, "node cache:\n");
+	printbuf_indent_add(out, 2);
+	prt_printf(out, "nodes:\t%llu (%u spare, reserve %u, %zu bytes each)\n",
+		   (unsigned long long)__atomic_load_n(&c->nr_nodes, __ATOMIC_RELAXED), c->nr_free,
+		   c->reserve, c->node_bytes);
+	prt_str(out, "memory:\t");
+	prt_units_u64(out, cache_bytes(c));
+	prt_str(out, " (max ");
+	prt_units_u64(out, c->max_bytes);
+	prt_str(out, ", budget ");
+	if (c->budget)
+		prt_units_u64(out, c->budget);
+	else
+		prt_str(out, "none");
+	prt_str(out, ")\n");
+	prt_printf(out, "allocs, frees:\t%llu, %llu\n", (unsigned long long)c->nr_allocs,
+		   (unsigned long long)c->nr_frees);
+	prt_printf(
+		out, "scans:\t%llu (freed %llu nodes; write-backs for memory %llu)\n",
+		(unsigned long long)c->nr_scans, (unsigned long long)c->nr_scan_freed,
+		(unsigned long long)__atomic_load_n(&c->nr_writeback_for_memory, __ATOMIC_RELAXED));
+	prt_printf(out,
+		   "not freed:\tdirty %llu, locked %llu, accessed %llu, reserve %llu, "
+		   "children %llu\n",
+		   (unsigned long long)c->not_freed_dirty, (unsigned long long)c->not_freed_locked,
+		   (unsigned long long)c->not_freed_accessed,
+		   (unsigned long long)c->not_freed_reserve,
+		   (unsigned long long)c->not_freed_children);
+	printbuf_indent_sub(out, 2);
+	pthread_mutex_unlock(&c->lock);
+}

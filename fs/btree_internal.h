@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_BTREE_INTERNAL_H
+#define TFS_FS_BTREE_INTERNAL_H
+
+/*
+ * Shared between the engine's files (btree_node.c, btree_cache.c,
+ * btree_iter.c, btree_update.c, btree_io.c, btree_write.c, fs.c); not for
+ * users of fs/btree.h.  Functions named *_locked expect the tree's lock
+ * held exclusively unless they say "shared".
+ */
+
+#include "fs/btree.h"
+#include "fs/btree_types.h"
+#include "fs/fs_types.h"
+
+struct printbuf;
+
+/* --- nodes (btree_node.c) --- */
+
+/* Words of an interior node's btree_ptr key (room for every replica). */
+static inline unsigned tfs_btree_ptr_key_u64s(const struct tfs_fs *fs)
+{
+	return TFS_BKEY_U64s + tfs_btree_ptr_val_bytes(fs->metadata_replicas) / 8;
+}
+
+/* Index of the first key >= pos (nr_keys when none). */
+unsigned tfs_bnode_lower_bound(const struct tfs_bnode *n, struct tfs_bpos pos);
+static inline bool tfs_bnode_fits(const struct tfs_bnode *n, unsigned u64s)
+{
+	return n->live_u64s + u64s <= n->cap;
+}
+/* Inserts k at index idx (the caller checked it fits and the order). */
+void tfs_bnode_insert(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
+		      const struct tfs_bkey *k, struct tfs_bnode *child);
+/* Replaces the key at idx with k (same position; the caller checked it fits). */
+void tfs_bnode_replace(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
+		       const struct tfs_bkey *k);
+void tfs_bnode_remove(struct tfs_bnode *n, unsigned idx);
+/* Empties n (keys and children dropped). */
+void tfs_bnode_reset(struct tfs_bnode *n);
+/*
+ * Where to split n so that its keys plus the incoming ones (sorted
+ * positions, one each, in_u64s words each) divide about in half by size:
+ * n->min_key <= result < n->max_key.
+ */
+struct tfs_bpos tfs_bnode_split_pos(const struct tfs_bnode *n, const struct tfs_bpos *in_pos,
+				    const unsigned *in_u64s, unsigned nr_in);
+/* A root leaf covering everything (counts it). */
+struct tfs_bnode *tfs_btree_new_root_leaf(struct tfs_btree *b);
+
+/* Marks n dirty (and counts it). */
+void tfs_bnode_set_dirty(struct tfs_btree *b, struct tfs_bnode *n);
+
+/* A path from the root down to a level: node and key index per level. */
+struct tfs_btree_path {
+	struct tfs_bnode *n[TFS_BTREE_MAX_DEPTH];
+	unsigned idx[TFS_BTREE_MAX_DEPTH];
+	unsigned root_level;
+};
+
+/*
+ * Walks from the root to the node at `level` covering pos, reading nodes
+ * that are not in memory.  With write false the tree's lock is held shared
+ * (a child read is installed with a compare-and-swap).  0 or a node read
+ * error (printed).
+ */
+int tfs_btree_walk(struct tfs_btree *b, struct tfs_bpos pos, unsigned level,
+		   struct tfs_btree_path *path, bool write);
+
+/*
+ * Splits the node at `level` covering pos so that keys <= split_pos go to a
+ * new left node (the parent gets room first, the root grows a level when
+ * needed).  Needs n->min_key <= split_pos < n->max_key.  0 or -ENOMEM or a
+ * read error; the tree's contents are unchanged either way.
+ */
+int tfs_btree_split_locked(struct tfs_btree *b, struct tfs_bpos pos, unsigned level,
+			   struct tfs_bpos split_pos);
+
+/*
+ * After keys were removed around pos: merges the leaf there with a sibling
+ * when both fit in two thirds of a node, up the tree, and shrinks the root.
+ * Never fails (siblings not in memory are simply not merged).
+ */
+void tfs_btree_maybe_merge_locked(struct tfs_btree *b, struct tfs_bpos pos);
+
+/*
+ * Puts k (type deleted removes) into its leaf, splitting as needed: for
+ * replay at open, not for commits (which check the fit first).
+ */
+int tfs_btree_insert_split_locked(struct tfs_btree *b, const struct tfs_bkey *k);
+
+/* loc is freed after the next durable checkpoint. */
+void tfs_btree_pending_free_add(struct tfs_btree *b, const struct tfs_btree_loc *loc);
+/* A node no longer in the tree: its disk copy is freed after the next checkpoint. */
+void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
+
+/* --- cache (btree_cache.c) --- */
+
+int tfs_btree_cache_init(struct tfs_fs *fs);
+void tfs_btree_cache_exit(struct tfs_fs *fs);
+/* A node's memory (empty); NULL on ENOMEM.  May use the split reserve. */
+struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level);
+void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n);
+/* Frees every node of the tree (stop). */
+void tfs_btree_free_nodes(struct tfs_btree *b);
+/* Memory the cache holds now (bytes). */
+size_t tfs_btree_cache_bytes(struct tfs_fs *fs);
+/* After a commit or a read: keeps the cache within its budget.  Never under a tree lock. */
+void tfs_btree_cache_check_budget(struct tfs_fs *fs);
+
+/* --- node I/O (btree_io.c) --- */
+
+/*
+ * Reads the child at index idx of interior node n (its btree_ptr says
+ * where and what it must be), trying each replica; the caller holds the
+ * tree's lock (shared or exclusive).  0 with *ret set, or
+ * -TFS_ERR_btree_node_read / btree_node_invalid (printed, naming the node).
+ */
+int tfs_btree_read_child(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
+			 struct tfs_bnode **ret);
+
+/* "btree extents level 0 node at 0x4a000" (dev:offset when several members). */
+void tfs_btree_node_loc_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id,
+				unsigned level, const struct tfs_btree_loc *loc);
+
+/* --- roots and write-back (btree_write.c) --- */
+
+/* Logs every btree's root in one journal entry (under roots_lock); its seq in *seq. */
+int tfs_btree_log_roots(struct tfs_fs *fs, unsigned trans_flags, u64 *seq);
+/*
+ * Writes back every changed node of b (a checkpoint, docs/engine.md
+ * "Write-back"): 0 once the new tree is durable and its root logged, or the
+ * error (printed; the nodes stay dirty and are retried; after a few
+ * failures in a row the journal is halted: read-only).
+ */
+int tfs_btree_checkpoint(struct tfs_btree *b);
+/* The btree's dirty pin's flush callback. */
+int tfs_btree_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq);
+int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq);
+
+/* --- init (btree_iter.c) --- */
+int tfs_btrees_init(struct tfs_fs *fs);
+void tfs_btrees_exit(struct tfs_fs *fs);
+
+#endif /* TFS_FS_BTREE_INTERNAL_H */

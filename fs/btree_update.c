@@ -1,0 +1,421 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Transactions and commit: the path from queued updates to keys in the
+ * journal and in the trees, readable top to bottom in tfs_trans_commit().
+ *
+ * The order (docs/engine.md, "Commit"):
+ *  1. Plan: the updates sorted by (btree, position); for each position only
+ *     the last update is applied in memory (every one is journaled, in
+ *     queue order, so replay ends in the same state).
+ *  2. Lock the trees touched, exclusively, in btree id order.
+ *  3. Fit: find every update's leaf and check the leaf has room for what
+ *     the updates add; if not, split it now.  A split changes how keys are
+ *     cut into nodes, never what the tree holds, so splitting before the
+ *     journal reservation is safe, and its memory and reads are the only
+ *     things that can fail: they fail here, before anything is reserved.
+ *  4. Take the journal reservation without waiting.  If the journal would
+ *     make us wait, drop the locks, wait for a reservation, and go back to
+ *     2 holding it (a journal wait never happens under a tree lock).
+ *  5. Copy the keys into the reservation, apply them to the leaves (they
+ *     fit: nothing can fail), pin the seq in each tree, merge small leaves,
+ *     unlock, release the reservation.
+ * Nothing after 4 can fail.  If step 3 fails on the second pass (a node read
+ * failing after a wait), the reservation is released unfilled: its words
+ * stay zero, which the journal reads as empty sub-entries, so nothing was
+ * applied or journaled.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/btree_internal.h"
+#include "journal/journal.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+/* --- building transactions --- */
+
+void tfs_trans_init(struct tfs_btree_trans *trans, struct tfs_fs *fs)
+{
+	memset(trans, 0, sizeof(*trans));
+	trans->fs = fs;
+}
+
+void tfs_trans_exit(struct tfs_btree_trans *trans)
+{
+	free(trans->updates);
+	free(trans->mem);
+	memset(trans, 0, sizeof(*trans));
+}
+
+void tfs_trans_reset(struct tfs_btree_trans *trans)
+{
+	trans->nr_updates = 0;
+	trans->mem_used = 0;
+}
+
+/* Room for one more update of u64s words; pointers into mem follow a move. */
+static int trans_grow(struct tfs_btree_trans *trans, unsigned u64s)
+{
+	if (trans->nr_updates == trans->size_updates) {
+		unsigned size = trans->size_updates ? trans->size_updates * 2 : 8;
+		struct tfs_trans_update *u = realloc(trans->updates, size * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		trans->updates = u;
+		trans->size_updates = size;
+	}
+	if (trans->mem_used + u64s > trans->mem_size) {
+		size_t size = trans->mem_size ? trans->mem_size * 2 : 256;
+		__le64 *mem;
+
+		while (size < trans->mem_used + u64s)
+			size *= 2;
+		/* Offsets first: the old block may be gone after realloc. */
+		for (unsigned i = 0; i < trans->nr_updates; i++)
+			trans->updates[i].k =
+				(struct tfs_bkey *)(uintptr_t)((__le64 *)trans->updates[i].k -
+							       trans->mem);
+		mem = realloc(trans->mem, size * 8);
+		for (unsigned i = 0; i < trans->nr_updates; i++)
+			trans->updates[i].k = (struct tfs_bkey *)((mem ?: trans->mem) +
+								  (uintptr_t)trans->updates[i].k);
+		if (!mem)
+			return -ENOMEM;
+		trans->mem = mem;
+		trans->mem_size = size;
+	}
+	return 0;
+}
+
+static int trans_add(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	unsigned u64s = tfs_bkey_u64s(k);
+	int ret = trans_grow(trans, u64s);
+
+	if (ret)
+		return ret;
+	struct tfs_bkey *dst = (struct tfs_bkey *)(trans->mem + trans->mem_used);
+
+	memcpy(dst, k, (size_t)u64s * 8);
+	trans->mem_used += u64s;
+	trans->updates[trans->nr_updates++] = (struct tfs_trans_update){ .id = id, .k = dst };
+	return 0;
+}
+
+int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	if ((unsigned)id >= TFS_BTREE_NR) {
+		fprintf(stderr, "transaction update: unknown btree %u\n", id);
+		return -TFS_ERR_invalid_argument;
+	}
+	ret = tfs_bkey_validate(k, TFS_BKEY_MAX_U64s * 8, id, false, &err);
+	if (!ret && k->type == TFS_BKEY_btree_ptr) {
+		prt_str(&err, "btree_ptr keys are the engine's");
+		ret = -TFS_ERR_bkey_invalid;
+	}
+	if (ret)
+		fprintf(stderr, "transaction update in btree %s: %s\n", tfs_btree_id_str(id),
+			printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret ?: trans_add(trans, id, k);
+}
+
+int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct tfs_bpos pos)
+{
+	struct tfs_bkey_buf buf;
+
+	if ((unsigned)id >= TFS_BTREE_NR) {
+		fprintf(stderr, "transaction delete: unknown btree %u\n", id);
+		return -TFS_ERR_invalid_argument;
+	}
+	tfs_bkey_init(&buf, TFS_BKEY_deleted, pos, 0);
+	return trans_add(trans, id, &buf.k);
+}
+
+/* --- commit --- */
+
+/* One update in the plan: sorted by (btree, position, queue order). */
+struct plan_item {
+	unsigned idx;
+	enum tfs_btree_id id;
+	struct tfs_bpos pos;
+	bool final; /* the last update of its position: the one applied in memory */
+};
+
+struct plan {
+	struct plan_item *items;
+	unsigned nr;
+	unsigned start[TFS_BTREE_NR + 1]; /* items of btree i: start[i] .. start[i + 1] */
+	unsigned journal_u64s[TFS_BTREE_NR];
+	unsigned res_u64s;
+	unsigned btrees; /* bitmask */
+};
+
+static int plan_item_cmp(const void *a, const void *b)
+{
+	const struct plan_item *x = a, *y = b;
+	int c;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	c = tfs_bpos_cmp(x->pos, y->pos);
+	if (c)
+		return c;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->items = malloc(trans->nr_updates * sizeof(*p->items));
+	if (!p->items)
+		return -ENOMEM;
+	p->nr = trans->nr_updates;
+	for (unsigned i = 0; i < p->nr; i++) {
+		const struct tfs_trans_update *u = &trans->updates[i];
+
+		p->items[i] =
+			(struct plan_item){ .idx = i, .id = u->id, .pos = tfs_bkey_pos(u->k) };
+		p->journal_u64s[u->id] += tfs_bkey_u64s(u->k);
+		p->btrees |= 1U << u->id;
+	}
+	qsort(p->items, p->nr, sizeof(*p->items), plan_item_cmp);
+	for (unsigned i = 0; i < p->nr; i++)
+		p->items[i].final = i + 1 == p->nr || p->items[i + 1].id != p->items[i].id ||
+				    !tfs_bpos_eq(p->items[i + 1].pos, p->items[i].pos);
+	for (unsigned id = 0, i = 0; id <= TFS_BTREE_NR; id++) {
+		while (i < p->nr && p->items[i].id < id)
+			i++;
+		p->start[id] = i;
+	}
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (p->btrees & (1U << id))
+			p->res_u64s += tfs_jset_entry_u64s(p->journal_u64s[id]);
+	return 0;
+}
+
+static void lock_btrees(struct tfs_fs *fs, unsigned mask)
+{
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (mask & (1U << id))
+			pthread_rwlock_wrlock(&fs->btrees[id].lock);
+}
+
+static void unlock_btrees(struct tfs_fs *fs, unsigned mask)
+{
+	for (unsigned id = TFS_BTREE_NR; id-- > 0;)
+		if (mask & (1U << id))
+			pthread_rwlock_unlock(&fs->btrees[id].lock);
+}
+
+/* Words the key at pos in leaf takes now (0: none there). */
+static unsigned leaf_key_u64s(const struct tfs_bnode *leaf, struct tfs_bpos pos)
+{
+	unsigned idx = tfs_bnode_lower_bound(leaf, pos);
+
+	if (idx < leaf->nr_keys && tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos))
+		return tfs_bkey_u64s(tfs_bnode_key(leaf, idx));
+	return 0;
+}
+
+/*
+ * Step 3 for one tree: every leaf gets room for what its updates add
+ * (the sum of the growths, whatever the order), splitting where needed.
+ */
+static int fit_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, struct plan *p)
+{
+	unsigned first = p->start[b->id], end = p->start[b->id + 1];
+	struct tfs_bpos in_pos[64];
+	unsigned in_u64s[64];
+	unsigned i = first;
+	int ret;
+
+	while (i < end) {
+		struct tfs_btree_path path;
+		struct tfs_bnode *leaf;
+		unsigned j, need = 0, nr_in = 0;
+
+		if (!p->items[i].final) {
+			i++;
+			continue;
+		}
+		ret = tfs_btree_walk(b, p->items[i].pos, 0, &path, true);
+		if (ret)
+			return ret;
+		leaf = path.n[0];
+		for (j = i; j < end && tfs_bpos_cmp(p->items[j].pos, leaf->max_key) <= 0; j++) {
+			const struct tfs_bkey *k = trans->updates[p->items[j].idx].k;
+			unsigned new = k->type == TFS_BKEY_deleted ? 0 : tfs_bkey_u64s(k);
+			unsigned old;
+
+			if (!p->items[j].final)
+				continue;
+			old = leaf_key_u64s(leaf, p->items[j].pos);
+			if (new > old) {
+				need += new - old;
+				/* Sampled for choosing a split point: every k-th of many is enough. */
+				if (nr_in < ARRAY_SIZE(in_pos)) {
+					in_pos[nr_in] = p->items[j].pos;
+					in_u64s[nr_in++] = new - old;
+				} else {
+					in_u64s[nr_in - 1] += new - old;
+				}
+			}
+		}
+		if (tfs_bnode_fits(leaf, need)) {
+			i = j;
+			continue;
+		}
+		ret = tfs_btree_split_locked(b, p->items[i].pos, 0,
+					     tfs_bnode_split_pos(leaf, in_pos, in_u64s, nr_in));
+		if (ret)
+			return ret;
+		/* Walk again from i: its keys may now go to either half. */
+	}
+	return 0;
+}
+
+/* Step 5 for one tree: journal its keys (queue order), apply the final ones. */
+static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, struct plan *p,
+			struct tfs_journal_res *res)
+{
+	struct tfs_fs *fs = trans->fs;
+	unsigned first = p->start[b->id], end = p->start[b->id + 1];
+	__le64 *dst = tfs_journal_res_add_entry(fs->j, res, TFS_JSET_ENTRY_btree_keys, b->id, 0,
+						p->journal_u64s[b->id]);
+	bool deleted = false;
+
+	/* Sized by plan_build() from the same keys: never NULL. */
+	if (!dst)
+		abort();
+	for (unsigned i = 0; i < trans->nr_updates; i++) {
+		const struct tfs_trans_update *u = &trans->updates[i];
+
+		if (u->id != b->id)
+			continue;
+		memcpy(dst, u->k, tfs_bkey_bytes(u->k));
+		dst += tfs_bkey_u64s(u->k);
+	}
+
+	for (unsigned i = first; i < end; i++) {
+		const struct tfs_bkey *k = trans->updates[p->items[i].idx].k;
+		struct tfs_btree_path path;
+		struct tfs_bnode *leaf;
+		unsigned idx;
+		bool exists;
+
+		if (!p->items[i].final)
+			continue;
+		/* Every node on the path was walked by fit_btree() under this lock: no I/O. */
+		if (tfs_btree_walk(b, p->items[i].pos, 0, &path, true))
+			abort();
+		leaf = path.n[0];
+		idx = path.idx[0];
+		exists = idx < leaf->nr_keys &&
+			 tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), p->items[i].pos);
+		if (k->type == TFS_BKEY_deleted) {
+			if (!exists)
+				continue;
+			tfs_bnode_remove(leaf, idx);
+			b->nr_keys--;
+			deleted = true;
+		} else if (exists) {
+			tfs_bnode_replace(b, leaf, idx, k);
+		} else {
+			tfs_bnode_insert(b, leaf, idx, k, NULL);
+			b->nr_keys++;
+		}
+		tfs_bnode_set_dirty(b, leaf);
+		if (res->seq > leaf->journal_seq)
+			leaf->journal_seq = res->seq;
+		b->c.keys_applied++;
+	}
+	b->c.commits++;
+	if (res->seq > b->max_journal_seq)
+		b->max_journal_seq = res->seq;
+	/* Reclaim must not pass this seq until a checkpoint holds these keys. */
+	tfs_journal_pin_add(fs->j, res->seq, &b->pin, tfs_btree_pin_flush);
+	__atomic_add_fetch(&b->mod_seq, 1, __ATOMIC_RELEASE);
+
+	/* Merges last: an earlier merge must not take room a later insert was promised. */
+	if (deleted)
+		for (unsigned i = first; i < end; i++) {
+			const struct tfs_bkey *k = trans->updates[p->items[i].idx].k;
+
+			if (p->items[i].final && k->type == TFS_BKEY_deleted)
+				tfs_btree_maybe_merge_locked(b, p->items[i].pos);
+		}
+}
+
+int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq)
+{
+	struct tfs_fs *fs = trans->fs;
+	struct tfs_journal_res res = { 0 };
+	unsigned res_flags = (flags & TFS_TRANS_RESERVED ? TFS_JOURNAL_RES_RESERVED : 0);
+	bool have_res = false;
+	struct plan p;
+	int ret;
+
+	trans->seq = 0;
+	if (seq)
+		*seq = 0;
+	if (!trans->nr_updates)
+		return 0;
+	if (fs->read_only || !fs->j)
+		return -TFS_ERR_fs_read_only;
+	ret = plan_build(trans, &p);
+	if (ret)
+		return ret;
+retry:
+	lock_btrees(fs, p.btrees);
+	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
+		if (p.btrees & (1U << id))
+			ret = fit_btree(trans, &fs->btrees[id], &p);
+	if (ret) {
+		unlock_btrees(fs, p.btrees);
+		if (have_res)
+			tfs_journal_res_put(fs->j, &res); /* unfilled: zeros, skipped by replay */
+		goto out;
+	}
+	if (!have_res) {
+		ret = tfs_journal_res_get(fs->j, &res, p.res_u64s,
+					  res_flags | TFS_JOURNAL_RES_NONBLOCK);
+		if (ret && tfs_err_matches(ret, EAGAIN) && !(flags & TFS_TRANS_NONBLOCK)) {
+			/* Wait for the journal with no tree locked, then redo the fit. */
+			unlock_btrees(fs, p.btrees);
+			ret = tfs_journal_res_get(fs->j, &res, p.res_u64s, res_flags);
+			if (ret)
+				goto out;
+			have_res = true;
+			goto retry;
+		}
+		if (ret) {
+			unlock_btrees(fs, p.btrees);
+			goto out;
+		}
+		have_res = true;
+	}
+
+	/* From here on nothing fails. */
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (p.btrees & (1U << id))
+			apply_btree(trans, &fs->btrees[id], &p, &res);
+	unlock_btrees(fs, p.btrees);
+	tfs_journal_res_put(fs->j, &res);
+
+	trans->seq = res.seq;
+	if (seq)
+		*seq = res.seq;
+	tfs_trans_reset(trans);
+	tfs_btree_cache_check_budget(fs);
+out:
+	free(p.items);
+	return ret;
+}

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Roots and write-back.
+ *
+ * Roots: every root entry logs the root of every btree, under roots_lock,
+ * so entries hold root sets in the order they were taken and the newest
+ * root entry in the replay range is always the current one.  roots_pin
+ * holds that entry's seq; when reclaim wants the seq, the pin's flush
+ * callback logs the roots again in a new entry, so a root entry is always
+ * in the replay range.
+ *
+ * A root key is a btree_ptr at POS_MAX (the root's level in the sub-entry
+ * and the pointer), or a `deleted` key for a tree that has no node on disk
+ * yet (an empty tree, as mkfs leaves it).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs/btree_internal.h"
+#include "fs/btree_io.h"
+#include "fs/alloc.h"
+#include "lib/bdev.h"
+#include "journal/journal.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+
+/*
+ * Logs every root in one entry.  The newest root entry must hold the newest
+ * roots, so an entry is filled (under roots_lock) only when its seq is not
+ * older than the last one filled; a reservation that lost that race is
+ * released unfilled (zeros: skipped by replay) and taken again.  The wait
+ * for a reservation happens without roots_lock: a checkpoint in the reclaim
+ * thread may need the lock for reclaim to make progress.
+ *
+ * With new_root (and b), b's root key is set under the same lock, just
+ * before the entry is filled.  Root entries are reclaim's own work: they use
+ * the journal's reserve.
+ */
+static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
+		     u64 *seq)
+{
+	struct tfs_journal_res res;
+	unsigned u64s;
+	int ret;
+
+	while (1) {
+		/* Sized for the largest root keys: the keys may change before the lock. */
+		u64s = TFS_BTREE_NR *
+		       tfs_jset_entry_u64s(TFS_BKEY_U64s +
+					   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
+		ret = tfs_journal_res_get(fs->j, &res, u64s, TFS_JOURNAL_RES_RESERVED);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq >= fs->roots_seq)
+			break;
+		pthread_mutex_unlock(&fs->roots_lock);
+		tfs_journal_res_put(fs->j, &res);
+	}
+	if (new_root) {
+		b->root_key.k.u64s = 0;
+		tfs_bkey_copy(&b->root_key, new_root);
+		b->have_root_key = true;
+	}
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
+		unsigned level = 0;
+
+		if (k->type == TFS_BKEY_btree_ptr)
+			level = ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level;
+		__le64 *dst = tfs_journal_res_add_entry(fs->j, &res, TFS_JSET_ENTRY_btree_root, id,
+							level, tfs_bkey_u64s(k));
+
+		memcpy(dst, k, tfs_bkey_bytes(k));
+	}
+	/* The pin moves to this entry before it can be written: never a range without roots. */
+	tfs_journal_pin_update(fs->j, res.seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
+	fs->roots_seq = res.seq;
+	pthread_mutex_unlock(&fs->roots_lock);
+	tfs_journal_res_put(fs->j, &res);
+	if (seq)
+		*seq = res.seq;
+	return 0;
+}
+
+int tfs_btree_log_roots(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
+{
+	return log_roots(fs, NULL, NULL, seq);
+}
+
+int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
+{
+	struct tfs_fs *fs = container_of(pin, struct tfs_fs, roots_pin);
+
+	return tfs_btree_log_roots(fs, TFS_TRANS_RESERVED, NULL);
+}
+
+/* --- checkpoints --- */
+
+/* One node of a checkpoint. */
+struct ckpt_node {
+	struct tfs_bnode *n;
+	struct tfs_bnode *parent; /* NULL: the root */
+	unsigned pidx;
+	struct tfs_btree_node *buf;
+	struct tfs_alloc_run runs[TFS_BTREE_PTR_MAX_REPLICAS];
+	unsigned nr_runs;
+	struct tfs_btree_loc old; /* the copy the durable tree refers to */
+};
+
+struct ckpt {
+	struct tfs_btree *b;
+	struct ckpt_node *nodes;
+	unsigned nr, size;
+	struct tfs_btree_free_list frees; /* taken from the tree: freed when this is durable */
+	struct tfs_bkey_buf root_key;
+	u64 max_seq;
+	/* The writes. */
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	unsigned pending;
+};
+
+/* Post-order: every node that changed, and every ancestor of one (its pointer changes). */
+static int ckpt_collect(struct ckpt *c, struct tfs_bnode *n, struct tfs_bnode *parent,
+			unsigned pidx, bool *need)
+{
+	bool any = n->dirty;
+
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		bool child_need = false;
+		int ret;
+
+		if (!n->child[i])
+			continue;
+		ret = ckpt_collect(c, n->child[i], n, i, &child_need);
+		if (ret)
+			return ret;
+		any |= child_need;
+	}
+	*need = any;
+	if (!any)
+		return 0;
+	if (c->nr == c->size) {
+		unsigned size = c->size ? c->size * 2 : 16;
+		struct ckpt_node *p = realloc(c->nodes, size * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->nodes = p;
+		c->size = size;
+	}
+	c->nodes[c->nr++] = (struct ckpt_node){ .n = n, .parent = parent, .pidx = pidx };
+	return 0;
+}
+
+static void ckpt_free(struct ckpt *c)
+{
+	for (unsigned i = 0; i < c->nr; i++)
+		free(c->nodes[i].buf);
+	free(c->nodes);
+	free(c->frees.locs);
+	pthread_mutex_destroy(&c->lock);
+	pthread_cond_destroy(&c->done);
+}
+
+static void loc_from_runs(struct tfs_btree_loc *loc, const struct tfs_alloc_run *runs, unsigned nr)
+{
+	loc->nr = nr;
+	for (unsigned r = 0; r < nr; r++) {
+		loc->ptrs[r].dev = runs[r].dev;
+		loc->ptrs[r].offset = runs[r].offset;
+	}
+}
+
+static void loc_free_after(struct tfs_fs *fs, const struct tfs_btree_loc *loc, u64 seq)
+{
+	for (unsigned r = 0; r < loc->nr; r++) {
+		struct tfs_alloc_run run = {
+			.dev = loc->ptrs[r].dev,
+			.offset = loc->ptrs[r].offset,
+			.len = fs->node_size,
+		};
+
+		tfs_alloc_free_after(fs, &run, seq);
+	}
+}
+
+/*
+ * Step 1 (under the tree's lock): which nodes, where they go, their bytes.
+ * Allocation comes first, so a failure leaves nothing changed.
+ */
+static int ckpt_prepare_locked(struct ckpt *c)
+{
+	struct tfs_btree *b = c->b;
+	struct tfs_fs *fs = b->fs;
+	bool need;
+	int ret;
+
+	ret = ckpt_collect(c, b->root, NULL, 0, &need);
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < c->nr; i++) {
+		struct ckpt_node *cn = &c->nodes[i];
+		unsigned want = fs->metadata_replicas;
+		s64 got;
+
+		cn->buf = tfs_bdev_alloc_buf(NULL, fs->node_size);
+		if (!cn->buf) {
+			ret = -ENOMEM;
+			break;
+		}
+		got = tfs_alloc(fs, fs->node_size, fs->node_size, want, TFS_ALLOC_METADATA,
+				cn->runs);
+		while (got < 0 && --want >= fs->metadata_replicas_required && want)
+			got = tfs_alloc(fs, fs->node_size, fs->node_size, want, TFS_ALLOC_METADATA,
+					cn->runs);
+		if (got < 0) {
+			fprintf(stderr, "btree %s: no space for %u node copies of %u bytes\n",
+				tfs_btree_id_str(b->id), fs->metadata_replicas, fs->node_size);
+			ret = (int)got;
+			break;
+		}
+		cn->nr_runs = want;
+	}
+	if (ret) {
+		for (unsigned i = 0; i < c->nr; i++)
+			for (unsigned r = 0; r < c->nodes[i].nr_runs; r++)
+				tfs_alloc_free_now(fs, &c->nodes[i].runs[r]);
+		return ret;
+	}
+
+	/* Children first: a parent's bytes carry its children's new pointers. */
+	for (unsigned i = 0; i < c->nr; i++) {
+		struct ckpt_node *cn = &c->nodes[i];
+		struct tfs_bnode *n = cn->n;
+		u64 seq = __atomic_fetch_add(&fs->next_node_seq, 1, __ATOMIC_RELAXED);
+		struct tfs_btree_loc loc;
+		u32 csum;
+
+		loc_from_runs(&loc, cn->runs, cn->nr_runs);
+		csum = tfs_btree_node_serialize(fs, b, n, seq, cn->buf);
+		cn->old = n->disk;
+		n->new_disk = loc;
+		n->new_seq = seq;
+		n->new_csum = csum;
+		n->writing = true;
+		if (n->dirty) {
+			n->dirty = false;
+			b->nr_dirty--;
+		}
+		if (cn->parent) {
+			tfs_btree_ptr_key_set(fs, tfs_bnode_key(cn->parent, cn->pidx), &loc, seq,
+					      csum, n->level);
+		} else {
+			tfs_bkey_init(&c->root_key, TFS_BKEY_btree_ptr, TFS_POS_MAX,
+				      tfs_btree_ptr_val_bytes(loc.nr));
+			tfs_btree_ptr_key_set(fs, &c->root_key.k, &loc, seq, csum, n->level);
+		}
+	}
+	c->max_seq = b->max_journal_seq;
+	/* The keys in this snapshot stay pinned by the checkpoint; new commits pin afresh. */
+	u64 pin_seq = __atomic_load_n(&b->pin.seq, __ATOMIC_ACQUIRE);
+
+	if (pin_seq) {
+		tfs_journal_pin_add(fs->j, pin_seq, &b->ckpt_pin, NULL);
+		tfs_journal_pin_drop(fs->j, &b->pin);
+	}
+	c->frees = b->pending_free;
+	memset(&b->pending_free, 0, sizeof(b->pending_free));
+	return 0;
+}
+
+static void ckpt_write_endio(struct tfs_bio *bio)
+{
+	struct ckpt *c = bio->private;
+
+	pthread_mutex_lock(&c->lock);
+	if (!--c->pending)
+		pthread_cond_broadcast(&c->done);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Step 3: every copy of every node, then a flush of every member written. */
+static int ckpt_write(struct ckpt *c)
+{
+	struct tfs_btree *b = c->b;
+	struct tfs_fs *fs = b->fs;
+	unsigned nr_bios = 0;
+	bool written[TFS_MAX_DEVICES] = { false };
+	struct tfs_bio *bios;
+	int ret = 0;
+
+	for (unsigned i = 0; i < c->nr; i++)
+		nr_bios += c->nodes[i].nr_runs;
+	bios = calloc(nr_bios ?: 1, sizeof(*bios));
+	if (!bios)
+		return -ENOMEM;
+	struct tfs_bio **list = calloc(nr_bios ?: 1, sizeof(*list));
+
+	if (!list) {
+		free(bios);
+		return -ENOMEM;
+	}
+	nr_bios = 0;
+	for (unsigned i = 0; i < c->nr; i++)
+		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++) {
+			struct tfs_bio *bio = &bios[nr_bios];
+
+			*bio = (struct tfs_bio){
+				.bdev = fs->devs[c->nodes[i].runs[r].dev].bdev,
+				.op = TFS_OP_write,
+				.flags = TFS_BIO_QUIET,
+				.tag = TFS_TAG_btree,
+				.offset = c->nodes[i].runs[r].offset,
+				.buf = c->nodes[i].buf,
+				.len = fs->node_size,
+				.end_io = ckpt_write_endio,
+				.private = c,
+			};
+			written[c->nodes[i].runs[r].dev] = true;
+			list[nr_bios++] = bio;
+		}
+	c->pending = nr_bios;
+	tfs_bio_submit_batch(list, nr_bios);
+	pthread_mutex_lock(&c->lock);
+	while (c->pending)
+		pthread_cond_wait(&c->done, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+
+	for (unsigned i = 0, k = 0; i < c->nr; i++)
+		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++) {
+			if (!bios[k].result)
+				continue;
+			struct printbuf name = PRINTBUF;
+			struct tfs_btree_loc one = { .nr = 1 };
+
+			one.ptrs[0].dev = c->nodes[i].runs[r].dev;
+			one.ptrs[0].offset = c->nodes[i].runs[r].offset;
+			tfs_btree_node_loc_to_text(&name, fs, b->id, c->nodes[i].n->level, &one);
+			fprintf(stderr, "%s: write failed: %s\n", printbuf_str(&name),
+				tfs_err_str(bios[k].result));
+			printbuf_exit(&name);
+			ret = ret ?: -TFS_ERR_btree_node_write;
+		}
+	/* Durable before the root entry that refers to them is written. */
+	for (unsigned d = 0; !ret && d < TFS_MAX_DEVICES; d++)
+		if (written[d]) {
+			int r = tfs_bdev_flush(fs->devs[d].bdev);
+
+			if (r) {
+				fprintf(stderr, "%s: flush after btree %s node writes failed: %s\n",
+					fs->devs[d].path, tfs_btree_id_str(b->id), tfs_err_str(r));
+				ret = -TFS_ERR_btree_node_write;
+			}
+		}
+	free(list);
+	free(bios);
+	return ret;
+}
+
+/* Step 5: the new tree is durable; old copies freed after root_seq. */
+static void ckpt_done_locked(struct ckpt *c, u64 root_seq, bool free_old)
+{
+	struct tfs_btree *b = c->b;
+	struct tfs_fs *fs = b->fs;
+
+	for (unsigned i = 0; i < c->nr; i++) {
+		struct ckpt_node *cn = &c->nodes[i];
+		struct tfs_bnode *n = cn->n;
+
+		if (free_old)
+			loc_free_after(fs, &cn->old, root_seq);
+		n->writing = false;
+		n->disk = n->new_disk;
+		n->disk_seq = n->new_seq;
+		n->disk_csum = n->new_csum;
+		if (n->dead) {
+			/* Dropped meanwhile: the next checkpoint's tree no longer has it. */
+			tfs_btree_pending_free_add(b, &n->disk);
+			tfs_bnode_free(fs, n);
+		}
+	}
+	b->dead = NULL;
+	for (unsigned i = 0; free_old && i < c->frees.nr; i++)
+		loc_free_after(fs, &c->frees.locs[i], root_seq);
+	b->c.checkpoints++;
+	b->c.nodes_written += c->nr;
+	b->ckpt_failures = 0;
+}
+
+/* Steps 2-3 failed: nothing on disk refers to the new copies; everything is dirty again. */
+static void ckpt_fail_locked(struct ckpt *c)
+{
+	struct tfs_btree *b = c->b;
+	struct tfs_fs *fs = b->fs;
+
+	for (unsigned i = 0; i < c->nr; i++) {
+		struct ckpt_node *cn = &c->nodes[i];
+		struct tfs_bnode *n = cn->n;
+
+		for (unsigned r = 0; r < cn->nr_runs; r++)
+			tfs_alloc_free_now(fs, &cn->runs[r]);
+		n->writing = false;
+		if (n->dead) {
+			if (n->disk.nr)
+				tfs_btree_pending_free_add(b, &n->disk);
+			tfs_bnode_free(fs, n);
+		} else {
+			tfs_bnode_set_dirty(b, n);
+		}
+	}
+	b->dead = NULL;
+	for (unsigned i = 0; i < c->frees.nr; i++)
+		tfs_btree_pending_free_add(b, &c->frees.locs[i]);
+	/* Its keys are not written back: pinned by the tree again. */
+	u64 seq = __atomic_load_n(&b->ckpt_pin.seq, __ATOMIC_ACQUIRE);
+
+	if (seq) {
+		tfs_journal_pin_add(fs->j, seq, &b->pin, tfs_btree_pin_flush);
+		tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
+	}
+	b->c.checkpoint_errors++;
+	b->ckpt_failures++;
+}
+
+/* Consecutive failed checkpoints of one tree before the filesystem stops writing. */
+#define CKPT_MAX_FAILURES 4
+
+int tfs_btree_checkpoint(struct tfs_btree *b)
+{
+	struct tfs_fs *fs = b->fs;
+	struct ckpt c = { .b = b };
+	u64 root_seq = 0;
+	int ret;
+
+	if (fs->read_only || !fs->j)
+		return 0;
+	pthread_mutex_init(&c.lock, NULL);
+	pthread_cond_init(&c.done, NULL);
+	pthread_mutex_lock(&b->ckpt_lock);
+
+	/* 1. Snapshot under the tree's lock. */
+	pthread_rwlock_wrlock(&b->lock);
+	if (!b->nr_dirty && b->root_key.k.type == TFS_BKEY_btree_ptr) {
+		/* Nothing changed (a commit that deleted nothing still pinned its seq). */
+		tfs_journal_pin_drop(fs->j, &b->pin);
+		pthread_rwlock_unlock(&b->lock);
+		pthread_mutex_unlock(&b->ckpt_lock);
+		ckpt_free(&c);
+		return 0;
+	}
+	ret = ckpt_prepare_locked(&c);
+	pthread_rwlock_unlock(&b->lock);
+	if (ret) {
+		pthread_rwlock_wrlock(&b->lock);
+		for (unsigned i = 0; i < c.nr; i++)
+			c.nodes[i].nr_runs = 0; /* prepare gave them back */
+		b->c.checkpoint_errors++;
+		pthread_rwlock_unlock(&b->lock);
+		goto out;
+	}
+
+	/* 2. A node is never on disk ahead of the journal. */
+	ret = tfs_journal_flush_seq(fs->j, c.max_seq);
+	/* 3. The new copies, all of them durable. */
+	if (!ret)
+		ret = ckpt_write(&c);
+	if (ret) {
+		pthread_rwlock_wrlock(&b->lock);
+		ckpt_fail_locked(&c);
+		pthread_rwlock_unlock(&b->lock);
+		goto out;
+	}
+
+	/* 4. The root entry that makes the new tree the durable one. */
+	ret = log_roots(fs, b, &c.root_key.k, &root_seq);
+	if (!ret)
+		ret = tfs_journal_flush_seq(fs->j, root_seq);
+
+	/*
+	 * 5. Only now may the old copies be reused.  If the root entry failed
+	 * the journal is dead: the new nodes are written and in memory the tree
+	 * points at them, but the old ones stay allocated (the next open's
+	 * rebuild frees what nothing refers to).
+	 */
+	pthread_rwlock_wrlock(&b->lock);
+	ckpt_done_locked(&c, root_seq, !ret);
+	pthread_rwlock_unlock(&b->lock);
+	tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
+out:
+	if (ret) {
+		fs->first_error = fs->first_error ?: ret;
+		if (b->ckpt_failures >= CKPT_MAX_FAILURES && !tfs_journal_error(fs->j)) {
+			fprintf(stderr,
+				"btree %s: %u write-backs in a row failed: the filesystem stops "
+				"writing (read-only)\n",
+				tfs_btree_id_str(b->id), b->ckpt_failures);
+			tfs_journal_halt(fs->j);
+		}
+	}
+	pthread_mutex_unlock(&b->ckpt_lock);
+	ckpt_free(&c);
+	return ret;
+}
+
+int tfs_btree_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
+{
+	struct tfs_btree *b = container_of(pin, struct tfs_btree, pin);
+
+	return tfs_btree_checkpoint(b);
+}
+
+int tfs_btree_write_all(struct tfs_fs *fs)
+{
+	int ret = 0;
+
+	if (fs->read_only || !fs->j)
+		return 0;
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+		int r;
+
+		/* A failed write is retried at new locations, a few times. */
+		do {
+			r = tfs_btree_checkpoint(b);
+		} while (r && b->ckpt_failures && b->ckpt_failures < CKPT_MAX_FAILURES &&
+			 !tfs_journal_error(fs->j));
+		ret = ret ?: r;
+	}
+	if (!ret)
+		ret = tfs_journal_flush(fs->j);
+	return ret;
+}

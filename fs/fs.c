@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Opening and stopping a filesystem (fs/fs.h, docs/engine.md "Open and
+ * stop").
+ *
+ * Open, in order, each step printing what failed where it failed:
+ *  1. open every member and read its superblock; check they belong together
+ *     (uuid, member count, distinct indexes) and, without `degraded`, that
+ *     none is missing;
+ *  2. read the journal of every member;
+ *  3. find the roots: the newest btree_root entries of the replay range,
+ *     else the clean section;
+ *  4. read the roots (and interior nodes), replay every key from last_seq on
+ *     into the trees (replay is idempotent: applying a key the tree already
+ *     holds changes nothing), rebuild the allocator from node pointers;
+ *  5. (read-write) clear the clean flag, start the journal after what was
+ *     read, pin the replayed seqs in their trees, log the roots, and only
+ *     then tell the journal replay is done.
+ * Nothing is written before step 5, so a failed open changes nothing on
+ * disk; a crash during or after step 5 replays again from the same range.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "fs/alloc_types.h"
+#include "fs/btree_internal.h"
+#include "fs/btree_io.h"
+#include "fs/fs_format.h"
+#include "fs/fs.h"
+#include "fs/fs_types.h"
+#include "fs/posix.h"
+#include "journal/journal.h"
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/fault_point.h"
+#include "lib/printbuf.h"
+#include "super/super.h"
+
+void tfs_fs_opts_default(struct tfs_fs_opts *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->error_action = -1;
+}
+
+u32 tfs_fs_node_size(const struct tfs_sb *sb)
+{
+	/*
+	 * The superblock has no btree_node_size field yet (it comes with the
+	 * format work on fix-super3): the default, or the bucket when smaller.
+	 */
+	u32 bucket = tfs_sb_bucket_size(sb);
+
+	return min_t(u32, TFS_BTREE_NODE_SIZE_DEFAULT, bucket);
+}
+
+/* --- members --- */
+
+static int fs_lock_dev(struct tfs_fs *fs, struct tfs_fs_dev *d, const char *path)
+{
+	d->lock_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->lock_fd < 0) {
+		int e = errno;
+
+		fprintf(stderr, "%s: %s\n", path, strerror(e));
+		return -e;
+	}
+	/* One open filesystem per member: a second open (even by another process) is refused. */
+	if (flock(d->lock_fd, (fs->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB)) {
+		int e = errno;
+
+		if (e == EWOULDBLOCK)
+			e = EBUSY;
+		fprintf(stderr, "%s: in use by another open filesystem (%s)\n", path, strerror(e));
+		close(d->lock_fd);
+		d->lock_fd = -1;
+		return -e;
+	}
+	return 0;
+}
+
+static int fs_open_devs(struct tfs_fs *fs, const char *const *paths, unsigned nr)
+{
+	struct printbuf err = PRINTBUF;
+	struct tfs_fs_dev tmp;
+	const struct tfs_sb *ref = NULL;
+	int ret = 0;
+
+	if (!nr || nr > TFS_MAX_DEVICES) {
+		fprintf(stderr, "filesystem open: %u devices given (1..%u)\n", nr, TFS_MAX_DEVICES);
+		return -TFS_ERR_invalid_argument;
+	}
+	for (unsigned i = 0; i < nr; i++) {
+		memset(&tmp, 0, sizeof(tmp));
+		tmp.lock_fd = -1;
+		ret = fs_lock_dev(fs, &tmp, paths[i]);
+		if (ret)
+			break;
+		ret = tfs_sb_open(paths[i], fs->read_only ? TFS_BDEV_RDONLY : TFS_BDEV_EXCL,
+				  &tmp.sb, &err);
+		if (ret) {
+			fprintf(stderr, "%s\n", printbuf_str(&err));
+			close(tmp.lock_fd);
+			tfs_sb_exit(&tmp.sb);
+			break;
+		}
+		const struct tfs_sb *sb = tmp.sb.sb;
+		unsigned idx = sb->dev_idx;
+
+		if (ref && (memcmp(sb->uuid, ref->uuid, 16) || sb->nr_devices != ref->nr_devices)) {
+			fprintf(stderr, "%s and %s belong to different filesystems\n", paths[0],
+				paths[i]);
+			ret = -TFS_ERR_fs_members;
+		} else if (fs->devs[idx].present) {
+			fprintf(stderr, "%s and %s are both member %u\n", fs->devs[idx].path,
+				paths[i], idx);
+			ret = -TFS_ERR_fs_members;
+		}
+		if (ret) {
+			close(tmp.lock_fd);
+			tfs_sb_exit(&tmp.sb);
+			break;
+		}
+		tmp.present = true;
+		tmp.bdev = tmp.sb.bdev;
+		tmp.path = strdup(paths[i]);
+		fs->devs[idx] = tmp;
+		if (!fs->devs[idx].path) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (!ref)
+			ref = fs->devs[idx].sb.sb;
+	}
+	printbuf_exit(&err);
+	if (ret)
+		return ret;
+
+	fs->nr_devices = ref->nr_devices;
+	memcpy(fs->uuid, ref->uuid, 16);
+	fs->block_size = le32_to_cpu(ref->block_size);
+	for (unsigned i = 0; i < fs->nr_devices; i++) {
+		const struct tfs_member *m = tfs_sb_member(ref, i);
+
+		if (fs->devs[i].present || m->state == TFS_MEMBER_failed ||
+		    m->state == TFS_MEMBER_spare)
+			continue;
+		struct printbuf u = PRINTBUF;
+
+		prt_uuid(&u, m->uuid);
+		fprintf(stderr, "member %u (uuid %s) is missing%s\n", i, printbuf_str(&u),
+			fs->opts.degraded ? "; opening degraded" : "");
+		printbuf_exit(&u);
+		if (!fs->opts.degraded)
+			ret = -TFS_ERR_fs_members;
+	}
+	return ret;
+}
+
+static int fs_geometry(struct tfs_fs *fs)
+{
+	const struct tfs_sb *sb = NULL;
+	unsigned present = 0;
+
+	fs->node_size = 0;
+	for (unsigned i = 0; i < fs->nr_devices; i++) {
+		struct tfs_fs_dev *d = &fs->devs[i];
+		u32 ns;
+
+		if (!d->present)
+			continue;
+		sb = d->sb.sb;
+		present++;
+		ns = tfs_fs_node_size(sb);
+		if (!fs->node_size || ns < fs->node_size)
+			fs->node_size = ns;
+	}
+	if (fs->node_size < TFS_BTREE_NODE_SIZE_MIN || fs->node_size > TFS_BTREE_NODE_SIZE_MAX ||
+	    !IS_POWER_OF_2(fs->node_size) || fs->node_size % fs->block_size) {
+		fprintf(stderr,
+			"btree node size %u not usable (a power of two, %u..%u, of whole blocks): "
+			"bucket size too small?\n",
+			fs->node_size, TFS_BTREE_NODE_SIZE_MIN, TFS_BTREE_NODE_SIZE_MAX);
+		return -TFS_ERR_invalid_sb_options;
+	}
+	fs->metadata_replicas = min_t(unsigned, sb->metadata_replicas ?: 1, present);
+	fs->metadata_replicas = min_t(unsigned, fs->metadata_replicas, TFS_BTREE_PTR_MAX_REPLICAS);
+	fs->metadata_replicas_required =
+		min_t(unsigned, sb->metadata_replicas_required ?: 1, fs->metadata_replicas);
+	fs->node_magic = tfs_btree_node_magic(fs->uuid);
+	return 0;
+}
+
+/* Journal descriptors for every present member (as tools/journal_devs.c does). */
+static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsigned *nr)
+{
+	struct tfs_journal_opts *o = &fs->jopts;
+
+	tfs_journal_opts_default(o);
+	*nr = 0;
+	for (unsigned i = 0; i < fs->nr_devices; i++) {
+		struct tfs_fs_dev *d = &fs->devs[i];
+		const __le64 *jb;
+		unsigned jnr;
+
+		if (!d->present)
+			continue;
+		jb = tfs_sb_journal_buckets(d->sb.sb, &jnr);
+		if (!jb || !jnr) {
+			if (tfs_sb_this_member(d->sb.sb)->state == TFS_MEMBER_rw) {
+				fprintf(stderr, "%s: no journal buckets\n", d->path);
+				return -TFS_ERR_invalid_sb_journal;
+			}
+			continue;
+		}
+		if (*nr >= TFS_JOURNAL_MAX_DEVS)
+			break;
+		d->journal_buckets = calloc(jnr, sizeof(u64));
+		if (!d->journal_buckets)
+			return -ENOMEM;
+		for (unsigned b = 0; b < jnr; b++)
+			d->journal_buckets[b] = le64_to_cpu(jb[b]);
+		d->nr_journal_buckets = jnr;
+		jd[*nr] = (struct tfs_journal_dev){
+			.bdev = d->bdev,
+			.dev_idx = i,
+			.bucket_size = tfs_sb_bucket_size(d->sb.sb),
+			.buckets = d->journal_buckets,
+			.nr_buckets = jnr,
+			.writable = !fs->read_only &&
+				    tfs_sb_this_member(d->sb.sb)->state == TFS_MEMBER_rw,
+		};
+		/*
+		 * Entries of at most a quarter bucket (16 KiB at least, 64 KiB at
+		 * most): an entry is opened only where max_entry_size fits, so
+		 * bucket-sized entries would take a bucket each in a small journal.
+		 */
+		u32 es = max_t(u32, jd[*nr].bucket_size / 4, 16 << 10);
+
+		es = min_t(u32, es, 64 << 10);
+		es = min_t(u32, es, jd[*nr].bucket_size);
+		if (es < o->max_entry_size)
+			o->max_entry_size = es;
+		(*nr)++;
+	}
+	memcpy(o->uuid, fs->uuid, 16);
+	o->block_size = fs->block_size;
+	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
+	o->metadata_replicas_required =
+		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);
+	return 0;
+}
+
+/* --- roots --- */
+
+struct replay_ctx {
+	struct tfs_fs *fs;
+	bool have_root[TFS_BTREE_NR];
+	u64 root_seq;
+	u64 min_seq[TFS_BTREE_NR]; /* oldest seq replayed into each tree */
+	u64 max_seq[TFS_BTREE_NR];
+	u64 nr_keys;
+	int err;
+};
+
+/* Checks a root key (from the journal or the clean section) and keeps it. */
+static int fs_take_root(struct tfs_fs *fs, unsigned id, unsigned level, const struct tfs_bkey *k,
+			size_t max_bytes, const char *where, u64 seq)
+{
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	if (id >= TFS_BTREE_NR) {
+		fprintf(stderr, "%s %llu: root of unknown btree %u\n", where,
+			(unsigned long long)seq, id);
+		return -TFS_ERR_btree_node_invalid;
+	}
+	ret = tfs_bkey_validate(k, max_bytes, id, true, &err);
+	if (!ret && !((k->type == TFS_BKEY_deleted && !level) ||
+		      (k->type == TFS_BKEY_btree_ptr &&
+		       ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level == level))) {
+		prt_printf(&err, "root key of type %s at level %u", tfs_bkey_type_str(k->type),
+			   level);
+		ret = -TFS_ERR_btree_node_invalid;
+	}
+	if (!ret && k->type == TFS_BKEY_btree_ptr) {
+		const struct tfs_btree_ptr *p = tfs_bkey_val(k);
+
+		for (unsigned i = 0; i < p->nr_ptrs && !ret; i++) {
+			unsigned dev = le32_to_cpu(p->ptrs[i].dev);
+			u64 off = le64_to_cpu(p->ptrs[i].offset);
+
+			if (dev >= fs->nr_devices ||
+			    (fs->devs[dev].present &&
+			     (off % fs->block_size ||
+			      off + fs->node_size > fs->devs[dev].bdev->size))) {
+				prt_printf(&err, "root pointer %u:0x%llx outside the member", dev,
+					   (unsigned long long)off);
+				ret = -TFS_ERR_btree_node_invalid;
+			}
+		}
+	}
+	if (ret) {
+		fprintf(stderr, "%s %llu: root of btree %s: %s\n", where, (unsigned long long)seq,
+			tfs_btree_id_str(id), printbuf_str(&err));
+		printbuf_exit(&err);
+		return ret;
+	}
+	printbuf_exit(&err);
+	tfs_bkey_copy(&fs->btrees[id].root_key, k);
+	fs->btrees[id].have_root_key = true;
+	return 0;
+}
+
+static int replay_root_entry(void *ctx, u64 seq, const struct jset_entry *e)
+{
+	struct replay_ctx *rc = ctx;
+	const struct tfs_bkey *k = (const void *)e->_data;
+	int ret;
+
+	if (e->type != TFS_JSET_ENTRY_btree_root)
+		return 0;
+	ret = fs_take_root(rc->fs, e->btree_id, e->level, k, (size_t)le16_to_cpu(e->u64s) * 8,
+			   "journal seq", seq);
+	if (ret)
+		return ret;
+	rc->have_root[e->btree_id] = true;
+	rc->root_seq = seq;
+	return 0;
+}
+
+static int fs_find_roots(struct tfs_fs *fs, const struct tfs_journal_read *r, struct replay_ctx *rc)
+{
+	static const struct tfs_journal_replay_ops ops = { .entry = replay_root_entry };
+	unsigned found = 0;
+	int ret = 0;
+
+	if (r && r->newest_seq) {
+		ret = tfs_journal_replay(r, &ops, rc);
+		if (ret)
+			return ret;
+	}
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		found += rc->have_root[id];
+
+	/* The clean section: roots as of a clean stop (the journal's are newer if any). */
+	for (unsigned i = 0; i < fs->nr_devices && found < TFS_BTREE_NR; i++) {
+		const struct tfs_sb *sb = fs->devs[i].present ? fs->devs[i].sb.sb : NULL;
+		struct tfs_sb_field_clean *clean;
+		struct tfs_clean_entry *e;
+
+		if (!sb || !(le16_to_cpu(sb->flags) & TFS_SB_FLAG_CLEAN) ||
+		    !(clean = tfs_sb_clean(sb)))
+			continue;
+		for_each_clean_entry(clean, e)
+		{
+			if (e->type != TFS_CLEAN_btree_root || e->btree_id >= TFS_BTREE_NR ||
+			    rc->have_root[e->btree_id])
+				continue;
+			ret = fs_take_root(fs, e->btree_id, e->level, (const void *)e->_data,
+					   ((size_t)le16_to_cpu(e->u64s) - 1) * 8,
+					   "clean section, journal seq",
+					   le64_to_cpu(clean->journal_seq));
+			if (ret)
+				return ret;
+			rc->have_root[e->btree_id] = true;
+			found++;
+		}
+		break;
+	}
+
+	if (fs->opts.format) {
+		if (found) {
+			fprintf(stderr, "%s: already holds btrees (format refused)\n",
+				fs->devs[0].path);
+			return -TFS_ERR_invalid_argument;
+		}
+		/* Empty trees: a deleted root key, no node on disk until the first write-back. */
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+			tfs_bkey_init(&fs->btrees[id].root_key, TFS_BKEY_deleted, TFS_POS_MAX, 0);
+			fs->btrees[id].have_root_key = true;
+		}
+		return 0;
+	}
+	if (found < TFS_BTREE_NR) {
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+			if (!rc->have_root[id])
+				fprintf(stderr,
+					"btree %s: no root in the journal or the clean section: "
+					"filesystem not initialized (run mkfs.tinyfs)\n",
+					tfs_btree_id_str(id));
+		return -TFS_ERR_fs_not_initialized;
+	}
+	return 0;
+}
+
+/* Reads every interior node below n (leaves are read when first needed). */
+static int fs_read_interior(struct tfs_btree *b, struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level >= 2 && i < n->nr_keys; i++) {
+		struct tfs_bnode *c = n->child[i];
+		int ret = c ? 0 : tfs_btree_read_child(b, n, i, &c);
+
+		if (!ret)
+			ret = fs_read_interior(b, c);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
+static int fs_read_roots(struct tfs_fs *fs)
+{
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+		int ret;
+
+		if (b->root_key.k.type == TFS_BKEY_deleted) {
+			b->root = tfs_btree_new_root_leaf(b);
+			if (!b->root)
+				return -ENOMEM;
+			b->nr_keys_known = true;
+			continue;
+		}
+		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
+		if (ret)
+			return ret;
+		b->nr_nodes[b->root->level]++;
+		ret = fs_read_interior(b, b->root);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* --- the allocator's rebuild --- */
+
+static void fs_mark_loc(struct tfs_fs *fs, enum tfs_btree_id id, unsigned level,
+			const struct tfs_btree_loc *loc)
+{
+	for (unsigned r = 0; r < loc->nr; r++) {
+		struct tfs_alloc_run run = {
+			.dev = loc->ptrs[r].dev,
+			.offset = loc->ptrs[r].offset,
+			.len = fs->node_size,
+		};
+		int ret = tfs_alloc_mark_used(fs, &run);
+
+		if (ret) {
+			struct printbuf name = PRINTBUF;
+			struct tfs_btree_loc one = { .nr = 1 };
+
+			one.ptrs[0] = loc->ptrs[r];
+			tfs_btree_node_loc_to_text(&name, fs, id, level, &one);
+			fprintf(stderr, "%s: %s (space accounting)\n", printbuf_str(&name),
+				ret == -EEXIST ? "space referenced twice" : "outside usable space");
+			printbuf_exit(&name);
+		}
+	}
+}
+
+static void fs_mark_tree(struct tfs_fs *fs, struct tfs_btree *b, struct tfs_bnode *n)
+{
+	fs_mark_loc(fs, b->id, n->level, &n->disk);
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		if (n->child[i]) {
+			fs_mark_tree(fs, b, n->child[i]);
+		} else {
+			struct tfs_btree_loc loc;
+
+			tfs_btree_ptr_key_loc(tfs_bnode_key(n, i), &loc);
+			fs_mark_loc(fs, b->id, n->level - 1, &loc);
+		}
+	}
+}
+
+/*
+ * Everything that references space: every node (of the durable tree, and
+ * those replay dropped, which it still refers to) and every extent.
+ */
+static int fs_alloc_rebuild(struct tfs_fs *fs)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		fs_mark_tree(fs, b, b->root);
+		for (unsigned i = 0; i < b->pending_free.nr; i++)
+			fs_mark_loc(fs, id, 0, &b->pending_free.locs[i]);
+	}
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *e = tfs_bkey_val(k);
+
+		if (k->type != TFS_BKEY_extent || tfs_bkey_val_bytes(k) < sizeof(*e) ||
+		    tfs_bkey_val_bytes(k) < sizeof(*e) + e->nr_ptrs * sizeof(e->ptrs[0]))
+			continue;
+		for (unsigned p = 0; p < e->nr_ptrs; p++) {
+			struct tfs_alloc_run run = {
+				.dev = le32_to_cpu(e->ptrs[p].dev),
+				.offset = le64_to_cpu(e->ptrs[p].offset),
+				.len = (u64)le32_to_cpu(e->nr_blocks) * fs->block_size,
+			};
+
+			if (tfs_alloc_mark_used(fs, &run)) {
+				struct printbuf t = PRINTBUF;
+
+				tfs_bkey_to_text(&t, k);
+				fprintf(stderr,
+					"extent %s: pointer %u: space referenced twice or "
+					"outside usable space\n",
+					printbuf_str(&t), p);
+				printbuf_exit(&t);
+			}
+		}
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+/* --- replay --- */
+
+static int replay_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *key)
+{
+	struct replay_ctx *rc = ctx;
+	struct tfs_fs *fs = rc->fs;
+	const struct tfs_bkey *k = (const void *)key;
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	if (btree_id >= TFS_BTREE_NR || level) {
+		fprintf(stderr,
+			"journal seq %llu: keys for btree %u level %u (not a leaf of a "
+			"known btree)\n",
+			(unsigned long long)seq, btree_id, level);
+		return -TFS_ERR_bkey_invalid;
+	}
+	ret = tfs_bkey_validate(k, (size_t)tfs_jkey_u64s(key) * 8, btree_id, true, &err);
+	if (!ret && k->type == TFS_BKEY_btree_ptr) {
+		prt_str(&err, "btree_ptr in a leaf");
+		ret = -TFS_ERR_bkey_invalid;
+	}
+	if (ret) {
+		fprintf(stderr, "journal seq %llu: btree %s: %s\n", (unsigned long long)seq,
+			tfs_btree_id_str(btree_id), printbuf_str(&err));
+		printbuf_exit(&err);
+		return ret;
+	}
+	printbuf_exit(&err);
+
+	struct tfs_btree *b = &fs->btrees[btree_id];
+
+	ret = tfs_btree_insert_split_locked(b, k);
+	if (ret)
+		return ret;
+	b->c.keys_replayed++;
+	if (!rc->min_seq[btree_id])
+		rc->min_seq[btree_id] = seq;
+	if (seq > rc->max_seq[btree_id])
+		rc->max_seq[btree_id] = seq;
+	rc->nr_keys++;
+	return 0;
+}
+
+static int fs_replay(struct tfs_fs *fs, const struct tfs_journal_read *r, struct replay_ctx *rc)
+{
+	static const struct tfs_journal_replay_ops ops = { .key = replay_key };
+	int ret;
+
+	if (!r || !r->newest_seq)
+		return 0;
+	ret = tfs_journal_replay(r, &ops, rc);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		b->max_journal_seq = rc->max_seq[id];
+		if (b->root)
+			b->root->journal_seq = max_t(u64, b->root->journal_seq, rc->max_seq[id]);
+	}
+	fs->journal_seq_at_open = r->newest_seq;
+	if (fs->opts.verbose)
+		printf("replayed %llu keys from journal seqs %llu..%llu\n",
+		       (unsigned long long)rc->nr_keys, (unsigned long long)r->last_seq,
+		       (unsigned long long)r->newest_seq);
+	return ret;
+}
+
+/* --- starting --- */
+
+static int fs_clear_clean(struct tfs_fs *fs)
+{
+	struct tfs_sb_handle *hs[TFS_MAX_DEVICES];
+	struct printbuf err = PRINTBUF;
+	unsigned nr = 0;
+	bool clean = false;
+	int ret;
+
+	for (unsigned i = 0; i < fs->nr_devices; i++)
+		if (fs->devs[i].present) {
+			hs[nr++] = &fs->devs[i].sb;
+			clean |= !!(le16_to_cpu(fs->devs[i].sb.sb->flags) & TFS_SB_FLAG_CLEAN);
+		}
+	if (!clean)
+		return 0;
+	/* Before the first journal write: a clean section must never be older than the journal. */
+	for (unsigned i = 0; i < nr; i++)
+		tfs_sb_clear_clean(hs[i]);
+	ret = tfs_sb_write_all(hs, nr, &err);
+	if (ret)
+		fprintf(stderr, "clearing the clean flag: %s\n", printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
+static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsigned nr,
+			    const struct tfs_journal_read *r, struct replay_ctx *rc)
+{
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	if (tfs_fault("init:fs_start"))
+		return -TFS_ERR_fault_injected;
+	ret = tfs_journal_init(&fs->j, jd, nr, &fs->jopts, &err);
+	if (ret) {
+		fprintf(stderr, "%s\n", printbuf_str(&err));
+		printbuf_exit(&err);
+		return ret;
+	}
+	printbuf_exit(&err);
+	ret = tfs_journal_start(fs->j, r);
+	if (ret)
+		return ret;
+	/* The replayed keys are pinned by their trees before replay's own references go. */
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (rc->min_seq[id])
+			tfs_journal_pin_add(fs->j, rc->min_seq[id], &fs->btrees[id].pin,
+					    tfs_btree_pin_flush);
+	/*
+	 * The roots' pin: at the newest root entry of the replay range, where
+	 * there is one (after a crash the journal may have room only for
+	 * reclaim's own entries: nothing is written before replay is done);
+	 * else (format, roots from the clean section) a new root entry.
+	 */
+	if (rc->root_seq && r && rc->root_seq >= r->last_seq) {
+		tfs_journal_pin_add(fs->j, rc->root_seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
+		fs->roots_seq = rc->root_seq;
+	} else {
+		ret = tfs_btree_log_roots(fs, 0, NULL);
+		if (ret)
+			return ret;
+	}
+	tfs_journal_replay_done(fs->j);
+	if (fs->opts.format)
+		ret = tfs_journal_flush(fs->j);
+	return ret;
+}
+
+static void fs_free(struct tfs_fs *fs)
+{
+	if (fs->j) {
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+			tfs_journal_pin_drop(fs->j, &fs->btrees[id].pin);
+			tfs_journal_pin_drop(fs->j, &fs->btrees[id].ckpt_pin);
+		}
+		tfs_journal_pin_drop(fs->j, &fs->roots_pin);
+	}
+	tfs_journal_exit(fs->j);
+	fs->j = NULL;
+	tfs_btrees_exit(fs);
+	if (fs->cache.node_bytes)
+		tfs_btree_cache_exit(fs);
+	if (fs->alloc.block_size)
+		tfs_alloc_exit(fs);
+	for (unsigned i = 0; i < TFS_MAX_DEVICES; i++) {
+		struct tfs_fs_dev *d = &fs->devs[i];
+
+		tfs_sb_exit(&d->sb);
+		if (d->lock_fd >= 0)
+			close(d->lock_fd);
+		free(d->path);
+		free(d->journal_buckets);
+	}
+	pthread_mutex_destroy(&fs->roots_lock);
+	free(fs);
+}
+
+int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *opts,
+		struct tfs_fs **ret_fs)
+{
+	struct tfs_journal_dev jd[TFS_JOURNAL_MAX_DEVS];
+	struct tfs_journal_read *r = NULL;
+	struct printbuf err = PRINTBUF;
+	struct replay_ctx rc = { 0 };
+	struct tfs_fs *fs;
+	unsigned nr_jd = 0;
+	int ret;
+
+	*ret_fs = NULL;
+	if (tfs_fault("init:fs_alloc"))
+		return -TFS_ERR_ENOMEM_fault_injected;
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	if (opts)
+		fs->opts = *opts;
+	else
+		tfs_fs_opts_default(&fs->opts);
+	fs->read_only = fs->opts.read_only;
+	pthread_mutex_init(&fs->roots_lock, NULL);
+	tfs_journal_pin_init(&fs->roots_pin);
+	for (unsigned i = 0; i < TFS_MAX_DEVICES; i++)
+		fs->devs[i].lock_fd = -1;
+	rc.fs = fs;
+
+	ret = fs_open_devs(fs, devs, nr) ?: fs_geometry(fs) ?: fs_journal_devs(fs, jd, &nr_jd);
+	if (ret)
+		goto err;
+	if (!nr_jd) {
+		fprintf(stderr, "%s: no member has a journal\n", fs->devs[0].path);
+		ret = -TFS_ERR_invalid_sb_journal;
+		goto err;
+	}
+	ret = tfs_journal_read(jd, nr_jd, &fs->jopts, &r, &err);
+	if (ret == -TFS_ERR_journal_empty) {
+		ret = 0;
+	} else if (ret) {
+		fprintf(stderr, "reading the journal: %s%s%s\n", tfs_err_str(ret),
+			err.pos ? ": " : "", printbuf_str(&err));
+		goto err;
+	}
+	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
+	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
+		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replay(fs, r, &rc)
+		?: fs_alloc_rebuild(fs);
+	if (ret)
+		goto err;
+	if (!fs->read_only) {
+		ret = fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc);
+		if (ret)
+			goto err;
+	}
+	/* The POSIX layer: its inode table, crash leftovers (orphans); mkfs's root directory. */
+	ret = tfs_posix_init(fs);
+	if (!ret && fs->opts.format) {
+		ret = tfs_posix_format(fs);
+		if (ret)
+			tfs_posix_exit(fs);
+	}
+	if (ret)
+		goto err;
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	*ret_fs = fs;
+	return 0;
+err:
+	tfs_journal_read_free(r);
+	printbuf_exit(&err);
+	fs_free(fs);
+	return ret;
+}
+
+/*
+ * The clean section: the roots (all durable: write-back just ran) and the
+ * journal seq, on every member, written after the journal stopped.
+ */
+static int fs_write_clean(struct tfs_fs *fs)
+{
+	struct tfs_sb_handle *hs[TFS_MAX_DEVICES];
+	struct printbuf err = PRINTBUF;
+	__le64 entries[TFS_BTREE_NR * (1 + TFS_BKEY_U64s + 2 + 2 * TFS_BTREE_PTR_MAX_REPLICAS)];
+	unsigned u64s = 0, nr = 0;
+	int ret = 0;
+
+	memset(entries, 0, sizeof(entries));
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
+		struct tfs_clean_entry *e = (struct tfs_clean_entry *)(entries + u64s);
+
+		e->u64s = cpu_to_le16((u16)(1 + tfs_bkey_u64s(k)));
+		e->type = TFS_CLEAN_btree_root;
+		e->btree_id = (u8)id;
+		e->level = k->type == TFS_BKEY_btree_ptr
+				   ? ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level
+				   : 0;
+		memcpy(e->_data, k, tfs_bkey_bytes(k));
+		u64s += 1 + tfs_bkey_u64s(k);
+	}
+	for (unsigned i = 0; i < fs->nr_devices && !ret; i++)
+		if (fs->devs[i].present) {
+			hs[nr++] = &fs->devs[i].sb;
+			ret = tfs_sb_set_clean(&fs->devs[i].sb, tfs_journal_cur_seq(fs->j), entries,
+					       u64s);
+		}
+	if (!ret)
+		ret = tfs_sb_write_all(hs, nr, &err);
+	if (ret)
+		fprintf(stderr, "writing the clean section: %s%s%s\n", tfs_err_str(ret),
+			err.pos ? ": " : "", printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
+int tfs_fs_stop(struct tfs_fs *fs)
+{
+	int ret = 0, r;
+
+	if (!fs)
+		return 0;
+	if (fs->posix_stop)
+		ret = fs->posix_stop(fs);
+	if (!fs->read_only && fs->j) {
+		r = tfs_btree_write_all(fs);
+		ret = ret ?: r;
+		r = tfs_journal_stop(fs->j);
+		ret = ret ?: r;
+		/* Only a stop that wrote everything back is clean. */
+		if (!ret)
+			ret = fs_write_clean(fs);
+	}
+	fs_free(fs);
+	return ret;
+}
+
+int tfs_fs_flush_seq(struct tfs_fs *fs, u64 seq)
+{
+	if (!seq)
+		return 0;
+	if (!fs->j)
+		return -TFS_ERR_fs_read_only;
+	return tfs_journal_flush_seq(fs->j, seq);
+}
+
+void tfs_fs_to_text(struct printbuf *out, struct tfs_fs *fs)
+{
+	prt_str(out, "filesystem ");
+	prt_uuid(out, fs->uuid);
+	prt_printf(out, "%s\n", fs->read_only ? " (read-only)" : "");
+	printbuf_indent_add(out, 2);
+	prt_printf(out, "block size:\t%u\n", fs->block_size);
+	prt_printf(out, "node size:\t%u\n", fs->node_size);
+	prt_printf(out, "metadata replicas:\t%u (required %u)\n", fs->metadata_replicas,
+		   fs->metadata_replicas_required);
+	for (unsigned i = 0; i < fs->nr_devices; i++) {
+		prt_printf(out, "member %u:\t", i);
+		if (fs->devs[i].present)
+			tfs_bdev_to_text(out, fs->devs[i].bdev);
+		else
+			prt_str(out, "missing");
+		prt_newline(out);
+	}
+	if (fs->j)
+		tfs_journal_to_text(out, fs->j);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		tfs_btree_to_text(out, fs, id);
+	tfs_btree_cache_to_text(out, fs);
+	tfs_alloc_to_text(out, fs);
+	if (fs->posix)
+		tfs_posix_to_text(out, fs);
+	printbuf_indent_sub(out, 2);
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_FS_TYPES_H
+#define TFS_FS_FS_TYPES_H
+
+/*
+ * struct tfs_fs: a running filesystem (the API is fs/fs.h, fs/btree.h,
+ * fs/alloc.h).  Members, their superblocks, the journal, the btrees, the
+ * node cache and the allocator, then the POSIX layer's state.
+ *
+ * Fixed after tfs_fs_open() returns (read without locks): opts, uuid,
+ * geometry, devs[] (but for sb contents, which only open and stop change),
+ * j, read_only.  Everything else names its lock.
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "fs/alloc_types.h"
+#include "fs/btree_types.h"
+#include "fs/fs.h"
+#include "journal/journal.h"
+#include "super/super_types.h"
+
+/* One member device. */
+struct tfs_fs_dev {
+	bool present;		 /* opened (false: missing, degraded open) */
+	char *path;		 /* as given to open */
+	int lock_fd;		 /* flock()ed: one open filesystem per member */
+	struct tfs_sb_handle sb; /* owns the bdev */
+	struct tfs_bdev *bdev;	 /* sb.bdev */
+	u64 *journal_buckets;	 /* for the journal descriptor */
+	unsigned nr_journal_buckets;
+};
+
+struct tfs_fs {
+	struct tfs_fs_opts opts;
+	u8 uuid[16];
+	u32 block_size;
+	u32 node_size; /* tfs_fs_node_size() of the superblock */
+	unsigned metadata_replicas, metadata_replicas_required;
+	u64 node_magic;
+	bool read_only; /* opts.read_only: nothing is written, commits fail */
+
+	/* Members by index (sb dev_idx); nr_devices of them. */
+	struct tfs_fs_dev devs[TFS_MAX_DEVICES];
+	unsigned nr_devices;
+
+	struct tfs_journal *j; /* NULL while opening read-only without a journal */
+	struct tfs_journal_opts jopts;
+	u64 journal_seq_at_open; /* newest replayed seq */
+
+	struct tfs_btree btrees[TFS_BTREE_NR];
+	struct tfs_btree_cache cache;
+	struct tfs_alloc alloc;
+
+	/*
+	 * Roots: every root entry logs the root of every btree (under
+	 * roots_lock, so entries are ordered as their contents were taken);
+	 * roots_pin holds the seq of the newest one, relogged by its flush.
+	 */
+	pthread_mutex_t roots_lock;
+	struct tfs_journal_entry_pin roots_pin;
+	u64 roots_seq;	       /* seq of the newest root entry */
+	u64 next_node_seq;     /* node seqs (atomic) */
+	bool write_back_error; /* a checkpoint failed: stop must report it */
+	int first_error;
+
+	/* POSIX layer (fs/inode.c, dirents, extents, xattrs ...): its own state. */
+	void *posix;
+	/* Called by tfs_fs_stop() before the btrees are written back (may be NULL). */
+	int (*posix_stop)(struct tfs_fs *fs);
+};
+
+/*
+ * Btree node size of a member's superblock: the superblock's field once the
+ * format has one; until then 64 KiB, or the bucket size when smaller.  The
+ * one place that reads it.
+ */
+u32 tfs_fs_node_size(const struct tfs_sb *sb);
+
+static inline struct tfs_btree *tfs_fs_btree(struct tfs_fs *fs, enum tfs_btree_id id)
+{
+	return &fs->btrees[id];
+}
+
+#endif /* TFS_FS_FS_TYPES_H */

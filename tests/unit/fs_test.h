@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_TESTS_UNIT_FS_TEST_H
+#define TFS_TESTS_UNIT_FS_TEST_H
+
+/*
+ * Shared by the engine's tests: image files under a mkdtemp() directory,
+ * formatted as mkfs.tinyfs does (super/format.h), then initialized by an
+ * open with the format flag; opening and stopping the filesystem on them.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs/btree.h"
+#include "fs/fs.h"
+#include "fs/fs_types.h"
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/printbuf.h"
+#include "super/format.h"
+#include "super/super.h"
+
+#define FT_MAX_DEVS 4
+
+struct ft {
+	char dir[64];
+	char path[FT_MAX_DEVS][128];
+	const char *paths[FT_MAX_DEVS];
+	unsigned nr;
+	struct tfs_fs_opts opts;
+	struct tfs_fs *fs;
+};
+
+struct ft_geometry {
+	unsigned nr_devs;
+	u64 size;	  /* per device */
+	u32 bucket_size;  /* 0: mkfs's choice */
+	u64 journal_size; /* 0: mkfs's choice */
+	unsigned replicas;
+};
+
+/* Formats nr image files as mkfs.tinyfs would; 0 or the first error (printed). */
+static inline int ft_format(struct ft *t, const struct ft_geometry *g)
+{
+	struct tfs_format_opts o = { .time = 1700000000, .label = "engine" };
+	struct tfs_format_dev d[FT_MAX_DEVS];
+	struct tfs_sb_handle hs[FT_MAX_DEVS];
+	struct tfs_sb_handle *hps[FT_MAX_DEVS];
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	memset(d, 0, sizeof(d));
+	memset(hs, 0, sizeof(hs));
+	for (unsigned i = 0; i < 16; i++) {
+		o.uuid[i] = (u8)(0x10 + i);
+		o.user_uuid[i] = (u8)(0x30 + i);
+	}
+	o.metadata_replicas = (u8)(g->replicas ?: 1);
+	o.metadata_replicas_required = 1;
+	for (unsigned i = 0; i < g->nr_devs; i++) {
+		int fd = open(t->path[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+
+		if (fd < 0 || ftruncate(fd, (off_t)g->size))
+			abort();
+		close(fd);
+		d[i].name = t->path[i];
+		d[i].size = g->size;
+		d[i].logical_block_size = 512;
+		d[i].bucket_size = g->bucket_size;
+		d[i].journal_size = g->journal_size;
+		for (unsigned k = 0; k < 16; k++)
+			d[i].uuid[k] = (u8)(0x50 + 16 * i + k);
+	}
+	ret = tfs_format_plan(&o, d, g->nr_devs, hs, &err);
+	for (unsigned i = 0; !ret && i < g->nr_devs; i++) {
+		ret = tfs_bdev_open(t->path[i], 0, &hs[i].bdev);
+		hs[i].owns_bdev = true;
+		hps[i] = &hs[i];
+	}
+	if (!ret)
+		ret = tfs_format_write(hps, g->nr_devs, &err);
+	if (ret)
+		fprintf(stderr, "format: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
+	for (unsigned i = 0; i < g->nr_devs; i++)
+		tfs_sb_exit(&hs[i]);
+	printbuf_exit(&err);
+	return ret;
+}
+
+static inline int ft_open(struct ft *t)
+{
+	int ret = tfs_fs_open(t->paths, t->nr, &t->opts, &t->fs);
+
+	if (ret)
+		fprintf(stderr, "open: %s\n", tfs_err_str(ret));
+	return ret;
+}
+
+static inline int ft_stop(struct ft *t)
+{
+	int ret = tfs_fs_stop(t->fs);
+
+	t->fs = NULL;
+	return ret;
+}
+
+/* Makes the images and initializes the filesystem (what mkfs.tinyfs does). */
+static inline int ft_mkfs(struct ft *t, const struct ft_geometry *g)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/tmp/tfs-engine-XXXXXX");
+	if (!mkdtemp(t->dir))
+		abort();
+	t->nr = g->nr_devs;
+	for (unsigned i = 0; i < g->nr_devs; i++) {
+		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", t->dir, i);
+		t->paths[i] = t->path[i];
+	}
+	tfs_fs_opts_default(&t->opts);
+	ret = ft_format(t, g);
+	if (ret)
+		return ret;
+	t->opts.format = true;
+	ret = ft_open(t);
+	if (!ret) {
+		/* The engine's tests start from empty trees: drop mkfs's root directory. */
+		struct tfs_btree_trans trans;
+
+		tfs_trans_init(&trans, t->fs);
+		ret = tfs_trans_delete(&trans, TFS_BTREE_inodes, TFS_POS(TFS_ROOT_INO, 0))
+			      ?: tfs_trans_commit(&trans, 0, NULL);
+		tfs_trans_exit(&trans);
+		ret = ft_stop(t) ?: ret;
+	}
+	t->opts.format = false;
+	return ret;
+}
+
+static inline void ft_cleanup(struct ft *t)
+{
+	if (t->fs)
+		ft_stop(t);
+	for (unsigned i = 0; i < t->nr; i++)
+		unlink(t->path[i]);
+	rmdir(t->dir);
+}
+
+/* Sum of a btree counter over every btree. */
+#define ft_btree_counter_sum(fs, field)                           \
+	({                                                        \
+		u64 _s = 0;                                       \
+		for (unsigned _id = 0; _id < TFS_BTREE_NR; _id++) \
+			_s += (fs)->btrees[_id].c.field;          \
+		_s;                                               \
+	})
+
+#endif /* TFS_TESTS_UNIT_FS_TEST_H */

@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_TESTS_UNIT_POSIX_TEST_H
+#define TFS_TESTS_UNIT_POSIX_TEST_H
+
+/*
+ * Shared by the POSIX layer's tests: image files under a mkdtemp()
+ * directory, formatted as mkfs.tinyfs does (super/format.h), initialized
+ * by an open with the format flag (the root directory), then opened
+ * through the fault device (every member), so tests add fault rules and
+ * cut the power on fs->devs[i].bdev.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs/fs.h"
+#include "fs/fs_types.h"
+#include "fs/posix.h"
+#include "lib/bdev.h"
+#include "lib/errcode.h"
+#include "lib/fault_point.h"
+#include "lib/faultdev.h"
+#include "lib/printbuf.h"
+#include "super/format.h"
+#include "super/super.h"
+
+#define PT_MAX_DEVS 4
+
+struct pt_geometry {
+	unsigned nr_devs;
+	u64 size;	  /* per device; 0: 64 MiB */
+	u32 bucket_size;  /* 0: mkfs's choice */
+	u64 journal_size; /* 0: mkfs's choice */
+	unsigned metadata_replicas, data_replicas, data_replicas_required;
+	u8 error_action;
+};
+
+struct pt {
+	char dir[64];
+	char path[PT_MAX_DEVS][128];
+	const char *paths[PT_MAX_DEVS];
+	unsigned nr;
+	struct pt_geometry g;
+	struct tfs_fs_opts opts;
+	bool trace;		     /* fault devices keep a trace (power-cut tests) */
+	char rule[PT_MAX_DEVS][128]; /* a fault rule each member's device starts with */
+	struct tfs_fs *fs;
+};
+
+static const struct tfs_ctx pt_root_ctx = { .uid = 0, .gid = 0, .pid = 1 };
+
+static inline int pt_format(struct pt *t)
+{
+	const struct pt_geometry *g = &t->g;
+	struct tfs_format_opts o = { .time = 1700000000, .label = "posix" };
+	struct tfs_format_dev d[PT_MAX_DEVS];
+	struct tfs_sb_handle hs[PT_MAX_DEVS];
+	struct tfs_sb_handle *hps[PT_MAX_DEVS];
+	struct printbuf err = PRINTBUF;
+	int ret;
+
+	memset(d, 0, sizeof(d));
+	memset(hs, 0, sizeof(hs));
+	for (unsigned i = 0; i < 16; i++) {
+		o.uuid[i] = (u8)(0x20 + i);
+		o.user_uuid[i] = (u8)(0x40 + i);
+	}
+	o.metadata_replicas = (u8)(g->metadata_replicas ?: 1);
+	o.metadata_replicas_required = 1;
+	o.data_replicas = (u8)(g->data_replicas ?: 1);
+	o.data_replicas_required = (u8)(g->data_replicas_required ?: 1);
+	o.error_action = g->error_action;
+	for (unsigned i = 0; i < g->nr_devs; i++) {
+		int fd = open(t->path[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
+
+		if (fd < 0 || ftruncate(fd, (off_t)g->size))
+			abort();
+		close(fd);
+		d[i].name = t->path[i];
+		d[i].size = g->size;
+		d[i].logical_block_size = 512;
+		d[i].bucket_size = g->bucket_size;
+		d[i].journal_size = g->journal_size;
+		for (unsigned k = 0; k < 16; k++)
+			d[i].uuid[k] = (u8)(0x60 + 16 * i + k);
+	}
+	ret = tfs_format_plan(&o, d, g->nr_devs, hs, &err);
+	for (unsigned i = 0; !ret && i < g->nr_devs; i++) {
+		ret = tfs_bdev_open_uring(t->path[i], 0, &hs[i].bdev);
+		hs[i].owns_bdev = true;
+		hps[i] = &hs[i];
+	}
+	if (!ret)
+		ret = tfs_format_write(hps, g->nr_devs, &err);
+	if (ret)
+		fprintf(stderr, "format: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
+	for (unsigned i = 0; i < g->nr_devs; i++)
+		tfs_sb_exit(&hs[i]);
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* Every member through a fault device (no rules; a trace when t->trace). */
+static inline void pt_register_faultdevs(struct pt *t)
+{
+	struct printbuf err = PRINTBUF;
+
+	tfs_faultdev_registry_reset();
+	for (unsigned i = 0; i < t->nr; i++) {
+		struct printbuf spec = PRINTBUF;
+
+		prt_printf(&spec, "dev %s trace=%s %s", t->path[i], t->trace ? "on" : "off",
+			   t->rule[i]);
+		if (tfs_faults_parse(printbuf_str(&spec), &err)) {
+			fprintf(stderr, "fault spec: %s\n", printbuf_str(&err));
+			abort();
+		}
+		printbuf_exit(&spec);
+	}
+	printbuf_exit(&err);
+}
+
+static inline int pt_open(struct pt *t)
+{
+	int ret;
+
+	pt_register_faultdevs(t);
+	ret = tfs_fs_open(t->paths, t->nr, &t->opts, &t->fs);
+	if (ret)
+		fprintf(stderr, "open: %s\n", tfs_err_str(ret));
+	return ret;
+}
+
+static inline int pt_stop(struct pt *t)
+{
+	int ret = tfs_fs_stop(t->fs);
+
+	t->fs = NULL;
+	return ret;
+}
+
+static inline int pt_reopen(struct pt *t)
+{
+	return pt_stop(t) ?: pt_open(t);
+}
+
+/* Makes the images, initializes them (mkfs) and opens the filesystem. */
+static inline int pt_mkfs(struct pt *t, const struct pt_geometry *g)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	t->g = *g;
+	if (!t->g.nr_devs)
+		t->g.nr_devs = 1;
+	if (!t->g.size)
+		t->g.size = 64ULL << 20;
+	snprintf(t->dir, sizeof(t->dir), "/tmp/tfs-posix-XXXXXX");
+	if (!mkdtemp(t->dir))
+		abort();
+	t->nr = t->g.nr_devs;
+	for (unsigned i = 0; i < t->nr; i++) {
+		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", t->dir, i);
+		t->paths[i] = t->path[i];
+	}
+	tfs_fs_opts_default(&t->opts);
+	ret = pt_format(t);
+	if (ret)
+		return ret;
+	t->opts.format = true;
+	tfs_faultdev_registry_reset();
+	ret = tfs_fs_open(t->paths, t->nr, &t->opts, &t->fs);
+	if (ret)
+		fprintf(stderr, "mkfs open: %s\n", tfs_err_str(ret));
+	ret = ret ?: pt_stop(t);
+	t->opts.format = false;
+	return ret ?: pt_open(t);
+}
+
+static inline void pt_cleanup(struct pt *t)
+{
+	if (t->fs)
+		pt_stop(t);
+	tfs_faultdev_registry_reset();
+	for (unsigned i = 0; i < t->nr; i++)
+		unlink(t->path[i]);
+	rmdir(t->dir);
+}
+
+/* Copies an image file, leaving zeros as holes (images are mostly empty). */
+static inline void pt_copy_file(const char *from, const char *to)
+{
+	static char buf[1 << 16], zero[1 << 16];
+	int in = open(from, O_RDONLY), out = open(to, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	struct stat st;
+	off_t off = 0;
+
+	if (in < 0 || out < 0 || fstat(in, &st) || ftruncate(out, st.st_size))
+		abort();
+	for (;;) {
+		ssize_t n = pread(in, buf, sizeof(buf), off);
+
+		if (n < 0)
+			abort();
+		if (!n)
+			break;
+		if (memcmp(buf, zero, (size_t)n) && pwrite(out, buf, (size_t)n, off) != n)
+			abort();
+		off += n;
+	}
+	close(in);
+	close(out);
+}
+
+static inline struct tfs_bdev *pt_bdev(struct pt *t, unsigned i)
+{
+	return t->fs->devs[i].bdev;
+}
+
+/* Adds a fault rule ("write tag=data nth=1 fail=EIO") to member i. */
+static inline int pt_rule(struct pt *t, unsigned i, const char *words)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_faultdev_add_rule_str(pt_bdev(t, i), words, &err);
+
+	if (ret < 0)
+		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* Convenience wrappers over fs.h with C strings. */
+static inline int pt_mknod(struct pt *t, tfs_ino_t dir, const char *name, u32 mode,
+			   struct tfs_stat *st)
+{
+	struct tfs_stat tmp;
+
+	return tfs_mknod(t->fs, &pt_root_ctx, dir, name, strlen(name), mode, 0, st ?: &tmp);
+}
+
+static inline int pt_mkdir(struct pt *t, tfs_ino_t dir, const char *name, struct tfs_stat *st)
+{
+	struct tfs_stat tmp;
+
+	return tfs_mkdir(t->fs, &pt_root_ctx, dir, name, strlen(name), 0755, st ?: &tmp);
+}
+
+static inline int pt_lookup(struct pt *t, tfs_ino_t dir, const char *name, struct tfs_stat *st)
+{
+	struct tfs_stat tmp;
+
+	return tfs_lookup(t->fs, dir, name, strlen(name), st ?: &tmp);
+}
+
+static inline tfs_ino_t pt_ino(struct pt *t, tfs_ino_t dir, const char *name)
+{
+	struct tfs_stat st;
+
+	return pt_lookup(t, dir, name, &st) ? 0 : st.ino;
+}
+
+static inline int pt_create(struct pt *t, tfs_ino_t dir, const char *name, struct tfs_file **f)
+{
+	struct tfs_stat st;
+
+	return tfs_create(t->fs, &pt_root_ctx, dir, name, strlen(name), 0644, O_CREAT | O_RDWR, f,
+			  &st);
+}
+
+static inline int pt_open_file(struct pt *t, tfs_ino_t dir, const char *name, int flags,
+			       struct tfs_file **f)
+{
+	tfs_ino_t ino = pt_ino(t, dir, name);
+
+	return ino ? tfs_open(t->fs, ino, flags, f) : -ENOENT;
+}
+
+/* Deterministic bytes for (seed, offset): what a test wrote where. */
+static inline u8 pt_byte(u64 seed, u64 off)
+{
+	u64 x = (seed + 1) * 0x9e3779b97f4a7c15ULL ^ off * 0xbf58476d1ce4e5b9ULL;
+
+	x ^= x >> 29;
+	return (u8)(x ^ (x >> 17));
+}
+
+static inline void pt_fill(void *buf, size_t len, u64 seed, u64 off)
+{
+	for (size_t i = 0; i < len; i++)
+		((u8 *)buf)[i] = pt_byte(seed, off + i);
+}
+
+/* --- a small fsck: what every test can check after recovery --- */
+
+struct pt_fsck_ino {
+	tfs_ino_t ino;
+	u32 links; /* dirents naming it (+ subdirectories' ".." for a directory) */
+	bool dir;
+};
+
+struct pt_fsck {
+	struct pt_fsck_ino *v;
+	size_t nr, size;
+	unsigned errors;
+};
+
+static inline struct pt_fsck_ino *pt_fsck_get(struct pt_fsck *c, tfs_ino_t ino)
+{
+	for (size_t i = 0; i < c->nr; i++)
+		if (c->v[i].ino == ino)
+			return &c->v[i];
+	if (c->nr == c->size) {
+		c->size = c->size ? c->size * 2 : 64;
+		c->v = realloc(c->v, c->size * sizeof(*c->v));
+		if (!c->v)
+			abort();
+	}
+	c->v[c->nr] = (struct pt_fsck_ino){ .ino = ino };
+	return &c->v[c->nr++];
+}
+
+#define pt_fsck_err(c, ...)                            \
+	do {                                           \
+		fprintf(stderr, "fsck: " __VA_ARGS__); \
+		fprintf(stderr, "\n");                 \
+		(c)->errors++;                         \
+	} while (0)
+
+/*
+ * Checks what the POSIX layer promises about its keys: every btree
+ * verifies; every dirent names an inode of its type; link counts match the
+ * names (directories: 2 + subdirectories); every inode is named or an
+ * orphan; a directory's ".." is its parent; extents of existing regular
+ * files only, not overlapping, their blocks what the inode counts.
+ * Returns the number of problems (each printed).
+ */
+static inline unsigned pt_fsck(struct tfs_fs *fs)
+{
+	struct pt_fsck c = { 0 };
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (tfs_btree_verify(fs, id))
+			pt_fsck_err(&c, "btree %s does not verify", tfs_btree_id_str(id));
+	pt_fsck_get(&c, TFS_ROOT_INO)->links++; /* the root names itself */
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_dirents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_dirent *d = tfs_bkey_val(k);
+		struct tfs_stat st;
+
+		if (!d->ino)
+			continue;
+		if (tfs_getattr(fs, le64_to_cpu(d->ino), &st)) {
+			pt_fsck_err(&c, "dirent %llu:%llu names missing inode %llu",
+				    (unsigned long long)le64_to_cpu(k->inode),
+				    (unsigned long long)le64_to_cpu(k->offset),
+				    (unsigned long long)le64_to_cpu(d->ino));
+			continue;
+		}
+		if (d->d_type != (st.mode & S_IFMT) >> 12)
+			pt_fsck_err(&c, "dirent to %llu: type %u, inode mode 0%o",
+				    (unsigned long long)st.ino, d->d_type, st.mode);
+		pt_fsck_get(&c, st.ino)->links++;
+		if (S_ISDIR(st.mode)) {
+			struct tfs_stat up;
+
+			pt_fsck_get(&c, le64_to_cpu(k->inode))->links++; /* its ".." */
+			if (tfs_lookup(fs, st.ino, "..", 2, &up) || up.ino != le64_to_cpu(k->inode))
+				pt_fsck_err(&c, "directory %llu: .. is not %llu",
+					    (unsigned long long)st.ino,
+					    (unsigned long long)le64_to_cpu(k->inode));
+		}
+	}
+	tfs_btree_iter_exit(&iter);
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_inode *v = tfs_bkey_val(k);
+		tfs_ino_t ino = le64_to_cpu(k->inode);
+		struct pt_fsck_ino *e = pt_fsck_get(&c, ino);
+		u32 nlink = le32_to_cpu(v->nlink);
+		bool dir = S_ISDIR(le32_to_cpu(v->mode));
+		struct tfs_bkey_buf ob;
+		struct tfs_btree_iter ei;
+		const struct tfs_bkey *ek;
+		u64 blocks = 0, end = 0;
+
+		if (e->links + (dir && e->links ? 1 : 0) != nlink) {
+			bool orphan =
+				!tfs_btree_lookup(fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &ob);
+
+			if (!(orphan && !nlink && !e->links))
+				pt_fsck_err(&c, "inode %llu: nlink %u, %u names%s",
+					    (unsigned long long)ino, nlink, e->links,
+					    orphan ? " (orphan)" : "");
+		}
+		if (!S_ISREG(le32_to_cpu(v->mode)))
+			continue;
+		tfs_btree_iter_init(&ei, fs, TFS_BTREE_extents, TFS_POS(ino, 0),
+				    TFS_POS(ino, UINT64_MAX));
+		for (ret = tfs_btree_iter_peek(&ei, &ek); !ret && ek;
+		     ret = tfs_btree_iter_next(&ei, &ek)) {
+			const struct tfs_extent *x = tfs_bkey_val(ek);
+
+			if (ek->type != TFS_BKEY_extent) {
+				pt_fsck_err(&c, "inode %llu: a non-extent key in its data",
+					    (unsigned long long)ino);
+				continue;
+			}
+			if (le64_to_cpu(ek->offset) < end)
+				pt_fsck_err(&c, "inode %llu: extents overlap at block %llu",
+					    (unsigned long long)ino,
+					    (unsigned long long)le64_to_cpu(ek->offset));
+			end = le64_to_cpu(ek->offset) + le32_to_cpu(x->nr_blocks);
+			blocks += le32_to_cpu(x->nr_blocks);
+		}
+		tfs_btree_iter_exit(&ei);
+		if (blocks != le64_to_cpu(v->blocks))
+			pt_fsck_err(&c, "inode %llu: blocks %llu, extents hold %llu",
+				    (unsigned long long)ino,
+				    (unsigned long long)le64_to_cpu(v->blocks),
+				    (unsigned long long)blocks);
+	}
+	tfs_btree_iter_exit(&iter);
+	/* Extents of inodes that are not regular files (or not there). */
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		struct tfs_stat st;
+
+		if (tfs_getattr(fs, le64_to_cpu(k->inode), &st) ||
+		    (k->type == TFS_BKEY_extent ? !S_ISREG(st.mode) : !S_ISLNK(st.mode)))
+			pt_fsck_err(&c, "extents key %llu:%llu of no file",
+				    (unsigned long long)le64_to_cpu(k->inode),
+				    (unsigned long long)le64_to_cpu(k->offset));
+	}
+	tfs_btree_iter_exit(&iter);
+	free(c.v);
+	return c.errors;
+}
+
+/* Runs a cmocka group; TFS_TEST_FILTER=NAME runs only the tests matching it. */
+#define pt_run_tests(tests)                                                \
+	({                                                                 \
+		if (getenv("TFS_TEST_FILTER"))                             \
+			cmocka_set_test_filter(getenv("TFS_TEST_FILTER")); \
+		cmocka_run_group_tests(tests, NULL, NULL);                 \
+	})
+
+#endif /* TFS_TESTS_UNIT_POSIX_TEST_H */

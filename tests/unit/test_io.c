@@ -1,0 +1,675 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fs/io.c and fs/extents.c: file data.  Reads and writes of any
+ * size and alignment, holes, truncate, fallocate's modes, SEEK_DATA and
+ * SEEK_HOLE against a byte-and-block model (an fsx-like random run),
+ * offsets at the 2^63 limit, checksums catching a flipped byte on disk,
+ * copy-on-write never overwriting live data, and ENOSPC.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <linux/falloc.h>
+
+#include "fs/extents.h"
+#include "posix_test.h"
+
+static struct pt T;
+
+static int setup(void **state)
+{
+	struct pt_geometry g = { 0 };
+
+	return pt_mkfs(&T, &g);
+}
+
+static int setup_small(void **state)
+{
+	struct pt_geometry g = { .size = 24ULL << 20 };
+
+	return pt_mkfs(&T, &g);
+}
+
+static int teardown(void **state)
+{
+	pt_cleanup(&T);
+	return 0;
+}
+
+static struct tfs_file *new_file(const char *name)
+{
+	struct tfs_file *f;
+
+	assert_int_equal(pt_create(&T, TFS_ROOT_INO, name, &f), 0);
+	return f;
+}
+
+static u64 fsize(struct tfs_file *f)
+{
+	struct tfs_stat st;
+
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	return st.size;
+}
+
+static void truncate_to(struct tfs_file *f, u64 size, int want)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_SIZE, .size = size };
+	struct tfs_stat st;
+
+	assert_int_equal(tfs_setattr(T.fs, 0, f, &sa, &st), want);
+}
+
+/* --- a model of one file --- */
+
+#define M_MAX (1U << 20)
+#define BS 4096
+
+enum {
+	M_HOLE,
+	M_UNWRITTEN,
+	M_DATA
+};
+
+struct model {
+	u8 data[M_MAX];
+	u8 state[M_MAX / BS];
+	u64 size;
+};
+
+static struct model M;
+
+static void m_write(u64 off, const u8 *buf, size_t len)
+{
+	memcpy(M.data + off, buf, len);
+	for (u64 b = off / BS; b < DIV_ROUND_UP(off + len, BS); b++)
+		M.state[b] = M_DATA;
+	M.size = max_t(u64, M.size, off + len);
+}
+
+/* Zeroing [off, end): whole blocks lose their space, partial data blocks stay data. */
+static void m_punch(u64 off, u64 end)
+{
+	memset(M.data + off, 0, end - off);
+	for (u64 b = DIV_ROUND_UP(off, BS); (b + 1) * BS <= end; b++)
+		M.state[b] = M_HOLE;
+}
+
+static void m_truncate(u64 size)
+{
+	if (size < M.size) {
+		m_punch(size, M_MAX);
+		/* The EOF block keeps what it had (its tail zeroed). */
+	}
+	M.size = size;
+}
+
+static void m_falloc(u64 off, u64 end, bool keep)
+{
+	for (u64 b = off / BS; b < DIV_ROUND_UP(end, BS); b++)
+		if (M.state[b] == M_HOLE)
+			M.state[b] = M_UNWRITTEN;
+	if (!keep)
+		M.size = max_t(u64, M.size, end);
+}
+
+static void m_zero(u64 off, u64 end, bool keep)
+{
+	m_punch(off, end);
+	for (u64 b = DIV_ROUND_UP(off, BS); (b + 1) * BS <= end; b++)
+		M.state[b] = M_UNWRITTEN;
+	if (!keep)
+		M.size = max_t(u64, M.size, end);
+}
+
+static s64 m_seek(u64 off, int whence)
+{
+	u64 nb = DIV_ROUND_UP(M.size, BS);
+
+	if (off >= M.size)
+		return -ENXIO;
+	for (u64 b = off / BS; b < nb; b++) {
+		bool data = M.state[b] == M_DATA;
+
+		if (whence == SEEK_DATA && data)
+			return (s64)max_t(u64, off, b * BS);
+		if (whence == SEEK_HOLE && !data)
+			return (s64)max_t(u64, off, b * BS);
+	}
+	return whence == SEEK_DATA ? -ENXIO : (s64)M.size;
+}
+
+static u64 m_blocks(void)
+{
+	u64 n = 0;
+
+	for (u64 b = 0; b < M_MAX / BS; b++)
+		n += M.state[b] != M_HOLE;
+	return n;
+}
+
+static u8 RB[M_MAX];
+
+static void m_check(struct tfs_file *f)
+{
+	struct tfs_stat st;
+
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, M.size);
+	assert_int_equal(st.blocks, m_blocks() * (BS / 512));
+	memset(RB, 0xee, M.size);
+	assert_int_equal(tfs_read(T.fs, f, RB, M_MAX, 0), M.size);
+	for (u64 i = 0; i < M.size; i++)
+		if (RB[i] != M.data[i])
+			fail_msg("byte %llu: 0x%02x, expected 0x%02x", (unsigned long long)i, RB[i],
+				 M.data[i]);
+}
+
+static u64 rnd(u64 *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Random offsets, clustered around block edges often. */
+static u64 rnd_off(u64 *s, u64 max)
+{
+	u64 r = rnd(s);
+
+	if (r % 3 == 0)
+		return min_t(u64, max, (rnd(s) % (max / BS + 1)) * BS + (rnd(s) % 3) - 1) %
+		       (max + 1);
+	return rnd(s) % (max + 1);
+}
+
+static void fsx(u64 seed, unsigned steps, bool reopen_sometimes)
+{
+	struct tfs_file *f = new_file("fsx");
+	tfs_ino_t ino = tfs_file_ino(f);
+	static u8 buf[M_MAX];
+	u64 s = seed * 2654435761ULL + 1;
+
+	memset(&M, 0, sizeof(M));
+	for (unsigned i = 0; i < steps; i++) {
+		unsigned op = (unsigned)(rnd(&s) % 100);
+		u64 off = rnd_off(&s, M_MAX - 1), len, end;
+		int ret;
+
+		len = 1 + rnd(&s) % (rnd(&s) % 4 ? 3 * BS : M_MAX / 4);
+		if (off + len > M_MAX)
+			len = M_MAX - off;
+		end = off + len;
+		if (op < 40) {
+			pt_fill(buf, len, seed + i, off);
+			assert_int_equal(tfs_write(T.fs, f, buf, len, off), (ssize_t)len);
+			m_write(off, buf, len);
+		} else if (op < 55) {
+			u64 size = rnd_off(&s, M_MAX - 1);
+
+			truncate_to(f, size, 0);
+			m_truncate(size);
+		} else if (op < 65) {
+			ret = tfs_fallocate(T.fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					    off, len);
+			assert_int_equal(ret, 0);
+			m_punch(off, end);
+		} else if (op < 75) {
+			bool keep = rnd(&s) & 1;
+
+			assert_int_equal(
+				tfs_fallocate(T.fs, f, keep ? FALLOC_FL_KEEP_SIZE : 0, off, len),
+				0);
+			m_falloc(off, end, keep);
+		} else if (op < 85) {
+			bool keep = rnd(&s) & 1;
+
+			assert_int_equal(tfs_fallocate(T.fs, f,
+						       FALLOC_FL_ZERO_RANGE |
+							       (keep ? FALLOC_FL_KEEP_SIZE : 0),
+						       off, len),
+					 0);
+			m_zero(off, end, keep);
+		} else if (op < 95) {
+			int whence = rnd(&s) & 1 ? SEEK_DATA : SEEK_HOLE;
+			u64 o = rnd_off(&s, M.size + BS);
+
+			assert_int_equal(tfs_lseek(T.fs, f, o, whence), m_seek(o, whence));
+		} else if (reopen_sometimes && op < 97) {
+			assert_int_equal(tfs_release(T.fs, f), 0);
+			assert_int_equal(pt_reopen(&T), 0);
+			assert_int_equal(tfs_open(T.fs, ino, O_RDWR, &f), 0);
+		} else {
+			/* A read at a random place. */
+			ssize_t want = off >= M.size ? 0 : (ssize_t)min_t(u64, len, M.size - off);
+
+			assert_int_equal(tfs_read(T.fs, f, buf, len, off), want);
+			assert_memory_equal(buf, M.data + off, (size_t)want);
+		}
+		if (i % 8 == 0 || op >= 95)
+			m_check(f);
+	}
+	m_check(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_open(T.fs, ino, O_RDWR, &f), 0);
+	m_check(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_unlink(T.fs, 1, "fsx", 3), 0);
+}
+
+static void test_fsx(void **state)
+{
+	unsigned steps = getenv("TFS_LONG") ? 20000 : 600;
+
+	fsx(1, steps, true);
+	fsx(2, steps, false);
+}
+
+/* --- directed --- */
+
+static void test_unaligned_rw(void **state)
+{
+	struct tfs_file *f = new_file("u");
+	u8 w[3 * BS + 100], r[3 * BS + 100];
+
+	/* Writes inside one block, across blocks, at odd places; each merges with what is there. */
+	pt_fill(w, sizeof(w), 1, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, 10, 5), 10);
+	assert_int_equal(fsize(f), 15);
+	assert_int_equal(tfs_write(T.fs, f, w + 10, sizeof(w) - 10, BS - 3), sizeof(w) - 10);
+	assert_int_equal(tfs_read(T.fs, f, r, 15, 0), 15);
+	assert_memory_equal(r + 5, w, 10);
+	for (unsigned i = 0; i < 5; i++)
+		assert_int_equal(r[i], 0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(w) - 10, BS - 3), sizeof(w) - 10);
+	assert_memory_equal(r, w + 10, sizeof(w) - 10);
+	/* Reads past EOF: short, then 0. */
+	assert_int_equal(tfs_read(T.fs, f, r, 100, fsize(f) - 10), 10);
+	assert_int_equal(tfs_read(T.fs, f, r, 100, fsize(f)), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, 100, fsize(f) + 12345), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, 0, 0), 0);
+	assert_int_equal(tfs_write(T.fs, f, w, 0, 0), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+static void test_sparse_and_limits(void **state)
+{
+	struct tfs_file *f = new_file("sparse");
+	struct tfs_stat st;
+	u8 w[64], r[64];
+	u64 far = 5ULL << 40; /* 5 TiB into the file */
+
+	pt_fill(w, sizeof(w), 2, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), far), sizeof(w));
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, far + sizeof(w));
+	assert_int_equal(st.blocks, BS / 512);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), far - 32), sizeof(r));
+	for (unsigned i = 0; i < 32; i++)
+		assert_int_equal(r[i], 0);
+	assert_memory_equal(r + 32, w, 32);
+	assert_int_equal(tfs_lseek(T.fs, f, 0, SEEK_DATA), (s64)far);
+	assert_int_equal(tfs_lseek(T.fs, f, 0, SEEK_HOLE), 0);
+	assert_int_equal(tfs_lseek(T.fs, f, far + 1, SEEK_HOLE), (s64)(far + sizeof(w)));
+	assert_int_equal(tfs_lseek(T.fs, f, far + sizeof(w), SEEK_DATA), -ENXIO);
+
+	/* The 2^63 - 1 limit. */
+	u64 max = TFS_MAX_FILE_SIZE;
+
+	assert_int_equal(tfs_write(T.fs, f, w, 20, max - 10), 10); /* short, up to the limit */
+	assert_int_equal(fsize(f), max);
+	assert_int_equal(tfs_read(T.fs, f, r, 20, max - 10), 10);
+	assert_memory_equal(r, w, 10);
+	assert_int_equal(tfs_write(T.fs, f, w, 1, max), -EFBIG);
+	assert_int_equal(tfs_write(T.fs, f, w, 1, max + 1), -EINVAL); /* a negative off_t */
+	assert_int_equal(tfs_write(T.fs, f, w, 1, UINT64_MAX), -EINVAL);
+	assert_int_equal(tfs_read(T.fs, f, r, 1, max), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, 1, UINT64_MAX), -EINVAL);
+	assert_int_equal(tfs_fallocate(T.fs, f, 0, max - 5, 10), -EFBIG);
+	assert_int_equal(tfs_fallocate(T.fs, f, 0, UINT64_MAX, 10), -EINVAL);
+	assert_int_equal(tfs_fallocate(T.fs, f, 0, 0, 0), -EINVAL);
+	assert_int_equal(tfs_fallocate(T.fs, f, FALLOC_FL_PUNCH_HOLE, 0, 10), -EOPNOTSUPP);
+	assert_int_equal(tfs_fallocate(T.fs, f, 0x100, 0, 10), -EOPNOTSUPP);
+	assert_int_equal(tfs_lseek(T.fs, f, UINT64_MAX, SEEK_DATA), -ENXIO);
+	assert_int_equal(tfs_lseek(T.fs, f, 0, SEEK_SET + 77), -EINVAL);
+	truncate_to(f, max + 1, -EFBIG);
+	truncate_to(f, max, 0);
+	/* Down from 2^63 - 1 to 10 bytes: everything past goes. */
+	truncate_to(f, 10, 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, 10);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "sparse", &st), 0);
+	assert_int_equal(st.size, 10);
+	assert_int_equal(st.blocks, 0);
+}
+
+static void test_truncate_zeroes_tail(void **state)
+{
+	struct tfs_file *f = new_file("t");
+	u8 w[10000], r[20000];
+
+	pt_fill(w, sizeof(w), 3, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	truncate_to(f, 5000, 0);
+	truncate_to(f, 20000, 0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), sizeof(r));
+	assert_memory_equal(r, w, 5000);
+	for (unsigned i = 5000; i < 20000; i++)
+		if (r[i])
+			fail_msg("byte %u not zero after truncate down and up", i);
+	/* The same through a write past EOF. */
+	truncate_to(f, 3000, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, 10, 9000), 10);
+	assert_int_equal(tfs_read(T.fs, f, r, 9010, 0), 9010);
+	assert_memory_equal(r, w, 3000);
+	for (unsigned i = 3000; i < 9000; i++)
+		if (r[i])
+			fail_msg("byte %u not zero after a write past EOF", i);
+	/* O_TRUNC. */
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_open_file(&T, 1, "t", O_RDWR | O_TRUNC, &f), 0);
+	assert_int_equal(fsize(f), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/* A large truncate takes several transactions; the result is the same. */
+static void test_truncate_many_extents(void **state)
+{
+	struct tfs_file *f = new_file("many");
+	struct tfs_stat st;
+	u8 w[BS];
+
+	/* Every other block written: one extent each. */
+	for (unsigned i = 0; i < 600; i++) {
+		pt_fill(w, sizeof(w), i, 0);
+		assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 2ULL * i * BS), sizeof(w));
+	}
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.blocks, 600 * BS / 512);
+	truncate_to(f, 7 * BS + 1, 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.blocks, 4 * BS / 512); /* blocks 0, 2, 4, 6 */
+	assert_int_equal(tfs_read(T.fs, f, w, BS, 6 * BS), BS);
+	{
+		u8 x[BS];
+
+		pt_fill(x, sizeof(x), 3, 0);
+		assert_memory_equal(w, x, BS);
+	}
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	/* No orphan key is left behind. */
+	struct tfs_bkey_buf kb;
+
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb),
+			 -ENOENT);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "many", &st), 0);
+	assert_int_equal(st.blocks, 4 * BS / 512);
+}
+
+static void test_fallocate(void **state)
+{
+	struct tfs_file *f = new_file("fa");
+	struct tfs_stat st;
+	u8 w[3 * BS], r[3 * BS];
+
+	assert_int_equal(tfs_fallocate(T.fs, f, 0, 100, 10 * BS), 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, 100 + 10 * BS);
+	assert_int_equal(st.blocks, 11 * BS / 512);
+	/* Unwritten space reads as zeros and is a hole to SEEK_DATA. */
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), sizeof(r));
+	for (unsigned i = 0; i < sizeof(r); i++)
+		assert_int_equal(r[i], 0);
+	assert_int_equal(tfs_lseek(T.fs, f, 0, SEEK_DATA), -ENXIO);
+	/* Writing into it uses that space (no new allocation), partial blocks too. */
+	struct tfs_alloc_usage u0, u1;
+
+	tfs_alloc_usage(T.fs, &u0);
+	pt_fill(w, sizeof(w), 4, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w) - 50, BS + 50), sizeof(w) - 50);
+	tfs_alloc_usage(T.fs, &u1);
+	assert_int_equal(u1.used, u0.used);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.blocks, 11 * BS / 512);
+	assert_int_equal(tfs_lseek(T.fs, f, 0, SEEK_DATA), BS);
+	assert_int_equal(tfs_lseek(T.fs, f, BS, SEEK_HOLE), 4 * BS);
+	/* KEEP_SIZE past EOF. */
+	assert_int_equal(tfs_fallocate(T.fs, f, FALLOC_FL_KEEP_SIZE, 20 * BS, 4 * BS), 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, 100 + 10 * BS);
+	assert_int_equal(st.blocks, 15 * BS / 512);
+	/* Punch: the middle block goes, partial edges are zeroed. */
+	assert_int_equal(tfs_fallocate(T.fs, f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				       BS + 100, 2 * BS),
+			 0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), BS), sizeof(r));
+	for (unsigned i = 0; i < sizeof(r); i++) {
+		u8 want = i < 50 ? 0 : i < 100 ? w[i - 50] : i < 100 + 2 * BS ? 0 : w[i - 50];
+
+		if (i >= sizeof(w) - 50 + 50)
+			want = 0;
+		if (r[i] != want)
+			fail_msg("byte %u after punch: %02x, expected %02x", i, r[i], want);
+	}
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.blocks, 14 * BS / 512);
+	/* Truncate drops the space past EOF too. */
+	truncate_to(f, 5 * BS, 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.blocks, 4 * BS / 512);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/* Overwrites go to new space: the old blocks on disk still hold the old bytes. */
+static void test_copy_on_write(void **state)
+{
+	struct tfs_file *f = new_file("cow");
+	struct tfs_bkey_buf kb;
+	struct tfs_ext e1, e2;
+	u8 w[BS], *r = tfs_bdev_alloc_buf(NULL, BS);
+	tfs_ino_t ino = tfs_file_ino(f);
+
+	pt_fill(w, sizeof(w), 5, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_ext_find(T.fs, ino, 0, 1, &kb, &e1), 0);
+	pt_fill(w, sizeof(w), 6, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, 10, 0), 10);
+	assert_int_equal(tfs_ext_find(T.fs, ino, 0, 1, &kb, &e2), 0);
+	assert_true(e1.ptrs[0].offset != e2.ptrs[0].offset);
+	assert_int_equal(tfs_bdev_read(pt_bdev(&T, 0), r, BS, e1.ptrs[0].offset, TFS_TAG_data), 0);
+	pt_fill(w, sizeof(w), 5, 0);
+	assert_memory_equal(r, w, BS);
+	free(r);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/* A flipped byte on disk: EIO naming the inode, never the wrong bytes. */
+static void test_checksum(void **state)
+{
+	struct tfs_file *f = new_file("csum");
+	struct tfs_bkey_buf kb;
+	struct tfs_ext e;
+	u8 w[4 * BS], r[4 * BS], *blk = tfs_bdev_alloc_buf(NULL, BS);
+	tfs_ino_t ino = tfs_file_ino(f);
+
+	pt_fill(w, sizeof(w), 7, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_ext_find(T.fs, ino, 2, 3, &kb, &e), 0);
+	u64 where = e.ptrs[0].offset + (2 - e.start) * BS;
+
+	assert_int_equal(tfs_bdev_read(pt_bdev(&T, 0), blk, BS, where, TFS_TAG_none), 0);
+	blk[1234] ^= 0x40;
+	assert_int_equal(tfs_bdev_write(pt_bdev(&T, 0), blk, BS, where, 0, TFS_TAG_none), 0);
+	assert_true(tfs_err_matches((int)tfs_read(T.fs, f, r, sizeof(r), 0), EIO));
+	assert_true(tfs_err_matches((int)tfs_read(T.fs, f, r, 1, 2 * BS + 5), EIO));
+	/* The blocks around it still read. */
+	assert_int_equal(tfs_read(T.fs, f, r, 2 * BS, 0), 2 * BS);
+	assert_memory_equal(r, w, 2 * BS);
+	assert_int_equal(tfs_read(T.fs, f, r, BS, 3 * BS), BS);
+	assert_memory_equal(r, w + 3 * BS, BS);
+	/* A partial write into the bad block cannot merge it: EIO too, nothing changed. */
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, w, 10, 2 * BS + 1), EIO));
+	/* A whole-block overwrite replaces it. */
+	assert_int_equal(tfs_write(T.fs, f, w + 2 * BS, BS, 2 * BS), BS);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), sizeof(r));
+	assert_memory_equal(r, w, sizeof(r));
+	assert_true(tfs_posix(T.fs)->c.data_csum_errors >= 2);
+	free(blk);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/* --- ENOSPC --- */
+
+static u64 avail_blocks(void)
+{
+	struct statvfs sv;
+
+	assert_int_equal(tfs_statfs(T.fs, &sv), 0);
+	return sv.f_bavail;
+}
+
+static void test_enospc_one_file(void **state)
+{
+	struct tfs_file *f = new_file("big"), *g;
+	static u8 w[1 << 20];
+	u64 off = 0, before = avail_blocks();
+	ssize_t ret;
+
+	assert_int_equal(pt_mknod(&T, 1, "keep", S_IFREG | 0644, NULL), 0);
+	assert_int_equal(pt_open_file(&T, 1, "keep", O_RDWR, &g), 0);
+	pt_fill(w, 1000, 9, 0);
+	assert_int_equal(tfs_write(T.fs, g, w, 1000, 0), 1000);
+	/* Big writes until one fails, then single blocks until one fails. */
+	for (size_t chunk = sizeof(w); chunk >= BS; chunk = chunk > BS ? BS : 0) {
+		for (;;) {
+			pt_fill(w, chunk, 8, off);
+			ret = tfs_write(T.fs, f, w, chunk, off);
+			if (ret < 0)
+				break;
+			off += (u64)ret;
+		}
+		assert_true(tfs_err_matches((int)ret, ENOSPC));
+	}
+	assert_true(tfs_err_matches((int)ret, ENOSPC));
+	assert_int_equal(fsize(f), off);
+	assert_true(off > (before - 200) * BS / 2);
+	/* Every call keeps failing cleanly; other files still read. */
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, w, BS, off), ENOSPC));
+	assert_true(tfs_err_matches((int)tfs_fallocate(T.fs, f, 0, off, 10 * BS), ENOSPC));
+	assert_int_equal(tfs_read(T.fs, g, w, 1000, 0), 1000);
+	pt_fill(w + 2000, 1000, 9, 0);
+	assert_memory_equal(w, w + 2000, 1000);
+	/* The data written is all there. */
+	for (u64 o = 0; o < off; o += sizeof(w)) {
+		size_t n = (size_t)min_t(u64, sizeof(w), off - o);
+		static u8 x[1 << 20];
+
+		assert_int_equal(tfs_read(T.fs, f, w, n, o), (ssize_t)n);
+		pt_fill(x, n, 8, o);
+		assert_memory_equal(w, x, n);
+	}
+	/*
+	 * Deleting frees it: about as much fits again (btree nodes may take
+	 * a few blocks more or less than the first time).
+	 */
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_unlink(T.fs, 1, "big", 3), 0);
+	f = new_file("big2");
+	u64 again = 0;
+
+	for (size_t chunk = sizeof(w); chunk >= BS; chunk = chunk > BS ? BS : 0) {
+		for (;;) {
+			ret = tfs_write(T.fs, f, w, chunk, again);
+			if (ret < 0)
+				break;
+			again += (u64)ret;
+		}
+		assert_true(tfs_err_matches((int)ret, ENOSPC));
+	}
+	assert_true(again + (256 << 10) >= off);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_release(T.fs, g), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "big2", NULL), 0);
+}
+
+static void test_enospc_many_files(void **state)
+{
+	static u8 w[64 << 10];
+	char name[32];
+	unsigned nr = 0;
+	int ret;
+
+	pt_fill(w, sizeof(w), 10, 0);
+	for (;; nr++) {
+		struct tfs_file *f;
+
+		snprintf(name, sizeof(name), "f%u", nr);
+		ret = pt_create(&T, 1, name, &f);
+		if (ret)
+			break;
+		ssize_t n = tfs_write(T.fs, f, w, sizeof(w), 0);
+
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		if (n != (ssize_t)sizeof(w)) {
+			ret = (int)n;
+			break;
+		}
+	}
+	assert_true(tfs_err_matches(ret, ENOSPC));
+	assert_true(nr > 100);
+	/* Every complete file reads back. */
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_file *f;
+		static u8 r[64 << 10];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		assert_int_equal(pt_open_file(&T, 1, name, O_RDONLY, &f), 0);
+		assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), sizeof(r));
+		assert_memory_equal(r, w, sizeof(r));
+		assert_int_equal(tfs_release(T.fs, f), 0);
+	}
+	/* Delete half: new files fit. */
+	for (unsigned i = 0; i < nr; i += 2) {
+		snprintf(name, sizeof(name), "f%u", i);
+		assert_int_equal(tfs_unlink(T.fs, 1, name, strlen(name)), 0);
+	}
+	for (unsigned i = 0; i < nr / 3; i++) {
+		struct tfs_file *f;
+
+		snprintf(name, sizeof(name), "g%u", i);
+		assert_int_equal(pt_create(&T, 1, name, &f), 0);
+		assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+		assert_int_equal(tfs_release(T.fs, f), 0);
+	}
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "g0", NULL), 0);
+	assert_int_equal(pt_lookup(&T, 1, "f1", NULL), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_unaligned_rw, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sparse_and_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_zeroes_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncate_many_extents, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fallocate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_copy_on_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsx, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_enospc_many_files, setup_small, teardown),
+	};
+
+	return pt_run_tests(tests);
+}

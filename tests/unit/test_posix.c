@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fs/posix.c: open files, fsync and its error reporting, orphans,
+ * statfs.
+ *
+ * fsync's error semantics (xfstests src/fsync-err.c): with N open file
+ * descriptions of one file and a data write that fails, every description's
+ * next fsync returns EIO, exactly once, and later ones 0; a description
+ * opened after the error sees it too while nobody has seen it; a journal
+ * write error reaches fsync even when the data write succeeded; both the
+ * journal error and the writeback error are checked on every call.  An
+ * fsync of a file whose last change is durable flushes nothing.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fs/alloc.h"
+#include "posix_test.h"
+
+static struct pt T;
+
+static int setup(void **state)
+{
+	struct pt_geometry g = { 0 };
+
+	return pt_mkfs(&T, &g);
+}
+
+static int teardown(void **state)
+{
+	pt_cleanup(&T);
+	return 0;
+}
+
+#define NR_FILES 3
+
+static void test_fsync_data_error(void **state)
+{
+	struct tfs_file *f[NR_FILES + 2];
+	u8 buf[8192];
+	ssize_t w;
+
+	assert_int_equal(pt_create(&T, 1, "e", &f[0]), 0);
+	for (unsigned i = 1; i < NR_FILES; i++)
+		assert_int_equal(pt_open_file(&T, 1, "e", O_RDWR, &f[i]), 0);
+	pt_fill(buf, sizeof(buf), 1, 0);
+	assert_int_equal(tfs_write(T.fs, f[0], buf, sizeof(buf), 0), sizeof(buf));
+	for (unsigned i = 0; i < NR_FILES; i++)
+		assert_int_equal(tfs_fsync(T.fs, f[i], false), 0);
+
+	/* The next data write fails on the device. */
+	assert_true(pt_rule(&T, 0, "write tag=data nth=1 fail=EIO") >= 0);
+	w = tfs_write(T.fs, f[1], buf, 100, 50);
+	assert_true(tfs_err_matches((int)w, EIO));
+	/* Nothing changed: the old bytes are there. */
+	{
+		u8 r[8192];
+
+		assert_int_equal(tfs_read(T.fs, f[2], r, sizeof(r), 0), sizeof(r));
+		assert_memory_equal(r, buf, sizeof(r));
+	}
+	/* An opener after the error, before anyone saw it, sees it too. */
+	assert_int_equal(pt_open_file(&T, 1, "e", O_RDWR, &f[NR_FILES]), 0);
+	for (unsigned i = 0; i <= NR_FILES; i++) {
+		assert_int_equal(tfs_fsync(T.fs, f[i], false), -EIO);
+		assert_int_equal(tfs_fsync(T.fs, f[i], false), 0);
+		assert_int_equal(tfs_fsync(T.fs, f[i], true), 0);
+	}
+	/* Seen now: a later opener starts clean. */
+	assert_int_equal(pt_open_file(&T, 1, "e", O_RDWR, &f[NR_FILES + 1]), 0);
+	assert_int_equal(tfs_fsync(T.fs, f[NR_FILES + 1], false), 0);
+	/* syncfs has its own sample of the filesystem-wide sequence: once too. */
+	assert_int_equal(tfs_syncfs(T.fs), -EIO);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+
+	/* A second error after the first was seen is new to every description. */
+	assert_true(pt_rule(&T, 0, "write tag=data nth=1 fail=EIO") >= 0);
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f[0], buf, 10, 0), EIO));
+	for (unsigned i = 0; i <= NR_FILES + 1; i++) {
+		assert_int_equal(tfs_fsync(T.fs, f[i], true), -EIO);
+		assert_int_equal(tfs_fsync(T.fs, f[i], false), 0);
+	}
+	/* Writes work again afterwards. */
+	assert_int_equal(tfs_write(T.fs, f[0], buf, 10, 0), 10);
+	assert_int_equal(tfs_fsync(T.fs, f[0], false), 0);
+	for (unsigned i = 0; i < NR_FILES + 2; i++)
+		assert_int_equal(tfs_release(T.fs, f[i]), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* A journal write error: fsync reports it even though the data write succeeded. */
+static void test_fsync_journal_error(void **state)
+{
+	struct tfs_file *f, *g;
+	u8 buf[4096];
+
+	assert_int_equal(pt_create(&T, 1, "j", &f), 0);
+	assert_int_equal(pt_open_file(&T, 1, "j", O_RDWR, &g), 0);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_true(pt_rule(&T, 0, "write tag=journal nth=1 fail=EIO") >= 0);
+	pt_fill(buf, sizeof(buf), 2, 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	assert_true(tfs_err_matches(tfs_fsync(T.fs, f, false), EIO));
+	/* Every later call on any description too: the journal is halted. */
+	assert_true(tfs_err_matches(tfs_fsync(T.fs, f, false), EIO));
+	assert_true(tfs_err_matches(tfs_fsync(T.fs, g, true), EIO));
+	assert_true(tfs_err_matches(tfs_syncfs(T.fs), EIO));
+	assert_true(tfs_err_matches(tfs_fsyncdir(T.fs, 1, false), EIO) ||
+		    tfs_fsyncdir(T.fs, 1, false) == 0);
+	/* Changes fail, EROFS-class; reads work. */
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, buf, 10, 0), EROFS) ||
+		    tfs_err_matches((int)tfs_write(T.fs, f, buf, 10, 0), EIO));
+	assert_true(tfs_err_matches(pt_mkdir(&T, 1, "nope", NULL), EROFS));
+	assert_int_equal(tfs_read(T.fs, f, buf, 10, 0), 10);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_release(T.fs, g), 0);
+	/* Stop reports it; the next open finds everything acknowledged. */
+	assert_true(pt_stop(&T) != 0);
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "j", NULL), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* Both errors are checked on every call: the writeback error is consumed even when the
+ * journal error wins. */
+static void test_fsync_both_errors(void **state)
+{
+	struct tfs_file *f;
+	u8 buf[4096];
+
+	assert_int_equal(pt_create(&T, 1, "b", &f), 0);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_true(pt_rule(&T, 0, "write tag=data nth=1 fail=EIO") >= 0);
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, buf, 10, 0), EIO));
+	assert_true(pt_rule(&T, 0, "write tag=journal nth=1 fail=EIO") >= 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, 10, 0), 10);
+	assert_true(tfs_err_matches(tfs_fsync(T.fs, f, false), EIO));
+	assert_true(tfs_errseq_check(&f->im->wb_err, f->wb_err_since) == 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/* An fsync of a file whose last change is durable flushes nothing, whatever else is dirty. */
+static void test_fsync_only_what_is_needed(void **state)
+{
+	struct tfs_file *a, *b;
+	u8 buf[4096];
+	u64 flushes;
+
+	assert_int_equal(pt_create(&T, 1, "a", &a), 0);
+	assert_int_equal(pt_create(&T, 1, "b", &b), 0);
+	assert_int_equal(tfs_write(T.fs, a, buf, sizeof(buf), 0), sizeof(buf));
+	assert_int_equal(tfs_fsync(T.fs, a, false), 0);
+	assert_int_equal(tfs_write(T.fs, b, buf, sizeof(buf), 0), sizeof(buf));
+	flushes = pt_bdev(&T, 0)->counters.ios[TFS_OP_flush] + pt_bdev(&T, 0)->counters.fua;
+	u64 skipped = tfs_posix(T.fs)->c.fsync_skipped;
+
+	assert_int_equal(tfs_fsync(T.fs, a, false), 0);
+	assert_int_equal(tfs_fsync(T.fs, a, true), 0);
+	assert_int_equal(tfs_posix(T.fs)->c.fsync_skipped, skipped + 2);
+	assert_int_equal(pt_bdev(&T, 0)->counters.ios[TFS_OP_flush] + pt_bdev(&T, 0)->counters.fua,
+			 flushes);
+	/* b is not durable yet: its fsync flushes. */
+	assert_int_equal(tfs_fsync(T.fs, b, false), 0);
+	assert_true(tfs_journal_flushed_seq_ondisk(T.fs->j) >= b->im->last_seq);
+	/* A times-only change does not make fdatasync flush. */
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_ATIME_NOW };
+
+	assert_int_equal(tfs_setattr(T.fs, 0, b, &sa, NULL), 0);
+	skipped = tfs_posix(T.fs)->c.fsync_skipped;
+	assert_int_equal(tfs_fsync(T.fs, b, true), 0);
+	assert_int_equal(tfs_posix(T.fs)->c.fsync_skipped, skipped + 1);
+	assert_int_equal(tfs_release(T.fs, a), 0);
+	assert_int_equal(tfs_release(T.fs, b), 0);
+}
+
+/* --- orphans --- */
+
+static u64 used_bytes(void)
+{
+	struct tfs_alloc_usage u;
+
+	tfs_alloc_usage(T.fs, &u);
+	return u.used;
+}
+
+static void test_unlink_open_file(void **state)
+{
+	static u8 buf[1 << 20], r[1 << 20];
+	struct tfs_file *f;
+	struct tfs_stat st;
+	struct tfs_bkey_buf kb;
+	u64 before = used_bytes();
+
+	assert_int_equal(pt_create(&T, 1, "o", &f), 0);
+	pt_fill(buf, sizeof(buf), 3, 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	assert_true(used_bytes() >= before + sizeof(buf));
+	assert_int_equal(tfs_unlink(T.fs, 1, "o", 1), 0);
+	assert_int_equal(pt_lookup(&T, 1, "o", NULL), -ENOENT);
+	/* Still readable and writable through the open file; an orphan on disk. */
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), sizeof(r));
+	assert_memory_equal(r, buf, sizeof(r));
+	assert_int_equal(tfs_write(T.fs, f, buf, 100, 0), 100);
+	assert_int_equal(tfs_link(T.fs, st.ino, 1, "back", 4, NULL), -ENOENT);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	/* The last release removes it. */
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), -ENOENT);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb),
+			 -ENOENT);
+	assert_true(used_bytes() < before + sizeof(buf));
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* A crash while an unlinked file is open: the next open reclaims it. */
+static void test_orphan_after_crash(void **state)
+{
+	static u8 buf[1 << 20];
+	struct tfs_file *f, *keep;
+	struct tfs_stat st;
+	struct tfs_bkey_buf kb;
+	struct tfs_alloc_usage u0, u1;
+
+	assert_int_equal(pt_create(&T, 1, "keep", &keep), 0);
+	assert_int_equal(tfs_write(T.fs, keep, "x", 1, 0), 1);
+	assert_int_equal(tfs_fsync(T.fs, keep, false), 0);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	tfs_alloc_usage(T.fs, &u0);
+	assert_int_equal(pt_create(&T, 1, "o", &f), 0);
+	pt_fill(buf, sizeof(buf), 4, 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(tfs_unlink(T.fs, 1, "o", 1), 0);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	/* Power cut with the file still open. */
+	assert_int_equal(tfs_faultdev_powercut(pt_bdev(&T, 0), TFS_POWERCUT_none, 0), 0);
+	pt_stop(&T);
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), -ENOENT);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb),
+			 -ENOENT);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_extents, TFS_POS(st.ino, 0), &kb),
+			 -ENOENT);
+	assert_true(tfs_posix(T.fs)->c.orphans_reclaimed >= 1);
+	assert_int_equal(pt_lookup(&T, 1, "keep", NULL), 0);
+	/* Its space is free again (waiting at most for a flush). */
+	tfs_alloc_usage(T.fs, &u1);
+	assert_true(u1.used <= u0.used + (256 << 10));
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* A stop with an unlinked file still open leaves an orphan the next open reclaims. */
+static void test_orphan_at_stop(void **state)
+{
+	struct tfs_file *f;
+	struct tfs_stat st;
+
+	assert_int_equal(pt_create(&T, 1, "o", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, "abc", 3, 0), 3);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(tfs_unlink(T.fs, 1, "o", 1), 0);
+	assert_int_equal(pt_reopen(&T), 0); /* f is dropped by the stop */
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), -ENOENT);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* rmdir of a directory, and rename over a file, while it is open. */
+static void test_rename_over_open(void **state)
+{
+	struct tfs_file *f;
+	struct tfs_stat st;
+	u8 r[3];
+
+	assert_int_equal(pt_create(&T, 1, "victim", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, "old", 3, 0), 3);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(pt_mknod(&T, 1, "new", S_IFREG | 0644, NULL), 0);
+	assert_int_equal(tfs_rename(T.fs, 1, "new", 3, 1, "victim", 6, 0), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, 3, 0), 3);
+	assert_memory_equal(r, "old", 3);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), -ENOENT);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* --- statfs --- */
+
+static void test_statfs(void **state)
+{
+	struct statvfs a, b;
+	struct tfs_alloc_usage u;
+	static u8 buf[400 * 4096];
+	struct tfs_file *f;
+
+	assert_int_equal(tfs_statfs(T.fs, &a), 0);
+	tfs_alloc_usage(T.fs, &u);
+	assert_int_equal(a.f_bsize, 4096);
+	assert_int_equal(a.f_blocks, u.capacity / 4096);
+	assert_int_equal(a.f_bfree, (u.capacity - u.used) / 4096);
+	assert_int_equal(a.f_bavail, (u.free + u.waiting) / 4096);
+	assert_int_equal(a.f_namemax, 255);
+	assert_int_equal(a.f_files - a.f_ffree, 1); /* the root */
+	assert_int_equal(pt_create(&T, 1, "s", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	assert_int_equal(tfs_statfs(T.fs, &b), 0);
+	assert_int_equal(b.f_files - b.f_ffree, 2);
+	/* The data's blocks are gone from the free count (nodes may add a few). */
+	assert_true(a.f_bfree - b.f_bfree >= 400);
+	assert_true(a.f_bfree - b.f_bfree < 400 + 64);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_unlink(T.fs, 1, "s", 1), 0);
+	assert_int_equal(tfs_statfs(T.fs, &b), 0);
+	assert_true(b.f_bavail + 64 >= a.f_bavail);
+	assert_int_equal(b.f_files - b.f_ffree, 1);
+}
+
+/* --- read-only --- */
+
+static void test_read_only(void **state)
+{
+	struct tfs_file *f;
+	u8 r[5];
+
+	assert_int_equal(pt_create(&T, 1, "ro", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, "hello", 5, 0), 5);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_open_file(&T, 1, "ro", O_RDONLY, &f), 0);
+	assert_int_equal(tfs_read(T.fs, f, r, 5, 0), 5);
+	assert_memory_equal(r, "hello", 5);
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, "x", 1, 0), EROFS));
+	assert_true(tfs_err_matches(pt_mkdir(&T, 1, "d", NULL), EROFS));
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fsync_data_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsync_journal_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsync_both_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsync_only_what_is_needed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_open_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_after_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_over_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_statfs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+	};
+
+	return pt_run_tests(tests);
+}

@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fs/xattr.c: namespaces, CREATE/REPLACE, sizes up to what one
+ * journal entry carries (values split over chunks), listing, removal with
+ * whiteouts, and the VFS limits; all again with every name colliding.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "posix_test.h"
+
+static struct pt T;
+static tfs_ino_t F;
+
+static u64 collide_hash(u64 seed, const void *name, size_t len)
+{
+	return 12345;
+}
+
+static int setup_with(tfs_name_hash_fn hash)
+{
+	struct pt_geometry g = { 0 };
+	struct tfs_stat st;
+	int ret = pt_mkfs(&T, &g);
+
+	if (ret)
+		return ret;
+	tfs_posix_set_name_hash(T.fs, hash);
+	ret = pt_mknod(&T, 1, "f", S_IFREG | 0644, &st);
+	F = st.ino;
+	return ret;
+}
+
+static int setup(void **state)
+{
+	return setup_with(NULL);
+}
+
+static int setup_collide(void **state)
+{
+	return setup_with(collide_hash);
+}
+
+static int teardown(void **state)
+{
+	pt_cleanup(&T);
+	return 0;
+}
+
+static void reopen(void)
+{
+	bool collide = tfs_posix(T.fs)->name_hash == collide_hash;
+
+	assert_int_equal(pt_reopen(&T), 0);
+	if (collide)
+		tfs_posix_set_name_hash(T.fs, collide_hash);
+}
+
+static void test_basic(void **state)
+{
+	char buf[256];
+
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, sizeof(buf)), -ENODATA);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.a", "hello", 5, 0), 0);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", NULL, 0), 5);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, sizeof(buf)), 5);
+	assert_memory_equal(buf, "hello", 5);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, 4), -ERANGE);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.a", "x", 1, TFS_XATTR_CREATE), -EEXIST);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.b", "x", 1, TFS_XATTR_REPLACE), -ENODATA);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.a", "bye", 3, TFS_XATTR_REPLACE), 0);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.empty", "", 0, TFS_XATTR_CREATE), 0);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.empty", buf, sizeof(buf)), 0);
+	/* The namespaces: same suffix, different attributes. */
+	assert_int_equal(tfs_setxattr(T.fs, F, "trusted.a", "T", 1, 0), 0);
+	assert_int_equal(tfs_setxattr(T.fs, F, "security.a", "S", 1, 0), 0);
+	assert_int_equal(tfs_setxattr(T.fs, F, "system.posix_acl_access", "\2\0\0\0", 4, 0), 0);
+	assert_int_equal(tfs_setxattr(T.fs, F, "system.posix_acl_default", "\2\0\0\0", 4, 0), 0);
+	assert_int_equal(tfs_getxattr(T.fs, F, "trusted.a", buf, sizeof(buf)), 1);
+	assert_int_equal(buf[0], 'T');
+	/* Bad names. */
+	assert_int_equal(tfs_setxattr(T.fs, F, "system.other", "x", 1, 0), -EOPNOTSUPP);
+	assert_int_equal(tfs_setxattr(T.fs, F, "other.a", "x", 1, 0), -EOPNOTSUPP);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.", "x", 1, 0), -EINVAL);
+	assert_int_equal(tfs_setxattr(T.fs, F, "", "x", 1, 0), -ERANGE);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user", buf, 1), -EOPNOTSUPP);
+	memset(buf, 'n', sizeof(buf));
+	memcpy(buf, "user.", 5);
+	buf[255] = 0;
+	assert_int_equal(tfs_setxattr(T.fs, F, buf, "x", 1, 0), 0); /* 255 bytes */
+	buf[255] = 'n';
+	buf[sizeof(buf) - 1] = 0;
+	buf[256 - 1] = 0;
+	{
+		char longer[300];
+
+		memset(longer, 'n', sizeof(longer));
+		memcpy(longer, "user.", 5);
+		longer[256] = 0;
+		assert_int_equal(tfs_setxattr(T.fs, F, longer, "x", 1, 0), -ERANGE);
+	}
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.f", "x", 1, 3), -EINVAL);
+	assert_int_equal(tfs_setxattr(T.fs, 987654, "user.f", "x", 1, 0), -ENOENT);
+
+	/* List. */
+	char list[1024];
+	ssize_t n = tfs_listxattr(T.fs, F, NULL, 0);
+
+	assert_true(n > 0);
+	assert_int_equal(tfs_listxattr(T.fs, F, list, (size_t)n - 1), -ERANGE);
+	assert_int_equal(tfs_listxattr(T.fs, F, list, sizeof(list)), n);
+	unsigned found = 0;
+
+	for (char *p = list; p < list + n; p += strlen(p) + 1)
+		found |= !strcmp(p, "user.a") << 0 | !strcmp(p, "user.empty") << 1 |
+			 !strcmp(p, "trusted.a") << 2 | !strcmp(p, "security.a") << 3 |
+			 !strcmp(p, "system.posix_acl_access") << 4 |
+			 !strcmp(p, "system.posix_acl_default") << 5;
+	assert_int_equal(found, 0x3f);
+
+	reopen();
+	assert_int_equal(tfs_listxattr(T.fs, F, list, sizeof(list)), n);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "bye", 3);
+	assert_int_equal(tfs_removexattr(T.fs, F, "user.a"), 0);
+	assert_int_equal(tfs_removexattr(T.fs, F, "user.a"), -ENODATA);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, sizeof(buf)), -ENODATA);
+	assert_int_equal(tfs_getxattr(T.fs, F, "security.a", buf, sizeof(buf)), 1);
+	/* On a directory and a symlink too. */
+	assert_int_equal(tfs_setxattr(T.fs, 1, "user.dir", "d", 1, 0), 0);
+	assert_int_equal(tfs_getxattr(T.fs, 1, "user.dir", buf, sizeof(buf)), 1);
+}
+
+/* Values over many chunks; a replaced value leaves no chunk of the old one. */
+static void test_large_values(void **state)
+{
+	static u8 v[TFS_XATTR_SIZE_MAX + 1], r[TFS_XATTR_SIZE_MAX + 1];
+	size_t sizes[] = { 4000, 4088, 4089, 9000, 14000, 3, 12000 };
+	int ret;
+
+	for (unsigned i = 0; i < ARRAY_SIZE(sizes); i++) {
+		pt_fill(v, sizes[i], i, 0);
+		assert_int_equal(tfs_setxattr(T.fs, F, "user.big", v, sizes[i], 0), 0);
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.big", r, sizeof(r)), sizes[i]);
+		assert_memory_equal(r, v, sizes[i]);
+	}
+	reopen();
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.big", r, sizeof(r)), 12000);
+	assert_memory_equal(r, v, 12000);
+	/* Past the VFS limit, and what no journal entry can carry. */
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.big", v, TFS_XATTR_SIZE_MAX + 1, 0), -E2BIG);
+	ret = tfs_setxattr(T.fs, F, "user.huge", v, TFS_XATTR_SIZE_MAX, 0);
+	assert_true(ret == 0 || ret == -E2BIG);
+	if (!ret) {
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.huge", r, sizeof(r)),
+				 TFS_XATTR_SIZE_MAX);
+		assert_memory_equal(r, v, TFS_XATTR_SIZE_MAX);
+	} else {
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.huge", r, sizeof(r)), -ENODATA);
+	}
+	/* Shrinking removes the chunks no longer needed. */
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.big", "s", 1, 0), 0);
+	assert_int_equal(tfs_removexattr(T.fs, F, "user.big"), 0);
+	if (!ret)
+		assert_int_equal(tfs_removexattr(T.fs, F, "user.huge"), 0);
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_xattrs, TFS_POS(F, 0), TFS_POS(F, UINT64_MAX));
+	assert_int_equal(tfs_btree_iter_peek(&iter, &k), 0);
+	assert_null(k);
+	tfs_btree_iter_exit(&iter);
+}
+
+/* Many names, removed in a scattered order, with whiteouts under collisions. */
+static void test_many(void **state)
+{
+	enum {
+		N = 150
+	};
+	char name[64], buf[64];
+	bool present[N];
+
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "user.x%u", i);
+		assert_int_equal(tfs_setxattr(T.fs, F, name, name, strlen(name), TFS_XATTR_CREATE),
+				 0);
+		present[i] = true;
+	}
+	for (unsigned i = 0; i < N; i += 3) {
+		snprintf(name, sizeof(name), "user.x%u", i);
+		assert_int_equal(tfs_removexattr(T.fs, F, name), 0);
+		present[i] = false;
+	}
+	reopen();
+	for (unsigned i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "user.x%u", i);
+		ssize_t n = tfs_getxattr(T.fs, F, name, buf, sizeof(buf));
+
+		if (present[i]) {
+			assert_int_equal(n, strlen(name));
+			assert_memory_equal(buf, name, (size_t)n);
+		} else {
+			assert_int_equal(n, -ENODATA);
+		}
+	}
+	/* Removing the inode removes them all. */
+	assert_int_equal(tfs_unlink(T.fs, 1, "f", 1), 0);
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_xattrs, TFS_POS(F, 0), TFS_POS(F, UINT64_MAX));
+	assert_int_equal(tfs_btree_iter_peek(&iter, &k), 0);
+	assert_null(k);
+	tfs_btree_iter_exit(&iter);
+}
+
+/* listxattr's total stays within its VFS limit. */
+static void test_list_limit(void **state)
+{
+	char name[256];
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; i < 1000 && !ret; i++) {
+		memset(name, 'a' + i % 26, sizeof(name));
+		snprintf(name, 16, "user.%05u", i);
+		name[10] = 'z';
+		name[250] = 0;
+		ret = tfs_setxattr(T.fs, F, name, "", 0, 0);
+	}
+	assert_int_equal(ret, -ENOSPC);
+	assert_true(tfs_listxattr(T.fs, F, NULL, 0) <= TFS_XATTR_LIST_MAX);
+	assert_true(tfs_listxattr(T.fs, F, NULL, 0) > TFS_XATTR_LIST_MAX - 251);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_large_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_basic, setup_collide, teardown),
+		cmocka_unit_test_setup_teardown(test_large_values, setup_collide, teardown),
+		cmocka_unit_test_setup_teardown(test_many, setup_collide, teardown),
+	};
+
+	return pt_run_tests(tests);
+}
