@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "fs/alloc.h"
+#include "fs/btree.h"
+#include "fs/posix.h"
+#include "journal/journal.h"
 #include "fuse/ctl.h"
 #include "fuse/tfs_fuse.h"
 #include "lib/string.h"
@@ -30,67 +33,70 @@ struct tfs_ctl {
 	char *path;
 };
 
+/* One heading and its body, indented under it. */
+#define SECTION(out, name, body)             \
+	do {                                 \
+		prt_str(out, name ":\n");    \
+		printbuf_indent_add(out, 2); \
+		body;                        \
+		printbuf_indent_sub(out, 2); \
+	} while (0)
+
 /*
- * Copies the part of text under the heading line "name:" (a line at the
- * left margin) up to the next line at the left margin.  false if absent.
+ * The text of one section of the running filesystem, each from the object's
+ * own *_to_text (the engine's, through fs/posix.h, which the daemon already
+ * builds on).
  */
-static bool section_of(struct printbuf *out, const char *text, const char *name)
-{
-	size_t len = strlen(name);
-	const char *p = text;
-
-	while (*p) {
-		const char *eol = strchrnul(p, '\n');
-
-		if ((size_t)(eol - p) >= len + 1 && !memcmp(p, name, len) && p[len] == ':') {
-			const char *end = *eol ? eol + 1 : eol;
-
-			prt_bytes(out, p, (size_t)(end - p));
-			while (*end == ' ' || *end == '\t' || *end == '\n') {
-				const char *e2 = strchrnul(end, '\n');
-
-				e2 = *e2 ? e2 + 1 : e2;
-				prt_bytes(out, end, (size_t)(e2 - end));
-				end = e2;
-			}
-			return true;
-		}
-		p = *eol ? eol + 1 : eol;
-	}
-	return false;
-}
-
-/* The text of one section of the running filesystem. */
 static void section_to_text(struct printbuf *out, struct tfs_fuse *tf, int section)
 {
-	struct printbuf all = PRINTBUF;
+	struct tfs_fs *fs = tf->fs;
 
 	switch (section) {
 	case TFS_CTL_fuse:
 		tfs_fuse_to_text(out, tf);
 		return;
 	case TFS_CTL_alloc:
-		tfs_alloc_to_text(out, tf->fs);
+		tfs_alloc_to_text(out, fs);
+		return;
+	case TFS_CTL_journal:
+		SECTION(out, "journal", tfs_journal_to_text(out, tfs_posix_journal(fs)));
+		return;
+	case TFS_CTL_btree_cache:
+		/* The node cache, then each tree it holds nodes of. */
+		tfs_btree_cache_to_text(out, fs);
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+			tfs_btree_to_text(out, fs, id);
+		return;
+	case TFS_CTL_key_cache:
+		/* The POSIX layer's inode table is what caches keys above the trees. */
+		SECTION(out, "key_cache", tfs_posix_to_text(out, fs));
+		return;
+	case TFS_CTL_shrinkers:
+		/* The node cache is the one shrinker: its scans and what it freed. */
+		tfs_btree_cache_to_text(out, fs);
+		return;
+	case TFS_CTL_devices:
+		for (unsigned i = 0; i < fs->nr_devices; i++) {
+			struct tfs_bdev *bdev = tfs_posix_bdev(fs, i);
+
+			prt_printf(out, "member %u:\n", i);
+			printbuf_indent_add(out, 2);
+			if (bdev)
+				tfs_bdev_to_text(out, bdev);
+			else
+				prt_str(out, "missing");
+			prt_newline(out);
+			printbuf_indent_sub(out, 2);
+		}
 		return;
 	case TFS_CTL_all:
-		tfs_fs_to_text(out, tf->fs);
+	default:
+		tfs_fs_to_text(out, fs);
 		prt_str(out, "fuse:\n");
 		printbuf_indent_add(out, 2);
 		tfs_fuse_to_text(out, tf);
 		printbuf_indent_sub(out, 2);
 		return;
-	default:
-		/*
-		 * Sections fs/ has no separate to_text for are cut out of
-		 * tfs_fs_to_text(), where each starts with "NAME:" at the margin.
-		 */
-		tfs_fs_to_text(&all, tf->fs);
-		if (!section_of(out, printbuf_str(&all), tfs_ctl_section_names[section]))
-			prt_printf(
-				out,
-				"error: the filesystem reports no \"%s\" section; `all` has everything\n",
-				tfs_ctl_section_names[section]);
-		printbuf_exit(&all);
 	}
 }
 
