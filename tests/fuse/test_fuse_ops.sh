@@ -45,6 +45,16 @@ mkdir many && (cd many && seq 1 2000 | xargs touch) || fail "2000 creates"
 [ "$(ls -l many | grep -c '^-')" = 2000 ] || fail "ls -l of 2000 entries"
 rm -r many || fail "rm -r 2000"
 
+# A file written, closed and removed: the kernel writes its times back
+# after the unlink freed it; that must not fail the next syncfs.
+sync -f . || fail "syncfs before"
+sh -c 'echo data >gone; rm gone' && sync -f . || fail "syncfs after a written file's unlink"
+# fstat right after fsync sees the blocks written (the kernel's attributes
+# are refreshed).
+python3 -c 'import os; fd = os.open("blk", os.O_CREAT | os.O_RDWR, 0o644); os.write(fd, b"x" * 65536); os.fsync(fd); b = os.fstat(fd).st_blocks; os.close(fd); exit(b * 512 < 65536)' ||
+	fail "st_blocks after write and fsync"
+rm -f blk
+
 # --- the C cases ---
 for c in rename xattr fallocate seek fsync posix; do
 	mkdir "c_$c" && "$fuse_ops" "$c" "$mnt/c_$c" || fail "fuse_ops $c"
