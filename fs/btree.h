@@ -150,7 +150,11 @@ int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct
  * resets the transaction.  On success trans->seq (and *seq when not NULL)
  * is the journal seq holding them.  A transaction with nothing queued
  * commits nothing and returns 0 with seq 0.  On failure nothing was
- * applied and the updates stay queued.
+ * applied and the updates stay queued.  A transaction's keys go into one
+ * journal entry: more than an entry holds (a quarter bucket, 16..64 KiB)
+ * is -TFS_ERR_journal_entry_too_big.  A read-only filesystem gives
+ * -TFS_ERR_fs_read_only, a halted journal -TFS_ERR_journal_halted (both
+ * EROFS class).
  */
 int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq);
 

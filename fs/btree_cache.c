@@ -20,6 +20,7 @@
 #include "lib/trace.h"
 
 #define BTREE_CACHE_RESERVE 16
+#define BTREE_CACHE_DEFAULT_BUDGET (256ULL << 20)
 
 static size_t align8(size_t v)
 {
@@ -39,7 +40,8 @@ int tfs_btree_cache_init(struct tfs_fs *fs)
 			align8(c->max_keys * sizeof(u16));
 	c->child_bytes = c->max_children * sizeof(struct tfs_bnode *);
 	c->reserve = BTREE_CACHE_RESERVE;
-	c->budget = fs->opts.cache_budget;
+	/* fs.h: 0 means a default. */
+	c->budget = fs->opts.cache_budget ?: BTREE_CACHE_DEFAULT_BUDGET;
 	for (unsigned i = 0; i < c->reserve; i++) {
 		struct tfs_bnode *n = tfs_bnode_alloc(fs, 0);
 
@@ -236,7 +238,7 @@ static void scan_node(struct tfs_btree *b, struct tfs_bnode *n, unsigned long nr
 			continue;
 		}
 		n->child[i] = NULL;
-		b->nr_nodes[ch->level]--;
+		__atomic_sub_fetch(&b->nr_nodes[ch->level], 1, __ATOMIC_RELAXED);
 		/* Kept as a spare for splits rather than given back: counted, not freed. */
 		pthread_mutex_lock(&c->lock);
 		if (c->nr_free < c->reserve)

@@ -178,7 +178,7 @@ static int iter_refill(struct tfs_btree_iter *iter, struct iter_priv *p, struct 
 	p->batch_valid = true;
 out:
 	pthread_rwlock_unlock(&b->lock);
-	b->c.iter_refills++;
+	__atomic_add_fetch(&b->c.iter_refills, 1, __ATOMIC_RELAXED);
 	tfs_btree_cache_check_budget(iter->fs);
 	return ret;
 }

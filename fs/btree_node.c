@@ -36,7 +36,7 @@ void tfs_bnode_set_dirty(struct tfs_btree *b, struct tfs_bnode *n)
 {
 	if (!n->dirty) {
 		n->dirty = true;
-		b->nr_dirty++;
+		__atomic_add_fetch(&b->nr_dirty, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -127,7 +127,7 @@ struct tfs_bnode *tfs_btree_new_root_leaf(struct tfs_btree *b)
 		return NULL;
 	n->min_key = TFS_POS_MIN;
 	n->max_key = TFS_POS_MAX;
-	b->nr_nodes[0]++;
+	__atomic_add_fetch(&b->nr_nodes[0], 1, __ATOMIC_RELAXED);
 	tfs_bnode_set_dirty(b, n);
 	return n;
 }
@@ -194,7 +194,7 @@ static int btree_split_grow_root(struct tfs_btree *b, struct tfs_bnode *n)
 	bnode_ptr_key(b->fs, &key, n);
 	tfs_bnode_insert(b, r, 0, &key.k, n);
 	b->root = r;
-	b->nr_nodes[r->level]++;
+	__atomic_add_fetch(&b->nr_nodes[r->level], 1, __ATOMIC_RELAXED);
 	b->c.height_grows++;
 	if (r->level + 1u > b->c.max_height)
 		b->c.max_height = r->level + 1u;
@@ -264,7 +264,7 @@ int tfs_btree_split_locked(struct tfs_btree *b, struct tfs_bpos pos, unsigned le
 	tfs_bnode_set_dirty(b, left);
 	tfs_bnode_set_dirty(b, n);
 	tfs_bnode_set_dirty(b, parent);
-	b->nr_nodes[level]++;
+	__atomic_add_fetch(&b->nr_nodes[level], 1, __ATOMIC_RELAXED);
 	b->c.splits++;
 	__atomic_add_fetch(&b->mod_seq, 1, __ATOMIC_RELEASE);
 	return 0;
@@ -293,9 +293,9 @@ void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n)
 
 	if (n->dirty) {
 		n->dirty = false;
-		b->nr_dirty--;
+		__atomic_sub_fetch(&b->nr_dirty, 1, __ATOMIC_RELAXED);
 	}
-	b->nr_nodes[n->level]--;
+	__atomic_sub_fetch(&b->nr_nodes[n->level], 1, __ATOMIC_RELAXED);
 	if (n->writing) {
 		/*
 		 * Its checkpoint frees the old copy once that checkpoint is durable

@@ -105,6 +105,9 @@ struct tfs_btree {
 	u64 nr_nodes[TFS_BTREE_MAX_DEPTH];
 	u64 nr_dirty;	     /* nodes with dirty set */
 	u64 max_journal_seq; /* newest seq applied (since the last snapshot: see write-back) */
+	/* The reservation of the last commit applied: commits apply in journal order. */
+	u64 last_res_seq;
+	u32 last_res_offset;
 
 	/*
 	 * The journal must keep every seq whose keys are not in a durable

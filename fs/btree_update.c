@@ -201,6 +201,25 @@ static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 	return 0;
 }
 
+/*
+ * Whether res comes after every reservation applied to the trees in mask
+ * (by seq, then offset in the entry): what keeps each tree's order of
+ * applied updates the journal's order.
+ */
+static bool res_after_applied(struct tfs_fs *fs, unsigned mask, const struct tfs_journal_res *res)
+{
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		const struct tfs_btree *b = &fs->btrees[id];
+
+		if (!(mask & (1U << id)))
+			continue;
+		if (b->last_res_seq > res->seq ||
+		    (b->last_res_seq == res->seq && b->last_res_offset >= res->offset))
+			return false;
+	}
+	return true;
+}
+
 static void lock_btrees(struct tfs_fs *fs, unsigned mask)
 {
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
@@ -340,6 +359,8 @@ static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, stru
 	b->c.commits++;
 	if (res->seq > b->max_journal_seq)
 		b->max_journal_seq = res->seq;
+	b->last_res_seq = res->seq;
+	b->last_res_offset = res->offset;
 	/* Reclaim must not pass this seq until a checkpoint holds these keys. */
 	tfs_journal_pin_add(fs->j, res->seq, &b->pin, tfs_btree_pin_flush);
 	__atomic_add_fetch(&b->mod_seq, 1, __ATOMIC_RELEASE);
@@ -383,6 +404,18 @@ retry:
 		if (have_res)
 			tfs_journal_res_put(fs->j, &res); /* unfilled: zeros, skipped by replay */
 		goto out;
+	}
+	if (have_res && !res_after_applied(fs, p.btrees, &res)) {
+		/*
+		 * Taken without the locks, our reservation is older than one a
+		 * commit applied to one of our trees meanwhile: applying ours now
+		 * would order the tree unlike the journal (replay would end
+		 * differently).  Released unfilled; again, from the top.
+		 */
+		unlock_btrees(fs, p.btrees);
+		tfs_journal_res_put(fs->j, &res);
+		have_res = false;
+		goto retry;
 	}
 	if (!have_res) {
 		ret = tfs_journal_res_get(fs->j, &res, p.res_u64s,

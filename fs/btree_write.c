@@ -38,19 +38,24 @@
  * before the entry is filled.  Root entries are reclaim's own work: they use
  * the journal's reserve.
  */
+/* Words of a root entry, sized for the largest root keys (they may change before the lock). */
+static unsigned root_entry_u64s(void)
+{
+	return TFS_BTREE_NR *
+	       tfs_jset_entry_u64s(TFS_BKEY_U64s +
+				   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
+}
+
 static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
-		     u64 *seq)
+		     u64 *seq, unsigned res_flags)
 {
 	struct tfs_journal_res res;
 	unsigned u64s;
 	int ret;
 
 	while (1) {
-		/* Sized for the largest root keys: the keys may change before the lock. */
-		u64s = TFS_BTREE_NR *
-		       tfs_jset_entry_u64s(TFS_BKEY_U64s +
-					   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
-		ret = tfs_journal_res_get(fs->j, &res, u64s, TFS_JOURNAL_RES_RESERVED);
+		u64s = root_entry_u64s();
+		ret = tfs_journal_res_get(fs->j, &res, u64s, res_flags);
 		if (ret)
 			return ret;
 		pthread_mutex_lock(&fs->roots_lock);
@@ -87,7 +92,8 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 
 int tfs_btree_log_roots(struct tfs_fs *fs, unsigned trans_flags, u64 *seq)
 {
-	return log_roots(fs, NULL, NULL, seq);
+	return log_roots(fs, NULL, NULL, seq,
+			 trans_flags & TFS_TRANS_RESERVED ? TFS_JOURNAL_RES_RESERVED : 0);
 }
 
 int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
@@ -249,7 +255,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 		n->writing = true;
 		if (n->dirty) {
 			n->dirty = false;
-			b->nr_dirty--;
+			__atomic_sub_fetch(&b->nr_dirty, 1, __ATOMIC_RELAXED);
 		}
 		if (cn->parent) {
 			tfs_btree_ptr_key_set(fs, tfs_bnode_key(cn->parent, cn->pidx), &loc, seq,
@@ -391,8 +397,12 @@ static void ckpt_done_locked(struct ckpt *c, u64 root_seq, bool free_old)
 	b->ckpt_failures = 0;
 }
 
-/* Steps 2-3 failed: nothing on disk refers to the new copies; everything is dirty again. */
-static void ckpt_fail_locked(struct ckpt *c)
+/*
+ * Steps 2-4 failed: nothing durable refers to the new copies; everything is
+ * dirty again.  io_error: a write failed (counted towards giving up), not
+ * a lack of journal space.
+ */
+static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 {
 	struct tfs_btree *b = c->b;
 	struct tfs_fs *fs = b->fs;
@@ -423,13 +433,22 @@ static void ckpt_fail_locked(struct ckpt *c)
 		tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
 	}
 	b->c.checkpoint_errors++;
-	b->ckpt_failures++;
+	b->ckpt_failures += io_error;
 }
 
 /* Consecutive failed checkpoints of one tree before the filesystem stops writing. */
 #define CKPT_MAX_FAILURES 4
 
-int tfs_btree_checkpoint(struct tfs_btree *b)
+/*
+ * reclaim: called by journal reclaim (the pin's flush callback): the root
+ * entry may use the journal's reserve, and waits for it.  Other callers
+ * (write_all, memory pressure) must not take reclaim's reserve, nor wait
+ * for journal space while their checkpoint pins the journal (reclaim could
+ * then never free any): when the journal has no room for the root entry
+ * the checkpoint is undone and an EAGAIN-class code returned, to wait for
+ * space holding nothing and try again.
+ */
+static int checkpoint(struct tfs_btree *b, bool reclaim)
 {
 	struct tfs_fs *fs = b->fs;
 	struct ckpt c = { .b = b };
@@ -438,6 +457,23 @@ int tfs_btree_checkpoint(struct tfs_btree *b)
 
 	if (fs->read_only || !fs->j)
 		return 0;
+	/* A halted journal takes no root entry: do not write nodes for nothing. */
+	ret = tfs_journal_error(fs->j);
+	if (ret)
+		return ret;
+	if (!reclaim) {
+		/*
+		 * Room for the root entry now?  If not, do not write nodes only to
+		 * undo the checkpoint when the entry is refused (the probe's words
+		 * stay zero: an empty sub-entry).
+		 */
+		struct tfs_journal_res res;
+
+		ret = tfs_journal_res_get(fs->j, &res, root_entry_u64s(), TFS_JOURNAL_RES_NONBLOCK);
+		if (ret)
+			return ret;
+		tfs_journal_res_put(fs->j, &res);
+	}
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.done, NULL);
 	pthread_mutex_lock(&b->ckpt_lock);
@@ -459,6 +495,8 @@ int tfs_btree_checkpoint(struct tfs_btree *b)
 		for (unsigned i = 0; i < c.nr; i++)
 			c.nodes[i].nr_runs = 0; /* prepare gave them back */
 		b->c.checkpoint_errors++;
+		/* No space for metadata is not waited out: it counts towards giving up. */
+		b->ckpt_failures += tfs_err_matches(ret, ENOSPC);
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
@@ -470,13 +508,20 @@ int tfs_btree_checkpoint(struct tfs_btree *b)
 		ret = ckpt_write(&c);
 	if (ret) {
 		pthread_rwlock_wrlock(&b->lock);
-		ckpt_fail_locked(&c);
+		ckpt_fail_locked(&c, true);
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
 
 	/* 4. The root entry that makes the new tree the durable one. */
-	ret = log_roots(fs, b, &c.root_key.k, &root_seq);
+	ret = log_roots(fs, b, &c.root_key.k, &root_seq,
+			reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
+	if (ret && tfs_err_matches(ret, EAGAIN)) {
+		pthread_rwlock_wrlock(&b->lock);
+		ckpt_fail_locked(&c, false);
+		pthread_rwlock_unlock(&b->lock);
+		goto out;
+	}
 	if (!ret)
 		ret = tfs_journal_flush_seq(fs->j, root_seq);
 
@@ -506,11 +551,27 @@ out:
 	return ret;
 }
 
+int tfs_btree_checkpoint(struct tfs_btree *b)
+{
+	return checkpoint(b, false);
+}
+
 int tfs_btree_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u64 seq)
 {
 	struct tfs_btree *b = container_of(pin, struct tfs_btree, pin);
 
-	return tfs_btree_checkpoint(b);
+	return checkpoint(b, true);
+}
+
+/* Waits, holding nothing, until the journal takes an entry (released unfilled). */
+static int wait_journal_space(struct tfs_fs *fs)
+{
+	struct tfs_journal_res res;
+	int ret = tfs_journal_res_get(fs->j, &res, 1, 0);
+
+	if (!ret)
+		tfs_journal_res_put(fs->j, &res);
+	return ret;
 }
 
 int tfs_btree_write_all(struct tfs_fs *fs)
@@ -524,13 +585,26 @@ int tfs_btree_write_all(struct tfs_fs *fs)
 		int r;
 
 		/* A failed write is retried at new locations, a few times. */
-		do {
-			r = tfs_btree_checkpoint(b);
-		} while (r && b->ckpt_failures && b->ckpt_failures < CKPT_MAX_FAILURES &&
-			 !tfs_journal_error(fs->j));
+		while (1) {
+			r = checkpoint(b, false);
+			if (r && tfs_err_matches(r, EAGAIN)) {
+				r = wait_journal_space(fs);
+				if (!r)
+					continue;
+			}
+			if (!r || !b->ckpt_failures || b->ckpt_failures >= CKPT_MAX_FAILURES ||
+			    tfs_journal_error(fs->j))
+				break;
+		}
 		ret = ret ?: r;
 	}
+	/*
+	 * A root entry's last_seq was taken while its checkpoint still pinned
+	 * the keys it wrote back; one more entry, flushed, records the
+	 * last_seq they no longer hold, so the next open replays nothing that
+	 * the trees on disk already have.
+	 */
 	if (!ret)
-		ret = tfs_journal_flush(fs->j);
+		ret = tfs_btree_log_roots(fs, 0, NULL) ?: tfs_journal_flush(fs->j);
 	return ret;
 }

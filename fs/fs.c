@@ -249,6 +249,8 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	}
 	memcpy(o->uuid, fs->uuid, 16);
 	o->block_size = fs->block_size;
+	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
+	o->reserved_buckets = 2;
 	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
 	o->metadata_replicas_required =
 		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);
@@ -430,7 +432,7 @@ static int fs_read_roots(struct tfs_fs *fs)
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
 		if (ret)
 			return ret;
-		b->nr_nodes[b->root->level]++;
+		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
 		ret = fs_read_interior(b, b->root);
 		if (ret)
 			return ret;
@@ -627,8 +629,6 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 	struct printbuf err = PRINTBUF;
 	int ret;
 
-	if (tfs_fault("init:fs_start"))
-		return -TFS_ERR_fault_injected;
 	ret = tfs_journal_init(&fs->j, jd, nr, &fs->jopts, &err);
 	if (ret) {
 		fprintf(stderr, "%s\n", printbuf_str(&err));
@@ -654,7 +654,7 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 		tfs_journal_pin_add(fs->j, rc->root_seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
 		fs->roots_seq = rc->root_seq;
 	} else {
-		ret = tfs_btree_log_roots(fs, 0, NULL);
+		ret = tfs_btree_log_roots(fs, TFS_TRANS_RESERVED, NULL);
 		if (ret)
 			return ret;
 	}
@@ -744,7 +744,9 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	if (ret)
 		goto err;
 	if (!fs->read_only) {
-		ret = fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc);
+		/* Before the first write: a failed open changes nothing on disk. */
+		ret = tfs_fault("init:fs_start") ? -TFS_ERR_fault_injected : 0;
+		ret = ret ?: fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc);
 		if (ret)
 			goto err;
 	}

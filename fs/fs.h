@@ -60,7 +60,7 @@ struct tfs_fs_opts {
 	bool read_only;	  /* no writes at all (no replay writes either) */
 	bool degraded;	  /* open with members missing, if replicas allow */
 	int error_action; /* enum tfs_error_action, or -1: the superblock's */
-	u64 cache_budget; /* bytes for the node and key caches; 0: a default */
+	u64 cache_budget; /* bytes for the node and key caches; 0: a default (256 MiB) */
 	bool fsync_noop;  /* fsync only commits, never flushes (unsafe; benchmarks) */
 	bool verbose;	  /* print what open and stop do */
 	/*

@@ -38,6 +38,40 @@ static int dir_check(struct tfs_inode_mem *dir)
 	return 0;
 }
 
+/*
+ * The inode an entry named was not found: was the entry changed meanwhile
+ * (0: look again), or does it name an inode that does not exist (a corrupt
+ * dirent: reported, -TFS_ERR_dirent_invalid)?
+ */
+static int dirent_dangling(struct tfs_fs *fs, struct tfs_inode_mem *dir, const char *name,
+			   size_t len, tfs_ino_t ino)
+{
+	struct tfs_btree_trans trans;
+	tfs_ino_t again;
+	int ret = tfs_ilock(fs, dir, false);
+
+	if (ret)
+		return ret;
+	tfs_posix_trans_init(&trans, fs);
+	ret = tfs_dirent_lookup(&trans, dir, name, len, &again, NULL, NULL);
+	tfs_trans_exit(&trans);
+	tfs_iunlock(dir);
+	if (ret == -ENOENT)
+		return 0;
+	if (!ret && again == ino) {
+		struct printbuf msg = PRINTBUF;
+
+		prt_printf(&msg, "directory %llu: entry ", (unsigned long long)dir->ino);
+		prt_strn(&msg, name, len);
+		prt_printf(&msg, " points to inode %llu, which does not exist",
+			   (unsigned long long)ino);
+		tfs_posix_inconsistent(fs, printbuf_str(&msg));
+		printbuf_exit(&msg);
+		ret = -TFS_ERR_dirent_invalid;
+	}
+	return ret;
+}
+
 int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st)
 {
 	struct tfs_inode_mem *im;
@@ -56,28 +90,9 @@ static int dirent_target_stat(struct tfs_fs *fs, struct tfs_inode_mem *dir, cons
 {
 	int ret = tfs_getattr(fs, ino, st);
 
-	if (ret == -ENOENT) {
-		struct tfs_btree_trans trans;
-		tfs_ino_t again;
-
-		/* Unlinked meanwhile, or a dirent pointing at nothing? */
-		tfs_ilock(fs, dir, false);
-		tfs_posix_trans_init(&trans, fs);
-		if (!tfs_dirent_lookup(&trans, dir, name, len, &again, NULL, NULL) &&
-		    again == ino) {
-			struct printbuf msg = PRINTBUF;
-
-			prt_printf(&msg, "directory %llu: entry ", (unsigned long long)dir->ino);
-			prt_strn(&msg, name, len);
-			prt_printf(&msg, " points to inode %llu, which does not exist",
-				   (unsigned long long)ino);
-			tfs_posix_inconsistent(fs, printbuf_str(&msg));
-			printbuf_exit(&msg);
-			ret = -TFS_ERR_dirent_invalid;
-		}
-		tfs_trans_exit(&trans);
-		tfs_iunlock(dir);
-	}
+	/* Unlinked meanwhile (-ENOENT), or a dirent pointing at nothing? */
+	if (ret == -ENOENT)
+		ret = dirent_dangling(fs, dir, name, len, ino) ?: -ENOENT;
 	return ret;
 }
 
@@ -89,9 +104,7 @@ int tfs_lookup(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, size_t len
 	tfs_ino_t ino;
 	int ret;
 
-	if (len == 1 && name[0] == '.')
-		return tfs_getattr(fs, dirino, st);
-	if (!(len == 2 && name[0] == '.' && name[1] == '.')) {
+	if (!is_dot(name, len)) {
 		ret = tfs_name_check(name, len);
 		if (ret)
 			return ret;
@@ -101,6 +114,10 @@ int tfs_lookup(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, size_t len
 		return ret;
 	if (!S_ISDIR(dir->ui.mode)) {
 		ret = -ENOTDIR;
+	} else if (len == 1 && name[0] == '.') {
+		tfs_inode_to_stat(fs, dirino, &dir->ui, st);
+		tfs_iput_unlock(fs, dir);
+		return 0;
 	} else if (is_dot(name, len)) {
 		ino = dir->ui.parent;
 	} else {
@@ -425,26 +442,9 @@ static int lock_dir_child(struct tfs_fs *fs, struct tfs_inode_mem *dir, const ch
 		ims[1] = *child;
 		ret = tfs_ilock_many(fs, ims, 2);
 		if (ret == -ENOENT) {
-			/* The child went away meanwhile (or never existed: see below). */
+			/* The child went away meanwhile (or never existed). */
 			tfs_iput(fs, *child);
-			ret = tfs_ilock(fs, dir, false);
-			if (ret)
-				return ret;
-			tfs_posix_trans_init(&trans, fs);
-			ret = tfs_dirent_lookup(&trans, dir, name, len, &again, NULL, NULL);
-			tfs_trans_exit(&trans);
-			tfs_iunlock(dir);
-			if (!ret && again == ino) {
-				struct printbuf msg = PRINTBUF;
-
-				prt_printf(&msg,
-					   "directory %llu: an entry points to inode %llu, which "
-					   "does not exist",
-					   (unsigned long long)dir->ino, (unsigned long long)ino);
-				tfs_posix_inconsistent(fs, printbuf_str(&msg));
-				printbuf_exit(&msg);
-				return -TFS_ERR_dirent_invalid;
-			}
+			ret = dirent_dangling(fs, dir, name, len, ino);
 			if (ret)
 				return ret;
 			continue;
@@ -689,6 +689,11 @@ int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t 
 			}
 			tfs_iunlock_many(ims, 4);
 		}
+		/* A name leading to an inode that is not there: changed meanwhile, or corrupt. */
+		if (ret == -ENOENT && src->deleted)
+			ret = dirent_dangling(fs, od, oldname, oldlen, src_ino);
+		else if (ret == -ENOENT && dst && dst->deleted)
+			ret = dirent_dangling(fs, nd, newname, newlen, dst_ino);
 		tfs_iput(fs, src);
 		if (dst)
 			tfs_iput(fs, dst);
@@ -700,6 +705,21 @@ int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t 
 
 	bool src_dir = S_ISDIR(src->ui.mode), dst_dir = dst && S_ISDIR(dst->ui.mode);
 
+	/* A directory may not move under itself (checked first, as the VFS does). */
+	if (cross && src_dir) {
+		ret = is_under(fs, newdir, src_ino);
+		if (ret) {
+			ret = ret > 0 ? -EINVAL : ret;
+			goto out;
+		}
+	}
+	if (cross && exchange && dst_dir) {
+		ret = is_under(fs, olddir, dst_ino);
+		if (ret) {
+			ret = ret > 0 ? -EINVAL : ret;
+			goto out;
+		}
+	}
 	if (dst && !exchange) {
 		if (dst_dir && !src_dir) {
 			ret = -EISDIR;
@@ -713,21 +733,6 @@ int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t 
 			ret = tfs_dir_empty(fs, dst_ino);
 			if (ret)
 				goto out;
-		}
-	}
-	/* A directory may not move under itself. */
-	if (cross && src_dir) {
-		ret = is_under(fs, newdir, src_ino);
-		if (ret) {
-			ret = ret > 0 ? -EINVAL : ret;
-			goto out;
-		}
-	}
-	if (cross && exchange && dst_dir) {
-		ret = is_under(fs, olddir, dst_ino);
-		if (ret) {
-			ret = ret > 0 ? -EINVAL : ret;
-			goto out;
 		}
 	}
 

@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fs/alloc.h"
 #include "fs_test.h"
+#include "lib/fault_point.h"
 
 /* --- the model: one sorted array per btree --- */
 
@@ -377,7 +379,7 @@ static void run_model(size_t budget, unsigned rounds, unsigned steps)
 	struct ft t;
 	struct ft_geometry g = {
 		.nr_devs = 1,
-		.size = 64 << 20,
+		.size = (u64)(lng() ? 256 : 64) << 20,
 		.bucket_size = 16 << 10, /* 16 KiB nodes: splits and tall trees sooner */
 		.journal_size = 24 << 20,
 	};
@@ -429,6 +431,24 @@ static void run_model(size_t budget, unsigned rounds, unsigned steps)
 		}
 		/* Stop and reopen: replay must rebuild exactly the model. */
 		note_counters(t.fs);
+		if (getenv("TFS_VERBOSE")) {
+			struct tfs_alloc_usage u;
+
+			tfs_alloc_usage(t.fs, &u);
+			u64 nodes = 0, pend = 0, dirty = 0;
+
+			for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+				for (unsigned l = 0; l < TFS_BTREE_MAX_DEPTH; l++)
+					nodes += t.fs->btrees[id].nr_nodes[l];
+				pend += t.fs->btrees[id].pending_free.nr;
+				dirty += t.fs->btrees[id].nr_dirty;
+			}
+			printf("round %u: used %llu waiting %llu free %llu; nodes %llu dirty %llu "
+			       "pending %llu\n",
+			       round, (unsigned long long)u.used, (unsigned long long)u.waiting,
+			       (unsigned long long)u.free, (unsigned long long)nodes,
+			       (unsigned long long)dirty, (unsigned long long)pend);
+		}
 		assert_int_equal(ft_stop(&t), 0);
 		assert_int_equal(ft_open(&t), 0);
 		check_all(t.fs);
@@ -502,7 +522,12 @@ static void test_not_initialized(void **state)
 	snprintf(t.dir, sizeof(t.dir), "/tmp/tfs-engine-XXXXXX");
 	assert_non_null(mkdtemp(t.dir));
 	t.nr = 1;
-	snprintf(t.path[0], sizeof(t.path[0]), "%s/img0", t.dir);
+	{
+		char dir[sizeof(t.dir)];
+
+		memcpy(dir, t.dir, sizeof(dir));
+		snprintf(t.path[0], sizeof(t.path[0]), "%s/img0", dir);
+	}
 	t.paths[0] = t.path[0];
 	tfs_fs_opts_default(&t.opts);
 	assert_int_equal(ft_format(&t, &g), 0);
@@ -515,6 +540,39 @@ static void test_not_initialized(void **state)
 	ft_cleanup(&t);
 }
 
+/* The open's fault points: the open fails with the code, changes nothing, and opens after. */
+static void test_open_fault_points(void **state)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} points[] = {
+		{ "init:fs_alloc", -TFS_ERR_ENOMEM_fault_injected },
+		{ "init:fs_start", -TFS_ERR_fault_injected },
+	};
+	struct ft t;
+	struct ft_geometry g = { .nr_devs = 1, .size = 32 << 20 };
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ONESHOT };
+
+	assert_int_equal(ft_mkfs(&t, &g), 0);
+	for (unsigned i = 0; i < ARRAY_SIZE(points); i++) {
+		struct stat before, after;
+
+		assert_int_equal(stat(t.path[0], &before), 0);
+		assert_int_equal(tfs_fault_point_arm(points[i].name, &arm), 0);
+		assert_int_equal(tfs_fs_open(t.paths, t.nr, &t.opts, &t.fs), points[i].err);
+		assert_null(t.fs);
+		assert_int_equal(tfs_fault_point_fired(points[i].name), 1);
+		assert_int_equal(stat(t.path[0], &after), 0);
+		assert_int_equal(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+		assert_int_equal(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+		tfs_fault_points_reset();
+		assert_int_equal(ft_open(&t), 0);
+		assert_int_equal(ft_stop(&t), 0);
+	}
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -522,6 +580,7 @@ int main(void)
 		cmocka_unit_test(test_model_small_cache),
 		cmocka_unit_test(test_empty_and_busy),
 		cmocka_unit_test(test_not_initialized),
+		cmocka_unit_test(test_open_fault_points),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fs/btree_cache.c: the node cache.
+ *
+ *  - A working set ten times the memory budget (writes, then reads all over
+ *    it): the cache never holds more than the budget plus a stated slack
+ *    (the split reserve and one path per tree: what a single operation may
+ *    add before the check after it runs), and every key reads back.
+ *  - The scan's rules, each with a test that fails if the rule is broken:
+ *    a node used since the last scan gets a second chance (freed by the
+ *    next one, not this one); dirty nodes are never freed; a tree whose
+ *    lock is held is skipped; every reason is counted; asked for pages, the
+ *    scan frees whole nodes and reports pages.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fs/btree_internal.h"
+#include "fs_test.h"
+
+static void key_at(struct tfs_bkey_buf *buf, unsigned k)
+{
+	u8 *v = tfs_bkey_init(buf, TFS_BKEY_cookie, TFS_POS(5, k), 1000);
+
+	for (unsigned i = 0; i < 1000; i++)
+		v[i] = (u8)(k * 3 + i);
+}
+
+static void fill(struct tfs_fs *fs, unsigned n)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+
+	tfs_trans_init(&trans, fs);
+	for (unsigned k = 0; k < n; k++) {
+		key_at(&buf, k);
+		assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_xattrs, &buf.k), 0);
+		if (k % 8 == 7 || k + 1 == n)
+			assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	}
+	tfs_trans_exit(&trans);
+}
+
+static void check_key(struct tfs_fs *fs, unsigned k)
+{
+	struct tfs_bkey_buf buf, want;
+
+	assert_int_equal(tfs_btree_lookup(fs, TFS_BTREE_xattrs, TFS_POS(5, k), &buf), 0);
+	key_at(&want, k);
+	assert_memory_equal(&buf.k, &want.k, tfs_bkey_bytes(&want.k));
+}
+
+static struct ft_geometry geo = {
+	.nr_devs = 1,
+	.size = 64 << 20,
+	.bucket_size = 16 << 10,
+	.journal_size = 4 << 20,
+	.shm = true,
+};
+
+static void test_budget_10x(void **state)
+{
+	struct ft t;
+	const size_t budget = 1 << 20;
+	unsigned n = 5000; /* 5 MB of keys: about 10 MB of half-full 16 KiB nodes */
+	u64 x = 1;
+
+	assert_int_equal(ft_mkfs(&t, &geo), 0);
+	t.opts.cache_budget = budget;
+	assert_int_equal(ft_open(&t), 0);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	/* The stated slack: the split reserve plus one path of every tree. */
+	size_t slack =
+		(c->reserve + TFS_BTREE_NR * 3) * c->node_bytes + TFS_BTREE_NR * 2 * c->child_bytes;
+
+	fill(t.fs, n);
+	for (unsigned i = 0; i < 3 * n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		check_key(t.fs, (unsigned)(x % n));
+		assert_true(tfs_btree_cache_bytes(t.fs) <= budget + slack);
+	}
+	/* The tree is ten times the budget; the cache stayed within it. */
+	u64 nodes = 0;
+
+	for (unsigned l = 0; l < TFS_BTREE_MAX_DEPTH; l++)
+		nodes += t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[l];
+	printf("budget %zu + slack %zu; max %llu; %llu nodes in the tree now; %llu evicted, %llu "
+	       "read, %llu write-backs for memory\n",
+	       budget, slack, (unsigned long long)c->max_bytes, (unsigned long long)nodes,
+	       (unsigned long long)c->nr_scan_freed,
+	       (unsigned long long)ft_btree_counter_sum(t.fs, nodes_read),
+	       (unsigned long long)c->nr_writeback_for_memory);
+	assert_true(c->max_bytes <= budget + slack);
+	assert_true(c->nr_scan_freed * c->node_bytes >= 9 * budget);
+	assert_true(c->nr_writeback_for_memory > 0);
+	/* Everything is there after a reopen too. */
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	for (unsigned k = 0; k < n; k += 7)
+		check_key(t.fs, k);
+	ft_cleanup(&t);
+}
+
+/* Nodes of the xattrs tree in memory. */
+static u64 xattrs_nodes(struct tfs_fs *fs)
+{
+	u64 n = 0;
+
+	for (unsigned l = 0; l < TFS_BTREE_MAX_DEPTH; l++)
+		n += fs->btrees[TFS_BTREE_xattrs].nr_nodes[l];
+	return n;
+}
+
+/* Reads every key (every leaf in memory, each marked accessed). */
+static void read_all(struct tfs_fs *fs, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		check_key(fs, k);
+}
+
+static void test_second_chance(void **state)
+{
+	struct ft t;
+	unsigned n = 300;
+	unsigned long pages_per_node;
+
+	assert_int_equal(ft_mkfs(&t, &geo), 0);
+	assert_int_equal(ft_open(&t), 0);
+	fill(t.fs, n);
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	struct tfs_btree_cache *c = &t.fs->cache;
+
+	pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	read_all(t.fs, n);
+	u64 in_mem = xattrs_nodes(t.fs), leaves = t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[0];
+
+	assert_true(leaves > 4);
+	/* First scan: every leaf was used since: none freed, each counted once. */
+	u64 accessed0 = c->not_freed_accessed;
+	unsigned long ret = tfs_btree_cache_scan(t.fs, ~0UL / 2);
+
+	assert_int_equal(ret, 0);
+	assert_int_equal(xattrs_nodes(t.fs), in_mem);
+	assert_true(c->not_freed_accessed - accessed0 >= leaves);
+	/* Second scan: now they go (whole nodes; the pages reported). */
+	ret = tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	assert_true(ret >= leaves * pages_per_node);
+	assert_int_equal(ret % pages_per_node, 0);
+	assert_int_equal(t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 0);
+	/* Used again, and a scan asked for one page frees one node, not the used ones. */
+	read_all(t.fs, n);
+	u64 freed0 = c->nr_scan_freed;
+
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), 0);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_int_equal(c->nr_scan_freed - freed0, 1);
+	read_all(t.fs, n);
+	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(&t);
+}
+
+static void test_dirty_and_locked_stay(void **state)
+{
+	struct ft t;
+	unsigned n = 300;
+
+	assert_int_equal(ft_mkfs(&t, &geo), 0);
+	assert_int_equal(ft_open(&t), 0);
+	struct tfs_btree_cache *c = &t.fs->cache;
+
+	/* Every node dirty (never written back): scans free none of them. */
+	fill(t.fs, n);
+	u64 in_mem = xattrs_nodes(t.fs), dirty0 = c->not_freed_dirty;
+
+	assert_true(t.fs->btrees[TFS_BTREE_xattrs].nr_dirty == in_mem);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(tfs_btree_cache_scan(t.fs, ~0UL / 2), 0);
+	assert_int_equal(xattrs_nodes(t.fs), in_mem);
+	assert_true(c->not_freed_dirty - dirty0 >= 3 * (in_mem - 1));
+	read_all(t.fs, n);
+
+	/* Written back, clean: but a tree whose lock is held is skipped. */
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	struct tfs_btree *b = &t.fs->btrees[TFS_BTREE_xattrs];
+	u64 locked0 = c->not_freed_locked;
+
+	pthread_rwlock_rdlock(&b->lock);
+	for (unsigned i = 0; i < 2; i++)
+		tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	pthread_rwlock_unlock(&b->lock);
+	assert_int_equal(xattrs_nodes(t.fs), in_mem);
+	assert_true(c->not_freed_locked - locked0 >= 2);
+	/* Unlocked: two scans (second chance) free the clean ones. */
+	tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	assert_int_equal(xattrs_nodes(t.fs), 1); /* the root stays */
+	read_all(t.fs, n);
+
+	struct printbuf out = PRINTBUF;
+
+	tfs_btree_cache_to_text(&out, t.fs);
+	assert_non_null(strstr(printbuf_str(&out), "not freed:"));
+	assert_non_null(strstr(printbuf_str(&out), "dirty "));
+	assert_non_null(strstr(printbuf_str(&out), "locked "));
+	assert_non_null(strstr(printbuf_str(&out), "accessed "));
+	assert_non_null(strstr(printbuf_str(&out), "reserve "));
+	printbuf_exit(&out);
+	ft_cleanup(&t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_budget_10x),
+		cmocka_unit_test(test_second_chance),
+		cmocka_unit_test(test_dirty_and_locked_stay),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

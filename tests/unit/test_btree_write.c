@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fs/btree_write.c (write-back, roots) through the whole engine,
+ * on fault devices:
+ *
+ *  - Crash: a power cut at every write index of a bounded workload (commits
+ *    in two btrees, flushes, checkpoints), under every cut policy, on one
+ *    and two members (two replicas).  Reopening (replay over the durable
+ *    tree) gives the state after some prefix of the commits that contains
+ *    every commit a flush or a write-back acknowledged; every btree
+ *    validates node by node; stopping and reopening again gives the same.
+ *  - A node write failing once: the checkpoint fails, is retried at new
+ *    locations and succeeds; nothing is lost.
+ *  - Node writes failing persistently: write-back reports the error, and
+ *    after a few tries the filesystem stops writing (EROFS for commits);
+ *    everything acknowledged before is there after a reopen.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "fs_test.h"
+#include "lib/fault_point.h"
+#include "lib/faultdev.h"
+
+/* --- the workload --- */
+
+#define NK 40	    /* keys per btree */
+#define NCOMMITS 24 /* bounded: every write index gets a cut */
+static const enum tfs_btree_id wl_btrees[2] = { TFS_BTREE_inodes, TFS_BTREE_extents };
+
+/* state[b][k]: the version (commit number) of key k of btree b; 0: absent. */
+typedef u64 wl_state[2][NK];
+static wl_state prefix_state[NCOMMITS + 1];
+
+static size_t wl_len(u64 version, unsigned k)
+{
+	return 400 + (version * 131 + k * 17) % 1200;
+}
+
+static void wl_key(struct tfs_bkey_buf *buf, unsigned k, u64 version)
+{
+	size_t len = wl_len(version, k);
+	u8 *v = tfs_bkey_init(buf, TFS_BKEY_cookie, TFS_POS(7, k * 1000), len);
+
+	memcpy(v, &version, 8);
+	for (size_t i = 8; i < len; i++)
+		v[i] = (u8)(version * 7 + k + i);
+}
+
+/* Commit i's updates (applied to st): two keys set, every fourth a delete. */
+static void wl_updates(unsigned i, struct tfs_btree_trans *trans, wl_state st)
+{
+	struct tfs_bkey_buf buf;
+	unsigned b = i % 2;
+	unsigned k1 = (i * 7) % NK, k2 = (i * 13 + 1) % NK;
+
+	wl_key(&buf, k1, i);
+	if (trans)
+		assert_int_equal(tfs_trans_update(trans, wl_btrees[b], &buf.k), 0);
+	st[b][k1] = i;
+	wl_key(&buf, k2, i);
+	if (trans)
+		assert_int_equal(tfs_trans_update(trans, wl_btrees[!b], &buf.k), 0);
+	st[!b][k2] = i;
+	if (i % 4 == 0) {
+		unsigned k3 = (i * 5 + 3) % NK;
+
+		if (trans)
+			assert_int_equal(
+				tfs_trans_delete(trans, wl_btrees[b], TFS_POS(7, k3 * 1000)), 0);
+		st[b][k3] = 0;
+	}
+}
+
+static void wl_prefix_states(void)
+{
+	memset(prefix_state, 0, sizeof(prefix_state));
+	for (unsigned i = 1; i <= NCOMMITS; i++) {
+		memcpy(prefix_state[i], prefix_state[i - 1], sizeof(wl_state));
+		wl_updates(i, NULL, prefix_state[i]);
+	}
+}
+
+/*
+ * Runs the workload until something fails; returns how many commits are
+ * acknowledged (a flush or a write-back covering them returned 0).
+ */
+static unsigned wl_run(struct tfs_fs *fs)
+{
+	unsigned acked = 0;
+
+	for (unsigned i = 1; i <= NCOMMITS; i++) {
+		struct tfs_btree_trans trans;
+		wl_state scratch;
+		u64 seq;
+		int ret;
+
+		tfs_trans_init(&trans, fs);
+		wl_updates(i, &trans, scratch);
+		ret = tfs_trans_commit(&trans, 0, &seq);
+		tfs_trans_exit(&trans);
+		if (ret)
+			break;
+		if (i % 8 == 0) {
+			if (tfs_btree_write_all(fs))
+				break;
+			acked = i;
+		} else if (i % 3 == 1) {
+			if (tfs_fs_flush_seq(fs, seq))
+				break;
+			acked = i;
+		}
+	}
+	return acked;
+}
+
+/* What the trees hold, as a state; every value checked byte for byte. */
+static void read_state(struct tfs_fs *fs, wl_state st)
+{
+	memset(st, 0, sizeof(wl_state));
+	for (unsigned b = 0; b < 2; b++) {
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+		int ret;
+
+		tfs_btree_iter_init(&iter, fs, wl_btrees[b], TFS_POS_MIN, TFS_POS_MAX);
+		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+		     ret = tfs_btree_iter_next(&iter, &k)) {
+			struct tfs_bpos pos = tfs_bkey_pos(k);
+			struct tfs_bkey_buf want;
+			u64 version;
+
+			assert_int_equal(pos.inode, 7);
+			assert_int_equal(pos.offset % 1000, 0);
+			assert_true(pos.offset / 1000 < NK);
+			memcpy(&version, tfs_bkey_val(k), 8);
+			wl_key(&want, (unsigned)(pos.offset / 1000), version);
+			assert_int_equal(tfs_bkey_bytes(k), tfs_bkey_bytes(&want.k));
+			assert_memory_equal(k, &want.k, tfs_bkey_bytes(k));
+			st[b][pos.offset / 1000] = version;
+		}
+		assert_int_equal(ret, 0);
+		tfs_btree_iter_exit(&iter);
+		assert_int_equal(tfs_btree_verify(fs, wl_btrees[b]), 0);
+	}
+}
+
+/* The prefix (>= acked) whose state st is; fails if none. */
+static unsigned matching_prefix(wl_state st, unsigned acked)
+{
+	for (unsigned j = acked; j <= NCOMMITS; j++)
+		if (!memcmp(st, prefix_state[j], sizeof(wl_state)))
+			return j;
+	fail_msg("the state after the crash is no prefix of the commits from %u on", acked);
+	return 0;
+}
+
+static int arm(const char *spec)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = tfs_faults_parse(spec, &err);
+
+	if (ret)
+		fprintf(stderr, "spec %s: %s\n", spec, printbuf_str(&err));
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* Templates: one mkfs per member count, copied for each run. */
+static struct ft tmpl[3];
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[1 << 16];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t n;
+
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, n), n);
+	close(in);
+	close(out);
+}
+
+static struct ft *template(unsigned nr)
+{
+	if (!tmpl[nr].nr) {
+		struct ft_geometry g = {
+			.nr_devs = nr,
+			.size = 8 << 20,
+			.bucket_size = 16 << 10,
+			.journal_size = 1 << 20,
+			.replicas = nr,
+			.shm = true,
+		};
+
+		assert_int_equal(ft_mkfs(&tmpl[nr], &g), 0);
+	}
+	return &tmpl[nr];
+}
+
+static void template_cleanup(void)
+{
+	for (unsigned nr = 1; nr <= 2; nr++)
+		if (tmpl[nr].nr)
+			ft_cleanup(&tmpl[nr]);
+	memset(tmpl, 0, sizeof(tmpl));
+}
+
+/* A fresh copy of the template in t (its own directory). */
+static void fresh_copy(struct ft *t, unsigned nr)
+{
+	struct ft *m = template(nr);
+
+	*t = *m;
+	/* Beside the template (same filesystem). */
+	if (strlen(m->dir) + 5 > sizeof(t->dir))
+		abort();
+	memcpy(t->dir + strlen(m->dir), ".run", 5);
+	mkdir(t->dir, 0700);
+	for (unsigned i = 0; i < nr; i++) {
+		snprintf(t->path[i], sizeof(t->path[i]), "%s.run/img%u", m->dir, i);
+		t->paths[i] = t->path[i];
+		copy_file(m->path[i], t->path[i]);
+	}
+	t->fs = NULL;
+}
+
+static struct {
+	unsigned runs, beyond_acked, cut_in_open;
+} pc_stats;
+
+/* One run: cut at write `cut` of member 0 (0: no cut) with policy; returns writes made. */
+static u64 pc_one(unsigned nr, u64 cut, enum tfs_powercut_policy policy)
+{
+	struct ft t;
+	char spec[512];
+	wl_state s1, s2;
+	unsigned acked, j;
+	u64 writes;
+
+	fresh_copy(&t, nr);
+	tfs_faultdev_registry_reset();
+	if (cut)
+		snprintf(spec, sizeof(spec),
+			 "dev %s seed=%llu trace=off write nth=%llu powercut=%s", t.path[0],
+			 (unsigned long long)(cut * 31 + policy), (unsigned long long)cut,
+			 tfs_powercut_policy_names[policy]);
+	else
+		snprintf(spec, sizeof(spec), "dev %s trace=off", t.path[0]);
+	if (nr > 1)
+		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec),
+			 "; dev %s seed=%llu trace=off", t.path[1],
+			 (unsigned long long)(cut * 17 + policy));
+	assert_int_equal(arm(spec), 0);
+	if (tfs_fs_open(t.paths, t.nr, &t.opts, &t.fs)) {
+		/* The cut came during the open (its superblock write): nothing acknowledged. */
+		assert_true(cut > 0);
+		acked = 0;
+		writes = cut;
+		pc_stats.cut_in_open++;
+	} else {
+		acked = wl_run(t.fs);
+		writes = tfs_faultdev_nr_writes(t.fs->devs[0].bdev);
+		/* The cut every member sees: the one the rule made, or one now. */
+		for (unsigned i = 0; i < nr; i++) {
+			struct tfs_bdev *b = t.fs->devs[i].bdev;
+
+			if (!tfs_faultdev_frozen(b))
+				assert_int_equal(tfs_faultdev_powercut(b, policy, 0), 0);
+		}
+		ft_stop(&t); /* fails: the devices are gone */
+	}
+	tfs_faultdev_registry_reset();
+
+	/* Reopen: replay over whatever tree is durable. */
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, s1);
+	j = matching_prefix(s1, acked);
+	pc_stats.runs++;
+	pc_stats.beyond_acked += j > acked;
+	assert_int_equal(ft_stop(&t), 0);
+	/* Twice: the same state (and the tree still validates). */
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, s2);
+	assert_memory_equal(s1, s2, sizeof(wl_state));
+	/* And it goes on working: one more commit, then a clean stop and reopen. */
+	{
+		struct tfs_btree_trans trans;
+		struct tfs_bkey_buf buf;
+
+		tfs_trans_init(&trans, t.fs);
+		wl_key(&buf, 0, 999);
+		assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_inodes, &buf.k), 0);
+		assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+		tfs_trans_exit(&trans);
+		s2[0][0] = 999;
+	}
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, s1);
+	assert_memory_equal(s1, s2, sizeof(wl_state));
+	ft_cleanup(&t);
+	rmdir(t.dir);
+	return writes;
+}
+
+static void test_powercut_every_write(void **state)
+{
+	bool lng = getenv("TFS_LONG") != NULL;
+
+	wl_prefix_states();
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		/* Record once: how many writes the workload makes on member 0. */
+		u64 nr_writes = pc_one(nr, 0, TFS_POWERCUT_none);
+
+		assert_true(nr_writes >= 20);
+		for (u64 cut = 1; cut <= nr_writes; cut++)
+			for (unsigned p = 0; p < TFS_POWERCUT_NR; p++)
+				/* Every index under every policy in the long form; else one policy each, in turn. */
+				if (lng || (cut + p) % TFS_POWERCUT_NR == 0)
+					pc_one(nr, cut, p);
+	}
+	printf("power cuts: %u runs, %u recovered more than was acknowledged, %u cut the open\n",
+	       pc_stats.runs, pc_stats.beyond_acked, pc_stats.cut_in_open);
+	assert_true(pc_stats.beyond_acked > 0);
+	template_cleanup();
+}
+
+/* --- node writes failing --- */
+
+/* Commits 1..n, each flushed. */
+static void commit_flushed(struct tfs_fs *fs, unsigned from, unsigned to)
+{
+	for (unsigned i = from; i <= to; i++) {
+		struct tfs_btree_trans trans;
+		wl_state scratch;
+		u64 seq;
+
+		tfs_trans_init(&trans, fs);
+		wl_updates(i, &trans, scratch);
+		assert_int_equal(tfs_trans_commit(&trans, 0, &seq), 0);
+		tfs_trans_exit(&trans);
+		assert_int_equal(tfs_fs_flush_seq(fs, seq), 0);
+	}
+}
+
+/* A node write fails once: the write-back is retried elsewhere and succeeds. */
+static void test_node_write_fails_once(void **state)
+{
+	struct ft t;
+	char spec[256];
+	wl_state st;
+
+	wl_prefix_states();
+	fresh_copy(&t, 1);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree nth=1 fail=EIO", t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	commit_flushed(t.fs, 1, NCOMMITS);
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	assert_int_equal(tfs_faultdev_rule_fired(t.fs->devs[0].bdev, 0), 1);
+	assert_true(ft_btree_counter_sum(t.fs, checkpoint_errors) >= 1);
+	assert_int_equal(tfs_journal_error(t.fs->j), 0);
+	assert_int_equal(ft_stop(&t), 0);
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
+/*
+ * Every node write fails: write-back reports it, and after a few tries in
+ * a row the filesystem stops writing: commits fail with EROFS.  What was
+ * flushed before is all there after a reopen.
+ */
+static void test_node_write_fails_always(void **state)
+{
+	struct ft t;
+	char spec[256];
+	struct tfs_btree_trans trans;
+	wl_state st, scratch;
+	int ret;
+
+	wl_prefix_states();
+	fresh_copy(&t, 1);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
+		 t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	commit_flushed(t.fs, 1, 6);
+	ret = tfs_btree_write_all(t.fs);
+	assert_true(ret < 0);
+	assert_true(tfs_err_matches(ret, EIO) || tfs_err_matches(ret, EROFS));
+	/* Read-only now: a commit fails (EROFS class), nothing half done. */
+	tfs_trans_init(&trans, t.fs);
+	wl_updates(7, &trans, scratch);
+	ret = tfs_trans_commit(&trans, 0, NULL);
+	tfs_trans_exit(&trans);
+	assert_true(tfs_err_matches(ret, EROFS));
+	/* Reads still work, and see every commit. */
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[6], sizeof(wl_state));
+	assert_true(ft_stop(&t) < 0);
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[6], sizeof(wl_state));
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_powercut_every_write),
+		cmocka_unit_test(test_node_write_fails_once),
+		cmocka_unit_test(test_node_write_fails_always),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
