@@ -318,9 +318,16 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
 	st->f_bfree = (u.capacity - u.used) >> p->block_bits;
 	/* Waiting space is free once a journal flush lands (allocation does one). */
 	st->f_bavail = (u.free + u.waiting) >> p->block_bits;
-	st->f_ffree = st->f_bavail;
-	st->f_favail = st->f_bavail;
-	st->f_files = __atomic_load_n(&p->nr_inodes, __ATOMIC_RELAXED) + st->f_ffree;
+	/*
+	 * Inodes have no table: each free block could hold one more.  Those in
+	 * use are counted out, so creating one drops f_ffree by one (as
+	 * programs expect from ext4) even when it takes no block.
+	 */
+	u64 nr_inodes = __atomic_load_n(&p->nr_inodes, __ATOMIC_RELAXED);
+
+	st->f_ffree = st->f_bavail > nr_inodes ? st->f_bavail - nr_inodes : 0;
+	st->f_favail = st->f_ffree;
+	st->f_files = nr_inodes + st->f_ffree;
 	for (unsigned i = 0; i < 16; i++)
 		fsid = fsid << 8 ^ uuid[i] ^ (fsid >> 56);
 	st->f_fsid = (unsigned long)fsid;

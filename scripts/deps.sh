@@ -14,6 +14,8 @@ pkgs=(
 if [ "${1:-}" = fuzz ]; then
 	pkgs+=(clang libclang-rt-14-dev)
 fi
+# tests/bench/fs_compare.sh also needs these (only with --bench).
+[ "${1:-}" = --bench ] && pkgs+=(fio fuse2fs sqlite3)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -321,6 +321,25 @@ static void test_statfs(void **state)
 	assert_int_equal(b.f_files - b.f_ffree, 1);
 }
 
+/* Free inodes drop by one per inode created, as on ext4 (conform: statvfs). */
+static void test_statfs_ffree(void **state)
+{
+	struct statvfs a, b;
+	struct tfs_file *f;
+	char name[8];
+
+	assert_int_equal(tfs_statfs(T.fs, &a), 0);
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(pt_create(&T, 1, name, &f), 0);
+		assert_int_equal(tfs_release(T.fs, f), 0);
+	}
+	assert_int_equal(tfs_statfs(T.fs, &b), 0);
+	assert_int_equal(b.f_bavail, a.f_bavail); /* empty files take no blocks */
+	assert_int_equal(a.f_ffree - b.f_ffree, 20);
+	assert_int_equal(b.f_files - b.f_ffree, 21);
+}
+
 /* --- read-only --- */
 
 static void test_read_only(void **state)
@@ -358,6 +377,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_over_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_statfs_ffree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
 	};
 

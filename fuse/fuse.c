@@ -1,0 +1,1137 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The lowlevel operations: each handler decodes the request, calls one
+ * fs/fs.h function and replies once (libfuse's example/passthrough_ll.c is
+ * the model).  Codes become errnos here and nowhere else.
+ *
+ * Kernel caching, and why it is safe: the daemon is the only writer of the
+ * filesystem, so entries, attributes, negative lookups and page contents
+ * are cached by the kernel for a long time (entry/attr/negative timeouts,
+ * keep_cache), and every change made through the mount invalidates what it
+ * touches in the kernel.  With the writeback cache the kernel owns mtime,
+ * ctime and the size of regular files and sends them back with setattr.
+ *
+ * Set-user-ID and set-group-ID bits: HANDLE_KILLPRIV is turned off by
+ * default.  With it (protocol v1, all libfuse 3.14 offers) the kernel
+ * leaves clearing the bits to the daemon, but a write through the
+ * writeback cache reaches the daemon later, from the flusher, without the
+ * writer's identity or capabilities: the daemon cannot tell a write by root
+ * (bits kept) from one by another user (bits cleared), and fstat right
+ * after write(2) would still show them.  Without it the kernel decides as
+ * it does for ext4 (should_remove_suid(): not for CAP_FSETID) and sends a
+ * setattr with the new mode, which fs/ applies.  `-o killpriv` restores
+ * the v1 behaviour: then the daemon clears the bits itself on every chown,
+ * truncate and write (TFS_SETATTR_KILL_SUIDGID).
+ */
+#define FUSE_USE_VERSION 312
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuse/tfs_fuse.h"
+#include "lib/errcode.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static const char *const tfs_fuse_op_names[] = {
+#define x(n) #n,
+	TFS_FUSE_OPS(x)
+#undef x
+};
+
+/* One open file: the fh the kernel holds. */
+struct tfs_fuse_file {
+	struct tfs_file *f;
+	struct tfs_fuse_file *prev, *next;
+};
+
+static inline struct tfs_fuse *tf_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static inline struct tfs_fuse_file *ff_of(const struct fuse_file_info *fi)
+{
+	return (struct tfs_fuse_file *)(uintptr_t)fi->fh;
+}
+
+static inline void count(struct tfs_fuse *tf, enum tfs_fuse_op op)
+{
+	atomic_fetch_add_explicit(&tf->nr_ops[op], 1, memory_order_relaxed);
+}
+
+/* The errno a code stands for (positive), counting the failure. */
+static int err_of(struct tfs_fuse *tf, enum tfs_fuse_op op, long ret)
+{
+	if (!ret)
+		return 0;
+	atomic_fetch_add_explicit(&tf->nr_errors[op], 1, memory_order_relaxed);
+	return -tfs_err_class((int)ret);
+}
+
+static void reply_err(fuse_req_t req, enum tfs_fuse_op op, long ret)
+{
+	fuse_reply_err(req, err_of(tf_of(req), op, ret));
+}
+
+static void stat_of(const struct tfs_stat *t, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = t->ino;
+	st->st_mode = t->mode;
+	st->st_nlink = t->nlink;
+	st->st_uid = t->uid;
+	st->st_gid = t->gid;
+	st->st_rdev = t->rdev;
+	st->st_size = (off_t)t->size;
+	st->st_blocks = (blkcnt_t)t->blocks;
+	st->st_blksize = t->blksize;
+	st->st_atim = t->atime;
+	st->st_mtim = t->mtime;
+	st->st_ctim = t->ctime;
+}
+
+static void entry_of(struct tfs_fuse *tf, const struct tfs_stat *t, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = t->ino;
+	e->generation = t->generation;
+	e->entry_timeout = tf->opts->entry_timeout;
+	e->attr_timeout = tf->opts->attr_timeout;
+	stat_of(t, &e->attr);
+}
+
+static struct tfs_ctx ctx_of(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+
+	return (struct tfs_ctx){ .uid = c->uid, .gid = c->gid, .pid = (u32)c->pid };
+}
+
+/*
+ * Replies with a new entry and counts the kernel's lookup of it.  The count
+ * is taken before the reply (a forget may follow the reply at once) and
+ * given back if the reply did not reach the kernel.
+ */
+static void reply_entry(fuse_req_t req, const struct tfs_stat *t)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct fuse_entry_param e;
+
+	entry_of(tf, t, &e);
+	tfs_nlookup_get(tf->nlookup, t->ino, 1);
+	if (fuse_reply_entry(req, &e))
+		tfs_nlookup_put(tf->nlookup, t->ino, 1);
+}
+
+/* Open flags as fs/ should see them. */
+static int open_flags(struct tfs_fuse *tf, int flags)
+{
+	/*
+	 * With the writeback cache the kernel may read pages of a file opened
+	 * write-only (to fill a partly written page) through this handle, and
+	 * it positions O_APPEND writes itself (libfuse's writeback_cache docs).
+	 */
+	if (tf->writeback) {
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags;
+}
+
+static struct tfs_fuse_file *file_add(struct tfs_fuse *tf, struct tfs_file *f)
+{
+	struct tfs_fuse_file *ff = calloc(1, sizeof(*ff));
+
+	if (!ff)
+		return NULL;
+	ff->f = f;
+	pthread_mutex_lock(&tf->files_lock);
+	ff->next = tf->files;
+	if (tf->files)
+		tf->files->prev = ff;
+	tf->files = ff;
+	tf->nr_files++;
+	pthread_mutex_unlock(&tf->files_lock);
+	return ff;
+}
+
+static void file_del(struct tfs_fuse *tf, struct tfs_fuse_file *ff)
+{
+	pthread_mutex_lock(&tf->files_lock);
+	if (ff->prev)
+		ff->prev->next = ff->next;
+	else
+		tf->files = ff->next;
+	if (ff->next)
+		ff->next->prev = ff->prev;
+	tf->nr_files--;
+	pthread_mutex_unlock(&tf->files_lock);
+}
+
+static void fill_open(struct tfs_fuse *tf, struct fuse_file_info *fi, struct tfs_fuse_file *ff)
+{
+	fi->fh = (uintptr_t)ff;
+	/* Only this daemon changes files: what the kernel cached is current. */
+	fi->keep_cache = 1;
+}
+
+/* --- session --- */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	struct tfs_fuse *tf = userdata;
+	const struct tfs_mount_opts *o = tf->opts;
+
+	count(tf, TFS_FUSE_OP_init);
+	if (o->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Nobody else changes files: mtime changes need not drop cached pages. */
+	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/* See the top of this file. */
+	if (!o->killpriv)
+		conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+	/* Splice only when asked: measured slower than copying here (README). */
+	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+	conn->max_write = 1U << 20;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+	/* -o max_write=, splice_read, readdirplus=, ... override the above. */
+	if (tf->conn_opts)
+		fuse_apply_conn_info_opts(tf->conn_opts, conn);
+	tf->writeback = conn->want & FUSE_CAP_WRITEBACK_CACHE;
+	tf->killpriv = conn->want & FUSE_CAP_HANDLE_KILLPRIV;
+	tf->max_write = conn->max_write;
+}
+
+static void op_destroy(void *userdata)
+{
+	count(userdata, TFS_FUSE_OP_destroy);
+}
+
+/* --- names --- */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_stat st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_lookup);
+	ret = tfs_lookup(tf->fs, parent, name, strlen(name), &st);
+	if (ret == -ENOENT && tf->opts->negative_timeout > 0) {
+		/* A negative entry the kernel caches (ino 0). */
+		struct fuse_entry_param e = { .entry_timeout = tf->opts->negative_timeout };
+
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_lookup, ret);
+	else
+		reply_entry(req, &st);
+}
+
+static void forget_one(struct tfs_fuse *tf, fuse_ino_t ino, u64 nlookup)
+{
+	if (!tfs_nlookup_put(tf->nlookup, ino, nlookup))
+		atomic_fetch_add_explicit(&tf->nr_forget_mismatch, 1, memory_order_relaxed);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_forget);
+	forget_one(tf, ino, nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t nr, struct fuse_forget_data *forgets)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_forget_multi);
+	for (size_t i = 0; i < nr; i++)
+		forget_one(tf, forgets[i].ino, forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_stat st;
+	struct stat s;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_getattr);
+	ret = tfs_getattr(tf->fs, ino, &st);
+	if (ret) {
+		reply_err(req, TFS_FUSE_OP_getattr, ret);
+		return;
+	}
+	stat_of(&st, &s);
+	fuse_reply_attr(req, &s, tf->opts->attr_timeout);
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_setattr sa = { 0 };
+	struct tfs_stat st;
+	struct stat s;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_setattr);
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		sa.valid |= TFS_SETATTR_MODE;
+		sa.mode = attr->st_mode & 07777;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		sa.valid |= TFS_SETATTR_UID;
+		sa.uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		sa.valid |= TFS_SETATTR_GID;
+		sa.gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		sa.valid |= TFS_SETATTR_SIZE;
+		sa.size = (u64)attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		sa.valid |= TFS_SETATTR_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		sa.valid |= TFS_SETATTR_ATIME;
+		sa.atime = attr->st_atim;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		sa.valid |= TFS_SETATTR_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		sa.valid |= TFS_SETATTR_MTIME;
+		sa.mtime = attr->st_mtim;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		sa.valid |= TFS_SETATTR_CTIME;
+		sa.ctime = attr->st_ctim;
+	}
+	/* HANDLE_KILLPRIV (v1): chown and truncate clear the bits here. */
+	if (tf->killpriv && (sa.valid & (TFS_SETATTR_UID | TFS_SETATTR_GID | TFS_SETATTR_SIZE)) &&
+	    !(sa.valid & TFS_SETATTR_MODE))
+		sa.valid |= TFS_SETATTR_KILL_SUIDGID;
+	ret = tfs_setattr(tf->fs, ino, fi && fi->fh ? ff_of(fi)->f : NULL, &sa, &st);
+	if (ret && tfs_err_class(ret) == -ENOENT && !fi &&
+	    !(sa.valid & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_CTIME))) {
+		/*
+		 * The kernel writes back an inode's cached times (writeback
+		 * cache) after its last close, and so after an unlink freed
+		 * it: nobody can see those times any more.  An error here
+		 * would land in the superblock's writeback error and fail the
+		 * next syncfs() of an unrelated caller.  The kernel ignores
+		 * this reply's attributes.
+		 */
+		memset(&s, 0, sizeof(s));
+		s.st_ino = ino;
+		s.st_mode = S_IFREG;
+		s.st_atim = attr->st_atim;
+		s.st_mtim = attr->st_mtim;
+		s.st_ctim = attr->st_ctim;
+		fuse_reply_attr(req, &s, 0);
+		return;
+	}
+	if (ret) {
+		reply_err(req, TFS_FUSE_OP_setattr, ret);
+		return;
+	}
+	stat_of(&st, &s);
+	fuse_reply_attr(req, &s, tf->opts->attr_timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	char buf[PATH_MAX + 1];
+	ssize_t n;
+
+	count(tf, TFS_FUSE_OP_readlink);
+	n = tfs_readlink(tf->fs, ino, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		reply_err(req, TFS_FUSE_OP_readlink, n);
+		return;
+	}
+	buf[n] = '\0';
+	fuse_reply_readlink(req, buf);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
+	struct tfs_stat st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_mknod);
+	ret = tfs_mknod(tf->fs, &ctx, parent, name, strlen(name), mode, rdev, &st);
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_mknod, ret);
+	else
+		reply_entry(req, &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
+	struct tfs_stat st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_mkdir);
+	ret = tfs_mkdir(tf->fs, &ctx, parent, name, strlen(name), mode & 07777, &st);
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_mkdir, ret);
+	else
+		reply_entry(req, &st);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
+	struct tfs_stat st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_symlink);
+	ret = tfs_symlink(tf->fs, &ctx, parent, name, strlen(name), link, &st);
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_symlink, ret);
+	else
+		reply_entry(req, &st);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_stat st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_link);
+	ret = tfs_link(tf->fs, ino, newparent, newname, strlen(newname), &st);
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_link, ret);
+	else
+		reply_entry(req, &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_unlink);
+	reply_err(req, TFS_FUSE_OP_unlink, tfs_unlink(tf->fs, parent, name, strlen(name)));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_rmdir);
+	reply_err(req, TFS_FUSE_OP_rmdir, tfs_rmdir(tf->fs, parent, name, strlen(name)));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	unsigned tflags = 0;
+
+	count(tf, TFS_FUSE_OP_rename);
+	/* RENAME_WHITEOUT and anything newer: not supported. */
+	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
+	    (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) ==
+		    (RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		reply_err(req, TFS_FUSE_OP_rename, -EINVAL);
+		return;
+	}
+	if (flags & RENAME_NOREPLACE)
+		tflags |= TFS_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		tflags |= TFS_RENAME_EXCHANGE;
+	reply_err(req, TFS_FUSE_OP_rename,
+		  tfs_rename(tf->fs, parent, name, strlen(name), newparent, newname,
+			     strlen(newname), tflags));
+}
+
+/* --- files --- */
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_fuse_file *ff;
+	struct tfs_file *f;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_open);
+	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
+	if (ret) {
+		reply_err(req, TFS_FUSE_OP_open, ret);
+		return;
+	}
+	ff = file_add(tf, f);
+	if (!ff) {
+		tfs_release(tf->fs, f);
+		reply_err(req, TFS_FUSE_OP_open, -ENOMEM);
+		return;
+	}
+	fill_open(tf, fi, ff);
+	if (fuse_reply_open(req, fi)) {
+		/* The open was interrupted: the kernel will never release it. */
+		file_del(tf, ff);
+		tfs_release(tf->fs, f);
+		free(ff);
+	}
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
+	struct fuse_entry_param e;
+	struct tfs_fuse_file *ff;
+	struct tfs_stat st;
+	struct tfs_file *f;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_create);
+	ret = tfs_create(tf->fs, &ctx, parent, name, strlen(name), mode & 07777,
+			 open_flags(tf, fi->flags), &f, &st);
+	if (ret) {
+		reply_err(req, TFS_FUSE_OP_create, ret);
+		return;
+	}
+	ff = file_add(tf, f);
+	if (!ff) {
+		tfs_release(tf->fs, f);
+		reply_err(req, TFS_FUSE_OP_create, -ENOMEM);
+		return;
+	}
+	fill_open(tf, fi, ff);
+	entry_of(tf, &st, &e);
+	tfs_nlookup_get(tf->nlookup, st.ino, 1);
+	if (fuse_reply_create(req, &e, fi)) {
+		tfs_nlookup_put(tf->nlookup, st.ino, 1);
+		file_del(tf, ff);
+		tfs_release(tf->fs, f);
+		free(ff);
+	}
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	ssize_t n;
+	char *buf;
+
+	count(tf, TFS_FUSE_OP_read);
+	buf = malloc(size ?: 1);
+	if (!buf) {
+		reply_err(req, TFS_FUSE_OP_read, -ENOMEM);
+		return;
+	}
+	n = tfs_read(tf->fs, ff_of(fi)->f, buf, size, (u64)off);
+	if (n < 0) {
+		reply_err(req, TFS_FUSE_OP_read, n);
+	} else {
+		atomic_fetch_add_explicit(&tf->bytes_read, (u64)n, memory_order_relaxed);
+		fuse_reply_buf(req, buf, (size_t)n);
+	}
+	free(buf);
+}
+
+/*
+ * Writes data and replies.  A write the kernel's writeback cache sends
+ * (writepage) that fails with an I/O error is acknowledged: fs/ recorded the
+ * error in the inode's error sequence, so the next fsync of every open file
+ * reports it once.  Failing the writepage instead would make the kernel
+ * report it too, from its own error sequence, before asking the daemon: each
+ * descriptor's fsync would then see the error twice.  Other errors (ENOSPC,
+ * EFBIG, EROFS) are not in the sequence and go back to the kernel.
+ */
+static void do_write(fuse_req_t req, struct fuse_file_info *fi, const void *data, size_t len,
+		     off_t off)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	ssize_t n;
+
+	n = tfs_write(tf->fs, ff_of(fi)->f, data, len, (u64)off);
+	if (n < 0 && fi->writepage && tfs_err_class((int)n) == -EIO) {
+		err_of(tf, TFS_FUSE_OP_write, n);
+		atomic_fetch_add_explicit(&tf->nr_wb_errors_deferred, 1, memory_order_relaxed);
+		n = (ssize_t)len;
+	}
+	if (n < 0) {
+		reply_err(req, TFS_FUSE_OP_write, n);
+		return;
+	}
+	atomic_fetch_add_explicit(&tf->bytes_written, (u64)n, memory_order_relaxed);
+	fuse_reply_write(req, (size_t)n);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	count(tf_of(req), TFS_FUSE_OP_write);
+	do_write(req, fi, buf, size, off);
+}
+
+static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+			 struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	size_t len = fuse_buf_size(bufv);
+
+	count(tf, TFS_FUSE_OP_write);
+	if (bufv->count == 1 && bufv->idx == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
+		/* The common case: the data is in libfuse's request buffer already. */
+		do_write(req, fi, (const char *)bufv->buf[0].mem + bufv->off, len - bufv->off, off);
+		return;
+	}
+	/* Spliced from the device (-o splice_read): copy it out first. */
+	{
+		struct fuse_bufvec mem = FUSE_BUFVEC_INIT(len);
+		ssize_t got;
+
+		mem.buf[0].mem = malloc(len ?: 1);
+		if (!mem.buf[0].mem) {
+			reply_err(req, TFS_FUSE_OP_write, -ENOMEM);
+			return;
+		}
+		got = fuse_buf_copy(&mem, bufv, 0);
+		if (got < 0)
+			reply_err(req, TFS_FUSE_OP_write, got);
+		else
+			do_write(req, fi, mem.buf[0].mem, (size_t)got, off);
+		free(mem.buf[0].mem);
+	}
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/*
+	 * close(2): the kernel has written its dirty pages before asking.
+	 * Nothing to do: durability is fsync's, and reporting a writeback
+	 * error here would use up the one report fsync owes each descriptor.
+	 */
+	count(tf_of(req), TFS_FUSE_OP_flush);
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_fuse_file *ff = ff_of(fi);
+	int ret;
+
+	count(tf, TFS_FUSE_OP_release);
+	file_del(tf, ff);
+	ret = tfs_release(tf->fs, ff->f);
+	free(ff);
+	reply_err(req, TFS_FUSE_OP_release, ret);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	int ret;
+
+	count(tf, TFS_FUSE_OP_fsync);
+	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync);
+	/*
+	 * The kernel's cached attributes predate the write-back (st_blocks
+	 * 0 for data just written): drop them so the next stat asks.  Only
+	 * the attributes (offset -1): no page cache, no inode lock taken.
+	 */
+	if (!ret)
+		fuse_lowlevel_notify_inval_inode(tf->se, ino, -1, 0);
+	reply_err(req, TFS_FUSE_OP_fsync, ret);
+}
+
+static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, off_t len,
+			 struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_fallocate);
+	reply_err(req, TFS_FUSE_OP_fallocate,
+		  tfs_fallocate(tf->fs, ff_of(fi)->f, mode, (u64)off, (u64)len));
+}
+
+/*
+ * The kernel's dirty pages of ino, written back: SEEK_DATA/SEEK_HOLE must
+ * count data the writeback cache still holds, and the kernel asks before
+ * writing it (it holds the inode lock, so fsync is out).  The daemon opens
+ * the file through its own mount by file handle (FUSE's encoding: node id
+ * high and low, generation) and syncs the range with sync_file_range(),
+ * which takes no inode lock; other threads serve the writes it causes.
+ */
+static int flush_kernel_pages(struct tfs_fuse *tf, fuse_ino_t ino, u64 generation)
+{
+	struct {
+		struct file_handle h;
+		u32 raw[3];
+	} fh = { .h = { .handle_bytes = 12, .handle_type = 0x81 /* FILEID_INO64_GEN */ } };
+	int mfd, fd, ret = 0;
+
+	/* Not kept open: umount would find the mount busy. */
+	mfd = open(tf->opts->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	fh.raw[0] = (u32)(ino >> 32);
+	fh.raw[1] = (u32)ino;
+	fh.raw[2] = (u32)generation;
+	fd = open_by_handle_at(mfd, &fh.h, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	close(mfd);
+	if (ret)
+		return ret;
+	if (sync_file_range(fd, 0, 0,
+			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+				    SYNC_FILE_RANGE_WAIT_AFTER))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_stat st;
+	s64 ret;
+
+	count(tf, TFS_FUSE_OP_lseek);
+	/*
+	 * Without the page flush (not root: no open_by_handle_at), or when
+	 * asked: ENOSYS, and from then on the kernel answers itself (all data,
+	 * no holes: always true, never sparse).
+	 */
+	if (tf->opts->kernel_lseek ||
+	    (tf->writeback &&
+	     (tfs_getattr(tf->fs, ino, &st) || flush_kernel_pages(tf, ino, st.generation)))) {
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	ret = tfs_lseek(tf->fs, ff_of(fi)->f, (u64)off, whence);
+	if (ret < 0)
+		reply_err(req, TFS_FUSE_OP_lseek, ret);
+	else
+		fuse_reply_lseek(req, (off_t)ret);
+}
+
+/* --- directories --- */
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_opendir);
+	/* Listings are by position (tfs_readdir), so a directory needs no handle. */
+	fi->fh = 0;
+	if (tf->opts->cache_readdir) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
+	fuse_reply_open(req, fi);
+}
+
+struct readdir_ctx {
+	fuse_req_t req;
+	struct tfs_fuse *tf;
+	bool plus;
+	char *buf;
+	size_t size, pos;
+	/* Inodes whose lookup this reply counts (readdirplus). */
+	u64 *inos;
+	size_t nr_inos, size_inos;
+	int err;
+};
+
+static int readdir_fill(void *p, const char *name, size_t len, tfs_ino_t ino, unsigned dtype,
+			u64 next_pos)
+{
+	struct readdir_ctx *c = p;
+	char nm[TFS_NAME_MAX + 1];
+	size_t n;
+
+	if (len > TFS_NAME_MAX) {
+		c->err = -ENAMETOOLONG;
+		return 1;
+	}
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	if (!c->plus) {
+		struct stat st = { .st_ino = ino, .st_mode = (mode_t)dtype << 12 };
+
+		n = fuse_add_direntry(c->req, c->buf + c->pos, c->size - c->pos, nm, &st,
+				      (off_t)next_pos);
+		if (n > c->size - c->pos)
+			return 1;
+		c->pos += n;
+		return 0;
+	}
+
+	struct fuse_entry_param e = { 0 };
+	bool dot = (len == 1 && nm[0] == '.') || (len == 2 && nm[0] == '.' && nm[1] == '.');
+
+	if (dot) {
+		/* No node for "." and "..": the kernel has them (ino 0: attributes only). */
+		e.attr.st_ino = ino;
+		e.attr.st_mode = (mode_t)dtype << 12;
+	} else {
+		struct tfs_stat st;
+		int ret = tfs_getattr(c->tf->fs, ino, &st);
+
+		if (ret == -ENOENT)
+			return 0; /* removed since it was listed */
+		if (ret) {
+			c->err = ret;
+			return 1;
+		}
+		entry_of(c->tf, &st, &e);
+	}
+	n = fuse_add_direntry_plus(c->req, c->buf + c->pos, c->size - c->pos, nm, &e,
+				   (off_t)next_pos);
+	if (n > c->size - c->pos)
+		return 1;
+	if (e.ino) {
+		if (c->nr_inos == c->size_inos) {
+			size_t sz = c->size_inos ? c->size_inos * 2 : 64;
+			u64 *in = realloc(c->inos, sz * sizeof(*in));
+
+			if (!in) {
+				c->err = -ENOMEM;
+				return 1;
+			}
+			c->inos = in;
+			c->size_inos = sz;
+		}
+		c->inos[c->nr_inos++] = e.ino;
+		tfs_nlookup_get(c->tf->nlookup, e.ino, 1);
+	}
+	c->pos += n;
+	return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
+{
+	enum tfs_fuse_op op = plus ? TFS_FUSE_OP_readdirplus : TFS_FUSE_OP_readdir;
+	struct readdir_ctx c = { .req = req, .tf = tf_of(req), .plus = plus, .size = size };
+	int ret;
+
+	count(c.tf, op);
+	c.buf = malloc(size ?: 1);
+	if (!c.buf) {
+		reply_err(req, op, -ENOMEM);
+		return;
+	}
+	ret = tfs_readdir(c.tf->fs, ino, (u64)off, readdir_fill, &c);
+	if (!ret)
+		ret = c.err;
+	/* A partial listing is returned; the error comes back on the next call. */
+	if (ret && !c.pos) {
+		reply_err(req, op, ret);
+	} else if (fuse_reply_buf(req, c.buf, c.pos)) {
+		for (size_t i = 0; i < c.nr_inos; i++)
+			tfs_nlookup_put(c.tf->nlookup, c.inos[i], 1);
+	}
+	free(c.inos);
+	free(c.buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, false);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, true);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	count(tf_of(req), TFS_FUSE_OP_releasedir);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_fsyncdir);
+	reply_err(req, TFS_FUSE_OP_fsyncdir, tfs_fsyncdir(tf->fs, ino, datasync));
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	struct statvfs st;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_statfs);
+	memset(&st, 0, sizeof(st));
+	ret = tfs_statfs(tf->fs, &st);
+	if (ret)
+		reply_err(req, TFS_FUSE_OP_statfs, ret);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+/* --- extended attributes --- */
+
+static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	unsigned tflags = 0;
+
+	count(tf, TFS_FUSE_OP_setxattr);
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
+		reply_err(req, TFS_FUSE_OP_setxattr, -EINVAL);
+		return;
+	}
+	if (flags & XATTR_CREATE)
+		tflags |= TFS_XATTR_CREATE;
+	if (flags & XATTR_REPLACE)
+		tflags |= TFS_XATTR_REPLACE;
+	reply_err(req, TFS_FUSE_OP_setxattr, tfs_setxattr(tf->fs, ino, name, value, size, tflags));
+}
+
+/* getxattr and listxattr: size 0 asks for the length, else for the bytes. */
+static void reply_xattr_bytes(fuse_req_t req, enum tfs_fuse_op op, size_t size, ssize_t n,
+			      const char *buf)
+{
+	if (n < 0)
+		reply_err(req, op, n);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	char *buf = NULL;
+	ssize_t n;
+
+	count(tf, TFS_FUSE_OP_getxattr);
+	if (size && !(buf = malloc(size))) {
+		reply_err(req, TFS_FUSE_OP_getxattr, -ENOMEM);
+		return;
+	}
+	n = tfs_getxattr(tf->fs, ino, name, buf, size);
+	reply_xattr_bytes(req, TFS_FUSE_OP_getxattr, size, n, buf);
+	free(buf);
+}
+
+static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	char *buf = NULL;
+	ssize_t n;
+
+	count(tf, TFS_FUSE_OP_listxattr);
+	if (size && !(buf = malloc(size))) {
+		reply_err(req, TFS_FUSE_OP_listxattr, -ENOMEM);
+		return;
+	}
+	n = tfs_listxattr(tf->fs, ino, buf, size);
+	reply_xattr_bytes(req, TFS_FUSE_OP_listxattr, size, n, buf);
+	free(buf);
+}
+
+static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct tfs_fuse *tf = tf_of(req);
+
+	count(tf, TFS_FUSE_OP_removexattr);
+	reply_err(req, TFS_FUSE_OP_removexattr, tfs_removexattr(tf->fs, ino, name));
+}
+
+/*
+ * access(2).  With default_permissions (always on) the kernel checks
+ * permissions itself and never asks; this answers as the kernel would
+ * should a kernel ask anyway: owner, group (with supplementary groups),
+ * other bits; root passes except X on a file with no execute bit.
+ */
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	struct tfs_fuse *tf = tf_of(req);
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct tfs_stat st;
+	unsigned bits;
+	int ret;
+
+	count(tf, TFS_FUSE_OP_access);
+	ret = tfs_getattr(tf->fs, ino, &st);
+	if (ret || mask == F_OK) {
+		reply_err(req, TFS_FUSE_OP_access, ret);
+		return;
+	}
+	if (c->uid == 0) {
+		bool x_ok = S_ISDIR(st.mode) || (st.mode & 0111);
+
+		reply_err(req, TFS_FUSE_OP_access, (mask & X_OK) && !x_ok ? -EACCES : 0);
+		return;
+	}
+	if (c->uid == st.uid) {
+		bits = (st.mode >> 6) & 7;
+	} else {
+		bool in_group = c->gid == st.gid;
+		gid_t groups[64];
+		int nr = fuse_req_getgroups(req, 64, groups);
+
+		for (int i = 0; !in_group && i < nr && i < 64; i++)
+			in_group = groups[i] == st.gid;
+		bits = in_group ? (st.mode >> 3) & 7 : st.mode & 7;
+	}
+	reply_err(req, TFS_FUSE_OP_access, (unsigned)mask & ~bits & 7 ? -EACCES : 0);
+}
+
+const struct fuse_lowlevel_ops tfs_fuse_ops = {
+	.init = op_init,
+	.destroy = op_destroy,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.mknod = op_mknod,
+	.mkdir = op_mkdir,
+	.unlink = op_unlink,
+	.rmdir = op_rmdir,
+	.symlink = op_symlink,
+	.rename = op_rename,
+	.link = op_link,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.write_buf = op_write_buf,
+	.flush = op_flush,
+	.release = op_release,
+	.fsync = op_fsync,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+	.fsyncdir = op_fsyncdir,
+	.statfs = op_statfs,
+	.setxattr = op_setxattr,
+	.getxattr = op_getxattr,
+	.listxattr = op_listxattr,
+	.removexattr = op_removexattr,
+	.access = op_access,
+	.create = op_create,
+	.fallocate = op_fallocate,
+	.lseek = op_lseek,
+};
+
+/* --- state --- */
+
+void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tfs_mount_opts *o)
+{
+	memset(tf, 0, sizeof(*tf));
+	tf->fs = fs;
+	tf->opts = o;
+	pthread_mutex_init(&tf->files_lock, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &tf->started);
+}
+
+void tfs_fuse_release_all(struct tfs_fuse *tf)
+{
+	pthread_mutex_lock(&tf->files_lock);
+	while (tf->files) {
+		struct tfs_fuse_file *ff = tf->files;
+
+		tf->files = ff->next;
+		tf->nr_files--;
+		tfs_release(tf->fs, ff->f);
+		free(ff);
+	}
+	pthread_mutex_unlock(&tf->files_lock);
+}
+
+void tfs_fuse_exit_state(struct tfs_fuse *tf)
+{
+	pthread_mutex_destroy(&tf->files_lock);
+}
+
+void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
+{
+	struct timespec now;
+	u64 inodes = 0, lookups = 0, nr_files;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (tf->nlookup)
+		tfs_nlookup_totals(tf->nlookup, &inodes, &lookups);
+	pthread_mutex_lock(&tf->files_lock);
+	nr_files = tf->nr_files;
+	pthread_mutex_unlock(&tf->files_lock);
+
+	printbuf_tabstop_push(out, 28);
+	prt_printf(out, "pid:\t%ld\n", (long)getpid());
+	prt_printf(out, "source:\t%s\n", tf->opts->source);
+	prt_printf(out, "mountpoint:\t%s\n", tf->opts->mountpoint);
+	prt_printf(out, "uptime:\t%llds\n", (long long)(now.tv_sec - tf->started.tv_sec));
+	prt_printf(out, "writeback cache:\t%s\n", tf->writeback ? "on" : "off");
+	prt_printf(out, "handle killpriv:\t%s\n", tf->killpriv ? "on" : "off");
+	prt_printf(out, "max write:\t%u\n", tf->max_write);
+	prt_printf(out, "inodes known to the kernel:\t%llu (%llu lookups)\n",
+		   (unsigned long long)inodes, (unsigned long long)lookups);
+	prt_printf(out, "open files:\t%llu\n", (unsigned long long)nr_files);
+	prt_printf(out, "forget mismatches:\t%llu\n",
+		   (unsigned long long)atomic_load(&tf->nr_forget_mismatch));
+	prt_printf(out, "writeback errors to fsync:\t%llu\n",
+		   (unsigned long long)atomic_load(&tf->nr_wb_errors_deferred));
+	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
+	prt_printf(out, "bytes written:\t%llu\n",
+		   (unsigned long long)atomic_load(&tf->bytes_written));
+	prt_printf(out, "requests:\n");
+	printbuf_indent_add(out, 2);
+	for (unsigned i = 0; i < TFS_FUSE_OP_NR; i++) {
+		u64 n = atomic_load(&tf->nr_ops[i]), e = atomic_load(&tf->nr_errors[i]);
+
+		prt_printf(out, "%s:\t%llu", tfs_fuse_op_names[i], (unsigned long long)n);
+		if (e)
+			prt_printf(out, " (%llu errors)", (unsigned long long)e);
+		prt_newline(out);
+	}
+	printbuf_indent_sub(out, 2);
+	printbuf_tabstop_pop(out);
+}

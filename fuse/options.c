@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mount options: what `tinyfs mount -o`, `mount.tinyfs -o` and an fstab
+ * line may say.  tinyfs's own options set struct tfs_mount_opts; libfuse's
+ * mount and connection options are checked against a list here (so a typo
+ * is a usage error before anything starts) and passed on.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuse/tfs_fuse.h"
+#include "super/super.h"
+
+void tfs_mount_opts_init(struct tfs_mount_opts *o)
+{
+	bool root = geteuid() == 0;
+
+	memset(o, 0, sizeof(*o));
+	tfs_fs_opts_default(&o->fs);
+	/*
+	 * Root mounts behave like a kernel filesystem: every user sees the
+	 * files (default_permissions enforces their modes) and set-ID bits and
+	 * device nodes work, as mount(8) gives ext4.  Other users get libfuse's
+	 * private, nosuid, nodev mount.
+	 */
+	o->allow_other = root;
+	o->suid_dev = root;
+	o->writeback = true;
+	o->cache_readdir = true;
+	o->entry_timeout = 86400;
+	o->attr_timeout = 86400;
+	o->negative_timeout = 86400;
+	o->max_threads = 16;
+	o->max_idle_threads = 8;
+	o->clone_fd = true;
+	o->fuse_opts = PRINTBUF;
+}
+
+void tfs_mount_opts_exit(struct tfs_mount_opts *o)
+{
+	for (unsigned i = 0; i < o->nr_devs; i++)
+		free(o->devs[i]);
+	free(o->devs);
+	free(o->source);
+	free(o->mountpoint);
+	free(o->log);
+	printbuf_exit(&o->fuse_opts);
+	memset(o, 0, sizeof(*o));
+}
+
+/* libfuse options passed on as they are (mount(8) flags, session, connection). */
+static const char *const fuse_flag_opts[] = {
+	"exec",
+	"noexec",
+	"async",
+	"sync",
+	"dirsync",
+	"atime",
+	"noatime",
+	"nodiratime",
+	"relatime",
+	"norelatime",
+	"strictatime",
+	"lazytime",
+	"nolazytime",
+	"allow_root",
+	"auto_unmount",
+	"async_read",
+	"sync_read",
+	"atomic_o_trunc",
+	"no_remote_lock",
+	"no_remote_flock",
+	"no_remote_posix_lock",
+	"splice_write",
+	"no_splice_write",
+	"splice_move",
+	"no_splice_move",
+	"splice_read",
+	"no_splice_read",
+	"auto_inval_data",
+	"no_auto_inval_data",
+	"async_dio",
+	"no_async_dio",
+	NULL,
+};
+
+static const char *const fuse_value_opts[] = {
+	"max_read",
+	"max_write",
+	"max_readahead",
+	"max_background",
+	"congestion_threshold",
+	"readdirplus",
+	"time_gran",
+	"fsname",
+	NULL,
+};
+
+/* fstab and mount(8) words that are not for the filesystem. */
+static const char *const ignored_opts[] = {
+	"defaults",
+	"auto",
+	"noauto",
+	"user",
+	"users",
+	"nouser",
+	"owner",
+	"nofail",
+	"_netdev",
+	"loop",
+	"default_permissions",
+	NULL,
+};
+
+static bool in_list(const char *const *list, const char *s)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, s))
+			return true;
+	return false;
+}
+
+static int parse_double(const char *prog, const char *name, const char *v, double *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtod(v, &end);
+	if (!*v || *end || errno || *ret < 0) {
+		fprintf(stderr, "%s: -o %s=%s: expected seconds (a number >= 0)\n", prog, name, v);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_unsigned(const char *prog, const char *name, const char *v, unsigned long min,
+			  unsigned long max, unsigned long *ret)
+{
+	char *end;
+
+	errno = 0;
+	*ret = strtoul(v, &end, 10);
+	if (!*v || *end || errno || *ret < min || *ret > max || *v == '-') {
+		fprintf(stderr, "%s: -o %s=%s: expected a number in %lu..%lu\n", prog, name, v, min,
+			max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Appends one libfuse option to the -o string. */
+static void fuse_opt_add(struct tfs_mount_opts *o, const char *opt)
+{
+	if (o->fuse_opts.pos)
+		prt_char(&o->fuse_opts, ',');
+	prt_str(&o->fuse_opts, opt);
+}
+
+static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
+{
+	char *v = strchr(opt, '=');
+	unsigned long n;
+
+	if (v)
+		*v++ = '\0';
+#define is(s) (!strcmp(opt, s))
+#define flag_only()                                                               \
+	do {                                                                      \
+		if (v) {                                                          \
+			fprintf(stderr, "%s: -o %s takes no value\n", prog, opt); \
+			return -EINVAL;                                           \
+		}                                                                 \
+	} while (0)
+#define need_value()                                                                           \
+	do {                                                                                   \
+		if (!v) {                                                                      \
+			fprintf(stderr, "%s: -o %s needs a value (%s=...)\n", prog, opt, opt); \
+			return -EINVAL;                                                        \
+		}                                                                              \
+	} while (0)
+
+	if (!*opt)
+		return 0;
+	if (in_list(ignored_opts, opt) || !strncmp(opt, "x-", 2) || is("comment"))
+		return 0;
+	if (is("ro") || is("rw")) {
+		flag_only();
+		o->fs.read_only = is("ro");
+	} else if (is("degraded")) {
+		flag_only();
+		o->fs.degraded = true;
+	} else if (is("errors")) {
+		int a;
+
+		need_value();
+		a = tfs_error_action_parse(v);
+		if (a < 0) {
+			fprintf(stderr, "%s: -o errors=%s: expected continue, ro or panic\n", prog,
+				v);
+			return -EINVAL;
+		}
+		o->fs.error_action = a;
+	} else if (is("cache_mb")) {
+		need_value();
+		if (parse_unsigned(prog, opt, v, 1, 1UL << 30, &n))
+			return -EINVAL;
+		o->fs.cache_budget = (u64)n << 20;
+	} else if (is("fsync")) {
+		need_value();
+		if (!strcmp(v, "flush") || !strcmp(v, "on")) {
+			o->fs.fsync_noop = false;
+		} else if (!strcmp(v, "none") || !strcmp(v, "off")) {
+			o->fs.fsync_noop = true;
+		} else {
+			fprintf(stderr, "%s: -o fsync=%s: expected flush or none\n", prog, v);
+			return -EINVAL;
+		}
+	} else if (is("verbose")) {
+		flag_only();
+		o->fs.verbose = true;
+	} else if (is("debug")) {
+		flag_only();
+		o->debug = true;
+	} else if (is("log")) {
+		need_value();
+		free(o->log);
+		o->log = strdup(v);
+		if (!o->log)
+			return -ENOMEM;
+	} else if (is("allow_other") || is("noallow_other")) {
+		flag_only();
+		o->allow_other = is("allow_other");
+	} else if (is("suid") || is("nosuid") || is("dev") || is("nodev")) {
+		flag_only();
+		/* Both or neither: a nosuid or nodev turns our default off. */
+		o->suid_dev = false;
+		fuse_opt_add(o, opt);
+	} else if (is("writeback_cache") || is("no_writeback_cache")) {
+		flag_only();
+		o->writeback = is("writeback_cache");
+	} else if (is("killpriv") || is("nokillpriv")) {
+		flag_only();
+		o->killpriv = is("killpriv");
+	} else if (is("kernel_lseek")) {
+		flag_only();
+		o->kernel_lseek = true;
+	} else if (is("cache_readdir") || is("no_cache_readdir")) {
+		flag_only();
+		o->cache_readdir = is("cache_readdir");
+	} else if (is("attr_timeout") || is("entry_timeout") || is("negative_timeout")) {
+		double d;
+
+		need_value();
+		if (parse_double(prog, opt, v, &d))
+			return -EINVAL;
+		if (is("attr_timeout"))
+			o->attr_timeout = d;
+		else if (is("entry_timeout"))
+			o->entry_timeout = d;
+		else
+			o->negative_timeout = d;
+	} else if (is("max_threads") || is("max_idle_threads")) {
+		need_value();
+		if (parse_unsigned(prog, opt, v, 1, 1024, &n))
+			return -EINVAL;
+		if (is("max_threads"))
+			o->max_threads = (unsigned)n;
+		else
+			o->max_idle_threads = (unsigned)n;
+	} else if (is("clone_fd") || is("noclone_fd")) {
+		flag_only();
+		o->clone_fd = is("clone_fd");
+	} else if (in_list(fuse_flag_opts, opt)) {
+		flag_only();
+		fuse_opt_add(o, opt);
+	} else if (in_list(fuse_value_opts, opt)) {
+		need_value();
+		if (is("fsname"))
+			return 0; /* always the member list, so tinyfs stats can find it */
+		prt_printf(&o->fuse_opts, "%s%s=%s", o->fuse_opts.pos ? "," : "", opt, v);
+	} else {
+		fprintf(stderr, "%s: unknown option \"%s\" (see --help)\n", prog, opt);
+		return -EINVAL;
+	}
+	return 0;
+#undef is
+#undef flag_only
+#undef need_value
+}
+
+int tfs_mount_opts_parse(struct tfs_mount_opts *o, const char *prog, const char *list)
+{
+	char *copy = strdup(list), *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *w = strtok_r(copy, ",", &save); w && !ret; w = strtok_r(NULL, ",", &save))
+		ret = parse_one(o, prog, w);
+	free(copy);
+	return ret;
+}
+
+int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const char *devspec,
+			   const char *mountpoint)
+{
+	struct printbuf src = PRINTBUF;
+	char *copy = strdup(devspec), *save = NULL;
+	struct stat st;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char **devs = realloc(o->devs, (o->nr_devs + 1) * sizeof(*devs));
+		char *path;
+
+		if (!devs) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		o->devs = devs;
+		path = realpath(d, NULL);
+		if (!path || stat(path, &st)) {
+			ret = -errno;
+			fprintf(stderr, "%s: %s: %s\n", prog, d, strerror(errno));
+			free(path);
+			goto out;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
+			fprintf(stderr, "%s: %s: not an image file or a block device\n", prog, d);
+			free(path);
+			ret = -EINVAL;
+			goto out;
+		}
+		o->devs[o->nr_devs++] = path;
+		prt_printf(&src, "%s%s", src.pos ? ":" : "", path);
+	}
+	if (!o->nr_devs) {
+		fprintf(stderr, "%s: no device given\n", prog);
+		ret = -EINVAL;
+		goto out;
+	}
+	if (src.allocation_failure) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	o->source = strdup(printbuf_str(&src));
+	o->mountpoint = realpath(mountpoint, NULL);
+	if (!o->mountpoint) {
+		ret = -errno;
+		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
+		goto out;
+	}
+	if (stat(o->mountpoint, &st)) {
+		ret = -errno;
+		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
+		fprintf(stderr, "%s: mount point %s: not a directory\n", prog, mountpoint);
+		goto out;
+	}
+out:
+	free(copy);
+	printbuf_exit(&src);
+	return ret;
+}
+
+void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o)
+{
+	printbuf_tabstop_push(out, 20);
+	prt_printf(out, "source:\t%s\n", o->source ?: "");
+	prt_printf(out, "mountpoint:\t%s\n", o->mountpoint ?: "");
+	prt_printf(out, "read only:\t%s\n", o->fs.read_only ? "yes" : "no");
+	prt_printf(out, "degraded:\t%s\n", o->fs.degraded ? "yes" : "no");
+	prt_printf(out, "errors:\t%s\n",
+		   o->fs.error_action < 0 ? "(superblock)" :
+					    tfs_error_action_str((unsigned)o->fs.error_action) ?: "?");
+	prt_printf(out, "cache budget:\t");
+	if (o->fs.cache_budget)
+		prt_units_u64(out, o->fs.cache_budget);
+	else
+		prt_str(out, "(default)");
+	prt_newline(out);
+	prt_printf(out, "fsync:\t%s\n", o->fs.fsync_noop ? "none (unsafe)" : "flush");
+	prt_printf(out, "allow_other:\t%s\n", o->allow_other ? "yes" : "no");
+	prt_printf(out, "writeback cache:\t%s\n", o->writeback ? "yes" : "no");
+	prt_printf(out, "timeouts:\tentry %g s, attr %g s, negative %g s\n", o->entry_timeout,
+		   o->attr_timeout, o->negative_timeout);
+	prt_printf(out, "threads:\tmax %u, idle %u, clone_fd %s\n", o->max_threads,
+		   o->max_idle_threads, o->clone_fd ? "yes" : "no");
+	prt_printf(out, "fuse options:\t%s\n", printbuf_str(&o->fuse_opts));
+	printbuf_tabstop_pop(out);
+}
+
+void tfs_mount_options_help(FILE *f)
+{
+	fprintf(f,
+		"Options (-o, comma-separated):\n"
+		"  ro, rw               read-only (nothing is written, not even journal replay)\n"
+		"  degraded             mount with members missing, when replicas allow\n"
+		"  errors=continue|ro|panic\n"
+		"                       what a metadata error does (default: the superblock's)\n"
+		"  cache_mb=N           memory budget of the node and key caches, MiB\n"
+		"  fsync=flush|none     none: fsync only commits (unsafe; for benchmarks)\n"
+		"  allow_other, noallow_other\n"
+		"                       let other users in (default: on when root mounts)\n"
+		"  default_permissions  always on: the kernel checks modes as for ext4\n"
+		"  suid, nosuid, dev, nodev\n"
+		"                       default for root: suid,dev (as mount(8)); else nosuid,nodev\n"
+		"  verbose              fs/ says what open and stop do\n"
+		"  log=FILE             the daemon's messages once it is in the background\n"
+		"  debug                trace every request (libfuse -d; use with -f)\n"
+		"  writeback_cache, no_writeback_cache   kernel write-back caching (default on)\n"
+		"  attr_timeout=S, entry_timeout=S, negative_timeout=S   kernel caching (86400)\n"
+		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
+		"  cache_readdir, no_cache_readdir        kernel caching of listings (on)\n"
+		"  killpriv             the daemon clears set-ID bits (HANDLE_KILLPRIV v1; off)\n"
+		"  kernel_lseek         SEEK_DATA/SEEK_HOLE answered by the kernel (no holes)\n"
+		"  libfuse's: exec, noexec, sync, dirsync, noatime, relatime, allow_root,\n"
+		"  auto_unmount, max_read=, max_write=, max_readahead=, max_background=,\n"
+		"  congestion_threshold=, readdirplus=yes|no|auto, splice_read, splice_write,\n"
+		"  splice_move, async_dio, time_gran=, ...\n"
+		"  fstab words are ignored: defaults, auto, noauto, user, users, nofail,\n"
+		"  _netdev, x-*, comment=\n");
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FUSE_TFS_FUSE_H
+#define TFS_FUSE_TFS_FUSE_H
+
+/*
+ * The FUSE front end: a libfuse lowlevel daemon over fs/fs.h, and the
+ * mount command that starts it (`tinyfs mount`, `mount.tinyfs`).
+ *
+ * Invariants:
+ *  - fuse/ only maps requests: every handler decodes its arguments, calls
+ *    one fs/ function, and replies exactly once.  Every rule about files
+ *    (permissions on ownership, times, names, errors) lives in fs/.
+ *  - errno appears only here: codes from fs/ become errnos with
+ *    tfs_err_class() when a reply is sent.
+ *  - Node ids are inode numbers (fs/ never reuses one while open), with the
+ *    generation fs/ reports; the kernel's lookup counts are kept per inode
+ *    (struct tfs_nlookup) and must balance at unmount.
+ *  - The daemon forks (unless foreground) before fs/ starts any thread:
+ *    tfs_fs_open() runs in the child, and a pipe tells the parent whether
+ *    the mount is ready, so the parent's exit status is the mount's.
+ *  - Unmount ends the session loop; then every file still open is released
+ *    and tfs_fs_stop() writes everything back.
+ */
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "fs/fs.h"
+#include "lib/printbuf.h"
+
+struct fuse_session;
+struct fuse_conn_info_opts;
+
+/* --- mount options --- */
+
+struct tfs_mount_opts {
+	char **devs; /* canonical paths of the members */
+	unsigned nr_devs;
+	char *source;	  /* "DEV[:DEV...]" as mountinfo will show it */
+	char *mountpoint; /* canonical */
+	struct tfs_fs_opts fs;
+
+	bool foreground;
+	bool debug;	    /* libfuse's request trace on stderr */
+	bool allow_other;   /* default: on when root mounts */
+	bool suid_dev;	    /* default: suid,dev when root mounts (as mount(8)) */
+	bool writeback;	    /* kernel writeback cache (default on) */
+	bool killpriv;	    /* FUSE_CAP_HANDLE_KILLPRIV (default off, see fuse.c) */
+	bool kernel_lseek;  /* SEEK_DATA/HOLE answered by the kernel (default off) */
+	bool cache_readdir; /* let the kernel cache directory listings */
+	double entry_timeout, attr_timeout, negative_timeout;
+	unsigned max_threads, max_idle_threads;
+	bool clone_fd;
+	char *log; /* the daemon's stderr once detached (default /dev/null) */
+
+	/* -o options for fuse_session_new() ("-o" "a,b,c"), conn options included. */
+	struct printbuf fuse_opts;
+};
+
+void tfs_mount_opts_init(struct tfs_mount_opts *o);
+void tfs_mount_opts_exit(struct tfs_mount_opts *o);
+
+/*
+ * Parses one -o list (comma-separated) into o.  Unknown options are a
+ * usage error, printed to stderr with prog; returns 0 or -EINVAL.
+ */
+int tfs_mount_opts_parse(struct tfs_mount_opts *o, const char *prog, const char *list);
+
+/*
+ * Sets devs/source from "DEV[:DEV...]" and mountpoint, canonicalised.
+ * Prints what is wrong (missing device, missing or non-directory
+ * mountpoint) and returns a negative errno.
+ */
+int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const char *devspec,
+			   const char *mountpoint);
+
+/* The whole option set, one per line (for -v and the stats `fuse` section). */
+void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o);
+
+/*
+ * Mounts and serves until unmounted: checks the targets are free, forks
+ * unless foreground, opens the filesystem, mounts, and reports readiness.
+ * In the parent (or in foreground mode at the end) returns the exit status
+ * (0, 1 failure with the reason printed).  The daemon child never returns.
+ */
+int tfs_mount_run(struct tfs_mount_opts *o, const char *prog);
+
+/* Usage text shared by `tinyfs mount` and `mount.tinyfs`. */
+void tfs_mount_options_help(FILE *f);
+
+/* --- the daemon --- */
+
+// clang-format off
+#define TFS_FUSE_OPS(x)							\
+	x(init) x(destroy) x(lookup) x(forget) x(forget_multi) x(getattr)	\
+	x(setattr) x(readlink) x(mknod) x(mkdir) x(unlink) x(rmdir)	\
+	x(symlink) x(rename) x(link) x(open) x(read) x(write)		\
+	x(flush) x(release) x(fsync) x(opendir) x(readdir)		\
+	x(readdirplus) x(releasedir) x(fsyncdir) x(statfs) x(setxattr)	\
+	x(getxattr) x(listxattr) x(removexattr) x(access) x(create)	\
+	x(fallocate) x(lseek)
+// clang-format on
+
+enum tfs_fuse_op {
+#define x(n) TFS_FUSE_OP_##n,
+	TFS_FUSE_OPS(x)
+#undef x
+	TFS_FUSE_OP_NR
+};
+
+/* Kernel lookup counts per inode, sharded (see fuse/nlookup.c). */
+struct tfs_nlookup;
+
+struct tfs_nlookup *tfs_nlookup_alloc(void);
+void tfs_nlookup_free(struct tfs_nlookup *t);
+void tfs_nlookup_get(struct tfs_nlookup *t, u64 ino, u64 n);
+/* Returns false when ino had fewer than n lookups (a kernel/daemon mismatch). */
+bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n);
+/* Inodes with a nonzero count, and the sum of counts. */
+void tfs_nlookup_totals(struct tfs_nlookup *t, u64 *inodes, u64 *lookups);
+
+struct tfs_fuse_file;
+
+/* The daemon's state; the userdata of the session. */
+struct tfs_fuse {
+	struct tfs_fs *fs;
+	struct fuse_session *se;
+	const struct tfs_mount_opts *opts;
+	struct tfs_nlookup *nlookup;
+
+	/* -o options for the connection (max_write=, splice_read, ...), or NULL. */
+	struct fuse_conn_info_opts *conn_opts;
+	bool writeback; /* as negotiated at init */
+	bool killpriv;
+	unsigned max_write;
+
+	/* Files open through the kernel, released at the end if it never did. */
+	pthread_mutex_t files_lock;
+	struct tfs_fuse_file *files;
+	u64 nr_files;
+
+	_Atomic u64 nr_ops[TFS_FUSE_OP_NR];
+	_Atomic u64 nr_errors[TFS_FUSE_OP_NR];
+	_Atomic u64 nr_forget_mismatch;
+	_Atomic u64 nr_wb_errors_deferred; /* writeback EIO left to fsync (see write) */
+	_Atomic u64 bytes_read, bytes_written;
+	struct timespec started;
+};
+
+/* The lowlevel operations table. */
+extern const struct fuse_lowlevel_ops tfs_fuse_ops;
+
+void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tfs_mount_opts *o);
+/* Releases the files the kernel never released; then tfs_fs_stop() may run. */
+void tfs_fuse_release_all(struct tfs_fuse *tf);
+void tfs_fuse_exit_state(struct tfs_fuse *tf);
+
+/* The daemon's own counters (ops, errors, lookups, open files, options). */
+void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
+
+/* --- the control channel (fuse/ctl.c, fuse/ctl_path.c) --- */
+
+struct tfs_ctl;
+
+/*
+ * Listens on the control socket of the mount whose device number is dev
+ * (see tfs_ctl_socket_path()), answering `tinyfs stats` requests from a
+ * thread of its own.  0 or a negative errno (printed).
+ */
+int tfs_ctl_start(struct tfs_ctl **ret, struct tfs_fuse *tf, dev_t dev);
+/* Stops the thread and removes the socket. */
+void tfs_ctl_stop(struct tfs_ctl *c);
+
+#endif /* TFS_FUSE_TFS_FUSE_H */

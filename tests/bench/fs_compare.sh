@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# fs_compare.sh [FSBENCH]: the file-system benchmark side by side on tinyfs,
+# fuse2fs and kernel ext4 (on a loop device): images of the same size in the
+# same directory (so on the same disk), fsbench.sh on each, then a
+# metadata test at 1k, 10k and 100k files in one directory.  Prints a table
+# with ratios.  Not run by `meson test`; run as root (loop devices, page
+# cache drops).
+#
+#   FSBENCH  default ../shared/bench/fsbench.sh from the repository root
+#   FSC_DIR=/var/tmp    where the images go (the disk measured)
+#   FSC_SIZE=4G         size of each image
+#   FSC_FS="ext4 fuse2fs tinyfs"   which to run
+#   FSC_META="1000 10000 100000"   directory sizes of the metadata test
+#   FSC_SKIP_FSBENCH=1  only the metadata test
+#   FSB_* are passed to fsbench.sh (FSB_SEQ_MB, FSB_META_N, ...)
+# Installs fio, fuse2fs and sqlite3 if missing (scripts/deps.sh --bench).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+fsbench=${1:-$root/../shared/bench/fsbench.sh}
+dir=${FSC_DIR:-/var/tmp}
+size=${FSC_SIZE:-4G}
+fslist=${FSC_FS:-ext4 fuse2fs tinyfs}
+meta_sizes=${FSC_META:-1000 10000 100000}
+build=$root/build
+
+[ -f "$fsbench" ] || { echo "fs_compare: no benchmark at $fsbench" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "fs_compare: run as root (loop devices, mounts)" >&2; exit 2; }
+"$root/scripts/deps.sh" --bench
+[ -f "$build/build.ninja" ] || meson setup "$build" --buildtype=release -Db_ndebug=false >/dev/null
+ninja -C "$build" >/dev/null
+
+work=$(mktemp -d "$dir/fs_compare.XXXXXX")
+mnt=$work/mnt
+loop=
+mkdir -p "$mnt"
+cleanup() {
+	cd /
+	if grep -q " $mnt " /proc/self/mounts; then umount "$mnt" || umount -l "$mnt"; fi
+	[ -n "$loop" ] && losetup -d "$loop"
+	sleep 1
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+tinyfs_pid() { "$build/tools/tinyfs" stats "$mnt" fuse 2>/dev/null | awk '$1 == "pid:" { print $2 }'; }
+
+mount_fs() {
+	local fs=$1 img=$work/$1.img
+	rm -f "$img"
+	truncate -s "$size" "$img"
+	case $fs in
+	ext4)
+		mkfs.ext4 -q -F "$img"
+		loop=$(losetup -f --show "$img")
+		mount "$loop" "$mnt"
+		;;
+	fuse2fs)
+		mkfs.ext4 -q -F "$img"
+		fuse2fs -o allow_other "$img" "$mnt"
+		;;
+	tinyfs)
+		"$build/tools/mkfs.tinyfs" -q -f --size "$size" "$img"
+		"$build/tools/tinyfs" mount "$img" "$mnt"
+		;;
+	esac
+	chmod 1777 "$mnt"
+}
+
+umount_fs() {
+	local fs=$1 pid=
+	[ "$fs" = tinyfs ] && pid=$(tinyfs_pid)
+	umount "$mnt"
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	if [ -n "$loop" ]; then
+		losetup -d "$loop"
+		loop=
+	fi
+	# fuse2fs writes back after umount returns too
+	while pgrep -x fuse2fs >/dev/null; do sleep 0.1; done
+	rm -f "$work/$fs.img"
+}
+
+# meta N: per-file microseconds for create, readdir, stat, unlink in one directory.
+meta() {
+	python3 - "$mnt/meta$1" "$1" <<'PY'
+import os, sys, time
+d, n = sys.argv[1], int(sys.argv[2])
+os.mkdir(d)
+names = [os.path.join(d, "f%07d" % i) for i in range(n)]
+def t(f):
+    a = time.perf_counter(); f(); return (time.perf_counter() - a) / n * 1e6
+def create():
+    for x in names: os.close(os.open(x, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+def readdir():
+    assert sum(1 for _ in os.scandir(d)) == n
+def stat():
+    for x in names: os.stat(x)
+def unlink():
+    for x in names: os.unlink(x)
+for name, f in (("create", create), ("readdir", readdir), ("stat", stat), ("unlink", unlink)):
+    print("meta%d_%s_us_per_file %.2f us" % (n, name, t(f)))
+os.rmdir(d)
+PY
+}
+
+# The raw disk: a 4 KiB write + fdatasync on a file in $dir, median.
+raw_fsync() {
+	python3 - "$work/raw.dat" <<'PY'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+buf = os.urandom(4096); lat = []
+for i in range(500):
+    a = time.perf_counter_ns(); os.write(fd, buf); os.fdatasync(fd); lat.append((time.perf_counter_ns() - a) / 1e3)
+os.close(fd); os.unlink(sys.argv[1]); lat.sort()
+print("raw_4k_write_fdatasync_p50 %.0f us" % lat[len(lat) // 2])
+PY
+}
+
+for fs in $fslist; do
+	echo "== $fs" >&2
+	mount_fs "$fs"
+	{
+		[ -n "${FSC_SKIP_FSBENCH:-}" ] || bash "$fsbench" "$mnt"
+		for n in $meta_sizes; do meta "$n"; done
+	} >"$work/$fs.out"
+	umount_fs "$fs"
+done
+raw_fsync >"$work/raw.out"
+
+# The table: one row per figure, a column per filesystem, then tinyfs's
+# ratios (> 1: tinyfs better; for times the ratio is other/tinyfs).
+python3 - "$work" $fslist <<'PY'
+import sys, os, platform, datetime
+work, fss = sys.argv[1], sys.argv[2:]
+vals, units, order = {}, {}, []
+for fs in fss:
+    for line in open(os.path.join(work, fs + ".out")):
+        p = line.split()
+        if len(p) != 3: continue
+        name, v, u = p
+        if name not in units: order.append(name)
+        units[name] = u
+        vals[(fs, name)] = float(v)
+raw = open(os.path.join(work, "raw.out")).read().split()
+lower_better = {"s", "us", "ms"}
+others = [f for f in fss if f != "tinyfs"]
+hdr = "%-34s %-8s" % ("figure", "unit") + "".join("%12s" % f for f in fss)
+if "tinyfs" in fss: hdr += "".join("%14s" % ("tfs/" + o if True else "") for o in others)
+print("# %s, %s, %s cores, %s" % (datetime.date.today(), platform.node(), os.cpu_count(), platform.release()))
+print(hdr)
+for name in order:
+    row = "%-34s %-8s" % (name, units[name])
+    for fs in fss:
+        v = vals.get((fs, name))
+        row += "%12s" % ("-" if v is None else ("%.2f" % v if v < 100 else "%.0f" % v))
+    if "tinyfs" in fss:
+        t = vals.get(("tinyfs", name))
+        for o in others:
+            v = vals.get((o, name))
+            if t is None or v is None or t == 0 or v == 0: row += "%14s" % "-"
+            elif units[name] in lower_better: row += "%14.2f" % (v / t)
+            else: row += "%14.2f" % (t / v)
+    print(row)
+print("%-34s %-8s %12s" % (raw[0], raw[2], raw[1]))
+for fs in fss:
+    a, b = vals.get((fs, "meta1000_create_us_per_file")), vals.get((fs, "meta100000_create_us_per_file"))
+    if a and b: print("%s: create per file at 100k / at 1k: %.2f" % (fs, b / a))
+PY

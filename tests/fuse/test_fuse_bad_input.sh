@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Bad input to `tinyfs mount` and mount.tinyfs: a missing or busy mount
+# point, a missing device, a non-tinyfs image (named by what it holds), a
+# corrupt image, a second mount of a mounted filesystem, unknown options.
+# Each: a clear message, a non-zero exit, no mount left, and no byte of the
+# image written.
+#   test_fuse_bad_input.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+
+img=$tmp/a.img mnt=$tmp/mnt
+new_image "$img" 64M || finish
+mkdir -p "$mnt"
+
+nr_mounts() { grep -c " fuse.tinyfs " /proc/self/mounts; }
+
+# refused WANT_STATUS TEXT CMD...: CMD exits WANT_STATUS, stderr has TEXT,
+# no new mount is left.
+refused() {
+	local want=$1 text=$2 st=0 before
+	shift 2
+	before=$(nr_mounts)
+	"$@" >"$tmp/out" 2>"$tmp/err" || st=$?
+	if [ "$st" != "$want" ]; then
+		fail "'$*' exited $st, expected $want"
+		sed 's/^/  stderr: /' "$tmp/err"
+	elif ! grep -qiF -- "$text" "$tmp/err"; then
+		fail "'$*': stderr lacks '$text'"
+		sed 's/^/  stderr: /' "$tmp/err"
+	fi
+	if [ "$(nr_mounts)" != "$before" ]; then
+		fail "'$*' left a mount"
+		mounts+=("${*: -1}")
+	fi
+}
+
+sum=$(md5sum <"$img")
+refused 1 "No such file or directory" "$tinyfs" mount "$img" "$tmp/nowhere"
+refused 1 "not a directory" "$tinyfs" mount "$img" "$img"
+refused 1 "No such file or directory" "$tinyfs" mount "$tmp/none.img" "$mnt"
+refused 2 "unknown option" "$tinyfs" mount -o frobnicate "$img" "$mnt"
+refused 2 "expected continue, ro or panic" "$tinyfs" mount -o errors=maybe "$img" "$mnt"
+refused 2 "expected" "$tinyfs" mount "$img"
+refused 2 "unknown option" "$mount_helper" "$img" "$mnt" -o frobnicate
+[ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount wrote to the image"
+
+# A busy mount point: something else is mounted there.
+mkdir -p "$tmp/busy"
+if mount -t tmpfs none "$tmp/busy" 2>/dev/null; then
+	refused 1 "busy" "$tinyfs" mount "$img" "$tmp/busy"
+	umount "$tmp/busy"
+fi
+
+# Not tinyfs: an ext4 image is named as such.
+if command -v mkfs.ext4 >/dev/null; then
+	truncate -s 32M "$tmp/ext4.img"
+	mkfs.ext4 -q -F -L extlabel "$tmp/ext4.img"
+	esum=$(md5sum <"$tmp/ext4.img")
+	refused 1 "ext4" "$tinyfs" mount "$tmp/ext4.img" "$mnt"
+	[ "$(md5sum <"$tmp/ext4.img")" = "$esum" ] || fail "mounting ext4 wrote to it"
+fi
+# Zeros: no filesystem at all.
+truncate -s 32M "$tmp/zero.img"
+refused 1 "$tmp/zero.img" "$tinyfs" mount "$tmp/zero.img" "$mnt"
+cmp -s "$tmp/zero.img" <(head -c 32M /dev/zero) || fail "mounting zeros wrote to it"
+
+# Corrupt: both superblock copies damaged.
+cp "$img" "$tmp/bad.img"
+printf 'garbage!' | dd of="$tmp/bad.img" bs=1 seek=4200 conv=notrunc status=none
+printf 'garbage!' | dd of="$tmp/bad.img" bs=1 seek=37000 conv=notrunc status=none
+bsum=$(md5sum <"$tmp/bad.img")
+refused 1 "$tmp/bad.img" "$tinyfs" mount "$tmp/bad.img" "$mnt"
+[ "$(md5sum <"$tmp/bad.img")" = "$bsum" ] || fail "mounting a corrupt image wrote to it"
+
+# A member of another filesystem given with ours.
+new_image "$tmp/other.img" 64M || finish
+osum=$(md5sum <"$tmp/other.img")
+refused 1 "" "$tinyfs" mount "$img:$tmp/other.img" "$mnt"
+[ "$(md5sum <"$tmp/other.img")" = "$osum" ] || fail "a refused member was written"
+[ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount with a foreign member wrote to the image"
+
+# A second mount of a mounted filesystem, elsewhere; and over a live mount.
+tfs_mount "$img" "$mnt" || { fail mount; finish; }
+mkdir -p "$tmp/mnt2"
+refused 1 "already mounted at $mnt" "$tinyfs" mount "$img" "$tmp/mnt2"
+ln -s "$img" "$tmp/alias.img"
+refused 1 "already mounted" "$tinyfs" mount "$tmp/alias.img" "$tmp/mnt2"
+new_image "$tmp/c.img" 64M || finish
+refused 1 "busy" "$tinyfs" mount "$tmp/c.img" "$mnt"
+tfs_umount "$mnt"
+
+# mount.tinyfs as mount(8) runs it: -f (fake) mounts nothing; a real one works.
+"$mount_helper" "$img" "$mnt" -f -o rw || fail "mount.tinyfs -f"
+grep -q " $mnt fuse" /proc/self/mounts && fail "mount.tinyfs -f mounted"
+"$mount_helper" "$img" "$mnt" -o rw,noatime,defaults,_netdev && mounts+=("$mnt") || fail "mount.tinyfs"
+grep -q " $mnt fuse.tinyfs " /proc/self/mounts || fail "mount.tinyfs did not mount"
+tfs_umount "$mnt"
+finish

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Every operation through the kernel on a mounted tinyfs (shell, then the
+# fuse_ops program for rename flags, xattrs, fallocate, SEEK_DATA/HOLE,
+# fsync and POSIX details), `tinyfs stats` (text and JSON, the daemon's
+# fsync counter moves), then persistence: unmount, mount again, compare.
+#   test_fuse_ops.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+
+img=$tmp/a.img mnt=$tmp/mnt
+new_image "$img" 256M || finish
+tfs_mount "$img" "$mnt" || { fail "tinyfs mount"; finish; }
+grep -q " $mnt fuse.tinyfs " /proc/self/mounts || fail "no fuse.tinyfs mount at $mnt"
+
+# --- shell: names, data, links, modes, owners, times ---
+cd "$mnt" || finish
+mkdir -p a/b/c || fail mkdir
+echo hello >a/b/c/file || fail "write"
+[ "$(cat a/b/c/file)" = hello ] || fail "read back"
+printf 'x%.0s' $(seq 5000) >a/long || fail "write 5000"
+[ "$(stat -c %s a/long)" = 5000 ] || fail "size 5000"
+head -c 3000000 /dev/urandom >rand || fail "3 MB write"
+cp rand rand.copy && cmp rand rand.copy || fail "copy differs"
+ln -s a/b/c/file sym && [ "$(readlink sym)" = a/b/c/file ] && [ "$(cat sym)" = hello ] ||
+	fail symlink
+ln a/b/c/file hard && [ "$(stat -c %h hard)" = 2 ] || fail "hard link count"
+mv hard a/moved && [ -e a/moved ] && [ ! -e hard ] || fail rename
+mknod fifo p && [ -p fifo ] || fail mkfifo
+mknod chr c 1 3 && [ "$(stat -c %t:%T chr)" = 1:3 ] || fail "mknod c"
+chmod 640 a/long && [ "$(stat -c %a a/long)" = 640 ] || fail chmod
+chown 1234:5678 a/long && [ "$(stat -c %u:%g a/long)" = 1234:5678 ] || fail chown
+touch -d '2001-02-03 04:05:06' a/long && [ "$(stat -c %Y a/long)" = "$(date -d '2001-02-03 04:05:06' +%s)" ] ||
+	fail "touch -d"
+truncate -s 100 rand && [ "$(stat -c %s rand)" = 100 ] || fail truncate
+truncate -s 64M sparse && [ "$(stat -c %s sparse)" = 67108864 ] || fail "truncate up"
+echo more >>a/b/c/file && [ "$(cat a/b/c/file)" = "$(printf 'hello\nmore')" ] || fail append
+[ "$(ls a/b/c)" = file ] || fail "ls"
+[ "$(find . -type f | wc -l)" -ge 5 ] || fail find
+rm a/moved fifo chr && [ ! -e a/moved ] || fail rm
+rmdir a/b 2>/dev/null && fail "rmdir of a non-empty directory worked"
+rm -r a/b && [ ! -e a/b ] || fail "rm -r"
+df -h . >/dev/null || fail df
+[ "$(stat -f -c %l .)" = 255 ] || fail "statfs namelen"
+mkdir many && (cd many && seq 1 2000 | xargs touch) || fail "2000 creates"
+[ "$(ls many | wc -l)" = 2000 ] || fail "ls of 2000 entries: $(ls many | wc -l)"
+[ "$(ls -l many | grep -c '^-')" = 2000 ] || fail "ls -l of 2000 entries"
+rm -r many || fail "rm -r 2000"
+
+# A file written, closed and removed: the kernel writes its times back
+# after the unlink freed it; that must not fail the next syncfs.
+sync -f . || fail "syncfs before"
+sh -c 'echo data >gone; rm gone' && sync -f . || fail "syncfs after a written file's unlink"
+# fstat right after fsync sees the blocks written (the kernel's attributes
+# are refreshed).
+python3 -c 'import os; fd = os.open("blk", os.O_CREAT | os.O_RDWR, 0o644); os.write(fd, b"x" * 65536); os.fsync(fd); b = os.fstat(fd).st_blocks; os.close(fd); exit(b * 512 < 65536)' ||
+	fail "st_blocks after write and fsync"
+rm -f blk
+
+# --- the C cases ---
+for c in rename xattr fallocate seek fsync posix; do
+	mkdir "c_$c" && "$fuse_ops" "$c" "$mnt/c_$c" || fail "fuse_ops $c"
+done
+
+# --- stats ---
+cd /
+"$tinyfs" stats "$mnt" >"$tmp/stats" || fail "tinyfs stats"
+grep -q "^fuse:" "$tmp/stats" || fail "stats all lacks the fuse section"
+"$tinyfs" stats "$mnt" --json >"$tmp/stats.json" || fail "tinyfs stats --json"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$tmp/stats.json" ||
+	fail "stats --json is not JSON"
+f0=$("$tinyfs" stats "$mnt" fuse --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["requests"]["fsync"])')
+python3 -c 'import os,sys; fd=os.open(sys.argv[1], os.O_WRONLY|os.O_CREAT); os.write(fd, b"x"); os.fsync(fd); os.fdatasync(fd); os.close(fd)' "$mnt/synced"
+f1=$("$tinyfs" stats "$mnt" fuse --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["stats"]["requests"]["fsync"])')
+[ "$((f1 - f0))" = 2 ] || fail "daemon fsync counter moved by $((f1 - f0)), not 2"
+for s in journal alloc fuse all; do
+	"$tinyfs" stats "$mnt" "$s" >/dev/null || fail "tinyfs stats $s"
+done
+"$tinyfs" stats "$mnt" nosuch 2>/dev/null && fail "stats of an unknown section worked"
+"$tinyfs" stats "$tmp" 2>"$tmp/err" && fail "stats of a non-mount worked"
+grep -q "not a mount point" "$tmp/err" || fail "stats of a non-mount: $(cat "$tmp/err")"
+
+# --- persistence: unmount, mount, compare ---
+(cd "$mnt" && find . -path ./c_posix -prune -o -type f -print0 | sort -z | xargs -0 md5sum) >"$tmp/before"
+(cd "$mnt" && find . | sort) >"$tmp/names.before"
+tfs_umount "$mnt"
+grep -q " $mnt fuse" /proc/self/mounts && fail "still mounted after umount"
+tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+(cd "$mnt" && find . -path ./c_posix -prune -o -type f -print0 | sort -z | xargs -0 md5sum) >"$tmp/after"
+(cd "$mnt" && find . | sort) >"$tmp/names.after"
+cmp -s "$tmp/before" "$tmp/after" || { fail "contents changed across unmount"; diff "$tmp/before" "$tmp/after" | head; }
+cmp -s "$tmp/names.before" "$tmp/names.after" || fail "names changed across unmount"
+[ "$(readlink "$mnt/sym")" = a/b/c/file ] || fail "symlink after remount"
+[ "$(stat -c %a:%u:%g "$mnt/a/long")" = 640:1234:5678 ] || fail "modes/owners after remount"
+[ "$(stat -c %s "$mnt/sparse")" = 67108864 ] || fail "sparse size after remount"
+tfs_umount "$mnt"
+finish
