@@ -506,7 +506,9 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	j->cur_entry_code = 0;
 	j->nr_entries++;
 	j->nr_class_entries[class]++;
-	pthread_cond_signal(&j->write_wait);
+	/* The write thread closes it on age: wake it only if it sleeps past that. */
+	if (j->writer_wake_ns > b->opened_ns + (u64)j->opts.write_delay_ms * 1000000)
+		pthread_cond_signal(&j->write_wait);
 	return TFS_JOURNAL_CUR_ok;
 }
 
@@ -550,7 +552,7 @@ void tfs_journal_entry_close_locked(struct tfs_journal *j)
 	 */
 	b->last_seq = j->last_seq;
 	b->state = TFS_JBUF_CLOSED;
-	pthread_cond_signal(&j->write_wait);
+	/* Whoever closes it sees that it gets written (the caller, or the write thread). */
 }
 
 /* --- reservations --- */
@@ -610,6 +612,7 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 			if (b->u64s_used && b->u64s_used + u64s > b->u64s_max) {
 				/* Closes on size; the next one gets what room there is. */
 				tfs_journal_entry_close_locked(j);
+				pthread_cond_signal(&j->write_wait);
 				e = tfs_journal_entry_open_locked(j, class, min_bytes, &code);
 			} else {
 				/*
@@ -797,7 +800,7 @@ static u64 journal_gather_window_ns(struct tfs_journal *j)
  * committers that were just answered come straight back, and one device
  * flush then serves all of them instead of every other one.
  */
-void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j)
+void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick)
 {
 	struct tfs_journal_buf *b;
 	u64 now;
@@ -811,13 +814,16 @@ void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j)
 	if (!b->gather_until_ns)
 		b->gather_until_ns = now + journal_gather_window_ns(j);
 	if (!b->nr_flush_waiters || b->nr_flush_waiters >= j->group_expect ||
-	    now >= b->gather_until_ns)
+	    now >= b->gather_until_ns) {
 		tfs_journal_entry_close_locked(j);
-	else
+		if (kick)
+			pthread_cond_signal(&j->write_wait);
+	} else {
 		pthread_cond_signal(&j->write_wait); /* closes it at gather_until_ns */
+	}
 }
 
-bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters)
+bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters, bool kick)
 {
 	int code;
 
@@ -831,7 +837,7 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 			/* Not closed yet: it becomes a flush entry (group commit decides when). */
 			b->must_flush = true;
 			b->nr_flush_waiters += waiters;
-			tfs_journal_flush_entry_maybe_close_locked(j);
+			tfs_journal_flush_entry_maybe_close_locked(j, kick);
 			return true;
 		}
 		if (b->must_flush) {
@@ -845,7 +851,8 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 			j->nr_flush_entries++;
 			j->nr_noflush_entries--;
 			j->last_flush_ns = tfs_journal_now_ns();
-			pthread_cond_signal(&j->write_wait);
+			if (kick)
+				pthread_cond_signal(&j->write_wait);
 			return true;
 		}
 	}
@@ -861,6 +868,8 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 	b->must_flush = true;
 	b->nr_flush_waiters += waiters;
 	tfs_journal_entry_close_locked(j);
+	if (kick)
+		pthread_cond_signal(&j->write_wait);
 	return true;
 }
 
@@ -873,7 +882,7 @@ static struct tfs_journal_flush_waiter *journal_pop_resolved(struct tfs_journal 
 		int r = journal_flush_seq_check(j, w->seq);
 
 		if (!r && !j->halted)
-			tfs_journal_want_flush_locked(j, w->seq, 0);
+			tfs_journal_want_flush_locked(j, w->seq, 0, true);
 		if (r) {
 			w->ret = r < 0 ? r : 0;
 			*p = w->next;
@@ -918,7 +927,7 @@ bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq, struct tfs_jour
 		pthread_mutex_unlock(&j->lock);
 		return true;
 	}
-	if (!tfs_journal_want_flush_locked(j, seq, 1)) {
+	if (!tfs_journal_want_flush_locked(j, seq, 1, true)) {
 		/* No room for an empty flush entry now: reclaim; retried as things change. */
 		j->reclaim_kicked = true;
 		pthread_cond_signal(&j->reclaim_wait);
@@ -944,7 +953,7 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 	unsigned waiter = 1; /* counted once, on the entry that answers us */
 
 	while (!(r = journal_flush_seq_check(j, seq))) {
-		if (!tfs_journal_want_flush_locked(j, seq, waiter)) {
+		if (!tfs_journal_want_flush_locked(j, seq, waiter, false)) {
 			/*
 			 * No room even for an empty flush entry: reclaim first.
 			 * Woken when something changes, never in a loop.
@@ -1003,6 +1012,7 @@ void tfs_journal_block(struct tfs_journal *j)
 	pthread_mutex_lock(&j->lock);
 	j->blocked++;
 	tfs_journal_entry_close_locked(j);
+	pthread_cond_signal(&j->write_wait);
 	pthread_mutex_unlock(&j->lock);
 }
 

@@ -57,11 +57,15 @@ bool tfs_journal_flush_in_flight_locked(struct tfs_journal *j, u64 seq);
 /*
  * Makes sure some flush entry >= seq is or will be written, counting
  * waiters flush_seq callers on it (group commit); false: no room for one
- * now (retry when something changes).
+ * now (retry when something changes).  kick as below.
  */
-bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters);
-/* Group commit: closes the open flush entry once it may and should go. */
-void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j);
+bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters, bool kick);
+/*
+ * Group commit: closes the open flush entry once it may and should go.
+ * kick: wake the write thread to write it (else the caller writes what is
+ * ready itself, tfs_journal_write_ready_locked()).
+ */
+void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick);
 /* Unlocks, then runs the async flush waiters that are now resolved. */
 void tfs_journal_unlock(struct tfs_journal *j);
 

@@ -213,9 +213,11 @@ static void journal_advance_locked(struct tfs_journal *j)
 	tfs_journal_reclaim_fast_locked(j);
 	tfs_journal_space_update_locked(j);
 	pthread_cond_broadcast(&j->wait);
-	pthread_cond_signal(&j->write_wait);
-	/* A flush entry gathering behind the one just done may go now. */
-	tfs_journal_flush_entry_maybe_close_locked(j);
+	/*
+	 * A flush entry gathering behind the one just done may go now.  (No
+	 * write thread: the completion calling us writes what is ready.)
+	 */
+	tfs_journal_flush_entry_maybe_close_locked(j, false);
 	if (j->nr_space_waiters)
 		tfs_journal_progress_locked(j);
 }
@@ -521,7 +523,7 @@ void *tfs_journal_write_thread(void *arg)
 				tfs_journal_entry_close_locked(j);
 			} else if (b->must_flush &&
 				   !tfs_journal_flush_in_flight_locked(j, b->seq)) {
-				tfs_journal_flush_entry_maybe_close_locked(j);
+				tfs_journal_flush_entry_maybe_close_locked(j, false);
 				if (j->cur_open && b->gather_until_ns > now)
 					timeout = min_t(u64, timeout, b->gather_until_ns - now);
 			} else if (b->u64s_used) {
@@ -537,11 +539,14 @@ void *tfs_journal_write_thread(void *arg)
 
 		struct timespec ts;
 
+		/* Entries opening with an earlier deadline wake us (entry_open). */
+		j->writer_wake_ns = tfs_journal_now_ns() + timeout;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		timeout += ts.tv_nsec;
 		ts.tv_sec += timeout / 1000000000;
 		ts.tv_nsec = timeout % 1000000000;
 		pthread_cond_timedwait(&j->write_wait, &j->lock, &ts);
+		j->writer_wake_ns = 0;
 	}
 	tfs_journal_unlock(j);
 	return NULL;

@@ -297,12 +297,14 @@ static void journal_progress(struct tfs_journal *j, bool urgent)
 		/* The open entry records last_seq when it closes. */
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
+		pthread_cond_signal(&j->write_wait);
 		return;
 	}
 	if (tfs_journal_entry_open_locked(j, TFS_JOURNAL_SPACE_progress, journal_min_entry_bytes(j),
 					  &code) == TFS_JOURNAL_CUR_ok) {
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
+		pthread_cond_signal(&j->write_wait);
 	}
 }
 
@@ -617,7 +619,7 @@ int tfs_journal_flush_pins(struct tfs_journal *j, u64 seq)
 		}
 		/* Pins are gone: a flush entry records the new last_seq. */
 		if (j->last_seq > seq)
-			tfs_journal_want_flush_locked(j, j->cur_seq, 0);
+			tfs_journal_want_flush_locked(j, j->cur_seq, 0, true);
 		j->pin_flush_target = max_t(u64, j->pin_flush_target, seq);
 		j->reclaim_kicked = true;
 		pthread_cond_signal(&j->reclaim_wait);

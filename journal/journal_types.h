@@ -206,6 +206,7 @@ struct tfs_journal {
 	pthread_cond_t write_wait;   /* the write thread */
 	pthread_cond_t reclaim_wait; /* the reclaim thread */
 	pthread_t write_thread, reclaim_thread;
+	u64 writer_wake_ns; /* when the sleeping write thread wakes; 0: awake */
 	bool threads_started, stopping;
 	unsigned nr_in_endio; /* write completions running (they may submit, unlocked) */
 	bool draining;	      /* stop: entries that cannot be written are cancelled */
