@@ -549,7 +549,9 @@ static void kc_free_ready(struct tfs_btree_key_cache *kc)
  * budget, shrink now from this thread (the registry's thread alone lags
  * behind a fast stream of fills), and free what then waits for a grace
  * period once it passed.  Never inside a read-side section (the caller
- * checks), which would wait for itself.  So memory stays under budget + 25% (+ an entry per
+ * checks), which would wait for itself.  Dirty entries are not the
+ * budget's: the journal bounds them (reclaim flushes them as it needs
+ * their seqs).  Otherwise memory stays under budget + 25% (+ an entry per
  * thread filling at that moment) whatever the rate of fills.
  */
 static void kc_throttle(struct tfs_btree_key_cache *kc)
@@ -563,7 +565,14 @@ static void kc_throttle(struct tfs_btree_key_cache *kc)
 	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
 		return;
 	tfs_shrinkers_run(r, budget - budget / 8);
-	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) > hard) {
+	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
+		return;
+	/* Only freed entries can still go (dirty ones wait for reclaim): wait if there are some. */
+	pthread_mutex_lock(&kc->lock);
+	bool some_freed = kc->nr_freed;
+
+	pthread_mutex_unlock(&kc->lock);
+	if (some_freed) {
 		tfs_btree_key_cache_wait_gp(kc);
 		kc_free_ready(kc);
 	}
