@@ -97,7 +97,9 @@ struct tfs_btree_key_cache {
 	/* Under lock. */
 	struct kc_list clean, dirty, freed; /* oldest first */
 	u64 nr_clean, nr_dirty, nr_freed;
-	size_t freed_bytes; /* memory of the freed list: on its way out */
+	unsigned long ht_buckets; /* the size we last asked the table for */
+	unsigned long ht_grow;	  /* atomic: a resize to this is due (0: none) */
+	size_t freed_bytes;	  /* memory of the freed list: on its way out */
 	struct kc_pin *pin_pool, *pins_all;
 	u64 gp_seq, gp_inflight, gp_completed;
 	bool gp_in_flight, gp_pending;
@@ -292,6 +294,38 @@ static struct kc_entry *kc_find(struct tfs_btree_key_cache *kc, enum tfs_btree_i
 	return node ? caa_container_of(node, struct kc_entry, hnode) : NULL;
 }
 
+/*
+ * The table's size.  cds_lfht's automatic resize runs lazily in a worker
+ * and lags far behind a stream of fills (a million entries in 1024 buckets
+ * made lookups 100x slower), so the cache also grows it itself, 4x at a
+ * time once there are two entries per bucket (amortized O(1)).  A fill
+ * notes that it is due; the next lookup does it, holding no lock, since a
+ * resize waits for grace periods.  Shrinking is left to the automatic
+ * resize; ht_buckets follows it down so that growing again resizes.
+ */
+#define KC_HT_MIN_BUCKETS 1024
+
+/* Locked: after the number of hashed entries changed. */
+static void kc_size_check_locked(struct tfs_btree_key_cache *kc)
+{
+	u64 nr = kc->nr_clean + kc->nr_dirty;
+
+	if (nr > 2 * kc->ht_buckets) {
+		kc->ht_buckets *= 4;
+		__atomic_store_n(&kc->ht_grow, kc->ht_buckets, __ATOMIC_RELAXED);
+	} else if (kc->ht_buckets > KC_HT_MIN_BUCKETS && nr < kc->ht_buckets / 8) {
+		kc->ht_buckets /= 4;
+	}
+}
+
+static void kc_maybe_grow(struct tfs_btree_key_cache *kc)
+{
+	unsigned long want = __atomic_exchange_n(&kc->ht_grow, 0, __ATOMIC_RELAXED);
+
+	if (want)
+		cds_lfht_resize(kc->ht, want);
+}
+
 /* Takes e out of the hash table and onto freed; in a read-side section, locked. */
 static void kc_evict_locked(struct tfs_btree_key_cache *kc, struct kc_entry *e)
 {
@@ -306,6 +340,7 @@ static void kc_evict_locked(struct tfs_btree_key_cache *kc, struct kc_entry *e)
 	e->state = KC_FREED;
 	kc_list_move_tail(&e->list, &kc->freed);
 	kc->nr_freed++;
+	kc_size_check_locked(kc);
 	kc->freed_bytes += kc_entry_bytes(e);
 	kc_gp_stamp_locked(kc, e);
 }
@@ -398,8 +433,9 @@ int tfs_btree_key_cache_init(struct tfs_btree_key_cache **ret, unsigned ids_mask
 	*ret = NULL;
 	if (!kc)
 		return -ENOMEM;
-	kc->ht = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
-				     &urcu_memb_flavor, NULL);
+	kc->ht = cds_lfht_new_flavor(KC_HT_MIN_BUCKETS, KC_HT_MIN_BUCKETS, 0,
+				     CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_memb_flavor,
+				     NULL);
 	if (!kc->ht) {
 		free(kc);
 		return -ENOMEM;
@@ -413,6 +449,7 @@ int tfs_btree_key_cache_init(struct tfs_btree_key_cache **ret, unsigned ids_mask
 	kc->j = j;
 	kc->ops = *ops;
 	kc->gp_seq = 1;
+	kc->ht_buckets = KC_HT_MIN_BUCKETS;
 	kc->shrinkers = r;
 	if (r) {
 		kc->shrinker = (struct tfs_shrinker){
@@ -511,8 +548,10 @@ static void kc_free_ready(struct tfs_btree_key_cache *kc)
  * Direct reclaim: when the cache holds more than a quarter above the
  * budget, shrink now from this thread (the registry's thread alone lags
  * behind a fast stream of fills), and free what then waits for a grace
- * period once it passed -- never inside a read-side section, which would
- * wait for itself.  So memory stays under budget + 25% (+ an entry per
+ * period once it passed.  Never inside a read-side section (the caller
+ * checks), which would wait for itself.  Dirty entries are not the
+ * budget's: the journal bounds them (reclaim flushes them as it needs
+ * their seqs).  Otherwise memory stays under budget + 25% (+ an entry per
  * thread filling at that moment) whatever the rate of fills.
  */
 static void kc_throttle(struct tfs_btree_key_cache *kc)
@@ -523,10 +562,17 @@ static void kc_throttle(struct tfs_btree_key_cache *kc)
 	if (!r || !(budget = tfs_shrinkers_budget(r)))
 		return;
 	hard = budget + budget / 4;
-	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard || tfs_rcu_read_ongoing())
+	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
 		return;
 	tfs_shrinkers_run(r, budget - budget / 8);
-	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) > hard) {
+	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
+		return;
+	/* Only freed entries can still go (dirty ones wait for reclaim): wait if there are some. */
+	pthread_mutex_lock(&kc->lock);
+	bool some_freed = kc->nr_freed;
+
+	pthread_mutex_unlock(&kc->lock);
+	if (some_freed) {
 		tfs_btree_key_cache_wait_gp(kc);
 		kc_free_ready(kc);
 	}
@@ -541,7 +587,10 @@ bool tfs_btree_key_cache_lookup(struct tfs_btree_key_cache *kc, enum tfs_btree_i
 	if (!tfs_btree_key_cache_wants(kc, id))
 		return false;
 	tfs_rcu_thread_register();
-	kc_throttle(kc);
+	if (!tfs_rcu_read_ongoing()) {
+		kc_maybe_grow(kc);
+		kc_throttle(kc);
+	}
 	__atomic_add_fetch(&kc->lookups, 1, __ATOMIC_RELAXED);
 
 	tfs_rcu_read_lock();
@@ -644,6 +693,7 @@ void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id 
 		kc_list_add_tail(&e->list, &kc->clean);
 		kc->nr_clean++;
 		kc->fills++;
+		kc_size_check_locked(kc);
 		e = NULL;
 	}
 	pthread_mutex_unlock(&kc->lock);
@@ -1065,6 +1115,9 @@ void tfs_btree_key_cache_to_text(struct printbuf *out, struct tfs_btree_key_cach
 		   (unsigned long long)st.reused);
 	prt_printf(out, "grace periods:\tseq %llu, completed %llu\n", (unsigned long long)st.gp_seq,
 		   (unsigned long long)st.gp_completed);
+	pthread_mutex_lock(&kc->lock);
+	prt_printf(out, "hash buckets:\t%lu\n", kc->ht_buckets);
+	pthread_mutex_unlock(&kc->lock);
 	printbuf_tabstop_pop(out);
 	printbuf_indent_sub(out, 2);
 }
@@ -1085,21 +1138,51 @@ static int fs_key_cache_flush(void *ctx, enum tfs_btree_id id, const struct tfs_
 	return ret;
 }
 
+/* The node cache's shrinker (fs/btree.h: its count and scan are in 4 KiB pages). */
+static unsigned long fs_node_shrinker_count(struct tfs_shrinker *s)
+{
+	return tfs_btree_cache_count(s->private);
+}
+
+static unsigned long fs_node_shrinker_scan(struct tfs_shrinker *s, unsigned long nr_to_scan)
+{
+	return tfs_btree_cache_scan(s->private, nr_to_scan);
+}
+
+static size_t fs_node_shrinker_bytes(struct tfs_shrinker *s)
+{
+	return tfs_btree_cache_bytes(s->private);
+}
+
 int tfs_fs_key_cache_init(struct tfs_fs *fs)
 {
 	struct tfs_btree_key_cache_ops ops = { .flush = fs_key_cache_flush, .ctx = fs };
+	int ret;
 
 	if (fs->read_only || !fs->j)
 		return 0;
-	return tfs_shrinkers_init(&fs->shrinkers, fs->opts.cache_budget, true)
-		       ?: tfs_btree_key_cache_init(&fs->key_cache, 1U << TFS_BTREE_inodes, fs->j,
-						   fs->shrinkers, &ops);
+	ret = tfs_shrinkers_init(&fs->shrinkers, fs->opts.cache_budget, true);
+	if (ret)
+		return ret;
+	fs->node_shrinker = (struct tfs_shrinker){
+		.name = "btree_cache",
+		.count = fs_node_shrinker_count,
+		.scan = fs_node_shrinker_scan,
+		.bytes = fs_node_shrinker_bytes,
+		.seeks = 4, /* a node evicted is a disk read to get back */
+		.private = fs,
+	};
+	tfs_shrinker_register(fs->shrinkers, &fs->node_shrinker);
+	return tfs_btree_key_cache_init(&fs->key_cache, 1U << TFS_BTREE_inodes, fs->j,
+					fs->shrinkers, &ops);
 }
 
 void tfs_fs_key_cache_exit(struct tfs_fs *fs)
 {
 	tfs_btree_key_cache_exit(fs->key_cache);
 	fs->key_cache = NULL;
+	if (fs->shrinkers)
+		tfs_shrinker_unregister(&fs->node_shrinker);
 	tfs_shrinkers_exit(fs->shrinkers);
 	fs->shrinkers = NULL;
 }

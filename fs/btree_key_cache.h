@@ -216,8 +216,10 @@ struct tfs_fs;
 /*
  * At open, once the journal runs (not read-only): the shrinker registry
  * (fs->shrinkers, budget opts.cache_budget, PSI where the kernel has it)
- * and the key cache for the inodes btree (fs->key_cache), whose reclaim
- * commits with TFS_TRANS_RESERVED | TFS_TRANS_KEY_CACHE_FLUSH.
+ * with the node cache's shrinker (fs/btree.h's count and scan, in pages;
+ * seeks 4), and the key cache for the inodes btree (fs->key_cache, seeks
+ * 2), whose reclaim commits with TFS_TRANS_RESERVED |
+ * TFS_TRANS_KEY_CACHE_FLUSH.
  */
 int tfs_fs_key_cache_init(struct tfs_fs *fs);
 /* Before the journal is freed; NULLs are fine. */

@@ -19,6 +19,7 @@
 #include "fs/btree_types.h"
 #include "fs/fs.h"
 #include "journal/journal.h"
+#include "lib/shrinker.h"
 #include "super/super_types.h"
 
 /* One member device. */
@@ -52,8 +53,12 @@ struct tfs_fs {
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;
 	struct tfs_alloc alloc;
-	/* The key cache (inodes) and its shrinker registry; NULL when read-only. */
+	/*
+	 * The shrinker registry (budget opts.cache_budget), the node cache's
+	 * shrinker in it, and the key cache (inodes); NULL when read-only.
+	 */
 	struct tfs_shrinkers *shrinkers;
+	struct tfs_shrinker node_shrinker;
 	struct tfs_btree_key_cache *key_cache;
 
 	/*
