@@ -598,8 +598,10 @@ static void test_enospc_one_file(void **state)
 	assert_true(again + (256 << 10) >= off);
 	assert_int_equal(tfs_release(T.fs, f), 0);
 	assert_int_equal(tfs_release(T.fs, g), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(pt_lookup(&T, 1, "big2", NULL), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
 static void test_enospc_many_files(void **state)
@@ -651,9 +653,11 @@ static void test_enospc_many_files(void **state)
 		assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
 		assert_int_equal(tfs_release(T.fs, f), 0);
 	}
+	assert_int_equal(pt_fsck(T.fs), 0);
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(pt_lookup(&T, 1, "g0", NULL), 0);
 	assert_int_equal(pt_lookup(&T, 1, "f1", NULL), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
 int main(void)
