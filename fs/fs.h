@@ -162,7 +162,10 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 
 /* --- names --- */
 
-/* The inode dir's entry name points to: its attributes in st.  -ENOENT. */
+/*
+ * The inode dir's entry name points to: its attributes in st.  -ENOENT.
+ * "." is dir itself, ".." its parent.
+ */
 int tfs_lookup(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len, struct tfs_stat *st);
 
 /*
@@ -236,7 +239,9 @@ ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u
  * Writes len bytes at off; returns len or a negative code (-EFBIG past
  * TFS_MAX_FILE_SIZE, -ENOSPC).  Data goes to newly allocated space, then its
  * extent is committed.  A failed data write is also recorded in the inode's
- * error sequence.
+ * error sequence.  As write(2), fewer than len bytes are written when the
+ * 2^63 - 1 limit or the space is reached after some were committed (a
+ * write is one transaction per MiB).  off past 2^63 - 1 is -EINVAL.
  */
 ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off);
 
@@ -268,7 +273,11 @@ enum tfs_xattr_flags {
 	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
 };
 
-/* name is the full name with its namespace ("user.foo"); unknown namespaces -EOPNOTSUPP. */
+/*
+ * name is the full name with its namespace ("user.foo"); unknown namespaces
+ * -EOPNOTSUPP.  A value must also fit one journal entry (at least 16 KiB
+ * less a little, by geometry): a larger one is -E2BIG, nothing changed.
+ */
 int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
 		 unsigned flags);
 /* Copies the value; size 0 returns its length; -ERANGE when size is too small; -ENODATA. */

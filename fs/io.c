@@ -50,18 +50,29 @@ static void io_end(struct tfs_bio *bio)
 	pthread_mutex_unlock(&w->lock);
 }
 
-/* Submits every bio and waits for all of them; each one's result is in bio->result. */
+/*
+ * Submits every bio and waits for all of them; each one's result is in
+ * bio->result.  A bio without a device (a missing member) fails at once.
+ */
 static void submit_wait(struct tfs_bio *bios, unsigned nr)
 {
-	struct io_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, nr };
+	struct io_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1 };
 
-	if (!nr)
-		return;
 	for (unsigned i = 0; i < nr; i++) {
+		if (!bios[i].bdev) {
+			bios[i].result = -TFS_ERR_bdev_vanished;
+			continue;
+		}
 		bios[i].private = &w;
 		bios[i].end_io = io_end;
+		pthread_mutex_lock(&w.lock);
+		w.pending++;
+		pthread_mutex_unlock(&w.lock);
 		tfs_bio_submit(&bios[i]);
 	}
+	pthread_mutex_lock(&w.lock);
+	w.pending--;
+	pthread_mutex_unlock(&w.lock);
 	pthread_mutex_lock(&w.lock);
 	while (w.pending)
 		pthread_cond_wait(&w.cond, &w.lock);
@@ -92,6 +103,9 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 	bool flushed = false;
 	s64 ret = -TFS_ERR_alloc_no_space;
 
+	/* Fewer members than the data must be on: no change can be made (EROFS class). */
+	if (tfs_posix_nr_data_devs(fs) < need)
+		return -TFS_ERR_insufficient_devices;
 	for (;;) {
 		for (unsigned r = want; r >= need && r; r--) {
 			ret = tfs_alloc(fs, len, p->block_size, r, 0, runs);
@@ -472,10 +486,6 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 				.buf = data + (pc->fstart - b0) * bs,
 				.len = (size_t)pc->len * bs,
 			};
-			if (!bios[nr_bios - 1].bdev) {
-				nr_bios--;
-				continue;
-			}
 			written_to[pc->ptrs[r].dev] = true;
 		}
 	}
@@ -493,20 +503,15 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 	nr_bios = 0;
 	for (unsigned i = 0; i < w->nr; i++) {
 		struct wpiece *pc = &w->pieces[i];
-		unsigned ok = 0, kept = 0;
+		unsigned ok = 0, kept = 0, gone = 0;
 
 		for (unsigned r = 0; r < pc->nr_ptrs; r++) {
-			struct tfs_bio *bio = &bios[nr_bios];
-			int err;
+			struct tfs_bio *bio = &bios[nr_bios++];
+			int err = bio->result;
 
-			if (bio->bdev != tfs_posix_bdev(fs, pc->ptrs[r].dev) ||
-			    bio->offset != pc->ptrs[r].offset || !bio->bdev) {
-				err = -TFS_ERR_data_write; /* a missing member */
-			} else {
-				err = bio->result;
-				nr_bios++;
-			}
 			if (err) {
+				/* A member that is missing or vanished, not a failed write. */
+				gone += tfs_err_matches(err, ENODEV);
 				__atomic_fetch_add(&p->c.data_write_errors, 1, __ATOMIC_RELAXED);
 				fprintf(stderr,
 					"inode %llu offset %llu length %llu: write error on member %u "
@@ -522,7 +527,12 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 			pc->ptrs[kept++] = pc->ptrs[r];
 		}
 		if (ok < max_t(unsigned, need, 1)) {
-			ret = -TFS_ERR_data_write;
+			/*
+			 * Too few copies: a write error (EIO), or, when members
+			 * went away, too few members to write to (EROFS class).
+			 */
+			ret = ok + gone >= need && gone ? -TFS_ERR_insufficient_devices
+							: -TFS_ERR_data_write;
 		} else {
 			pc->nr_ptrs = kept;
 			if (pc->inplace)

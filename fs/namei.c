@@ -399,7 +399,7 @@ static bool inode_unused(struct tfs_fs *fs, struct tfs_inode_mem *im)
  */
 static void maybe_remove(struct tfs_fs *fs, struct tfs_inode_mem *im)
 {
-	if (inode_unused(fs, im)) {
+	if (inode_unused(fs, im) && !tfs_posix_writable(fs)) {
 		int ret = tfs_inode_remove(fs, im);
 
 		if (ret)

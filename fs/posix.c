@@ -224,7 +224,8 @@ int tfs_release(struct tfs_fs *fs, struct tfs_file *f)
 	f->next->prev = f->prev;
 	pthread_mutex_unlock(&p->table_lock);
 	ret = 0;
-	if (!left && im->loaded && !im->deleted && !im->ui.nlink) {
+	/* The last release of an unlinked inode removes it (read-only: the next open will). */
+	if (!left && im->loaded && !im->deleted && !im->ui.nlink && !tfs_posix_writable(fs)) {
 		ret = tfs_inode_remove(fs, im);
 		if (ret)
 			fprintf(stderr,

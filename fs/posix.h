@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 
+#include "fs/alloc_types.h"
 #include "fs/bkey.h"
 #include "fs/btree.h"
 #include "fs/fs.h"
@@ -79,6 +80,16 @@ static inline const struct tfs_sb *tfs_posix_sb(struct tfs_fs *fs)
 		if (fs->devs[i].present && fs->devs[i].sb.sb)
 			return fs->devs[i].sb.sb;
 	return NULL;
+}
+
+/* Members the allocator may put data on (present, read-write). */
+static inline unsigned tfs_posix_nr_data_devs(struct tfs_fs *fs)
+{
+	unsigned nr = 0;
+
+	for (unsigned i = 0; i < fs->nr_devices; i++)
+		nr += fs->alloc.devs[i].present;
+	return nr;
 }
 
 static inline unsigned tfs_posix_data_replicas(struct tfs_fs *fs)

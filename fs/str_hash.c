@@ -134,10 +134,9 @@ int tfs_hash_lookup(struct tfs_btree_trans *trans, const struct tfs_hash_desc *d
 				tfs_bkey_copy(out, &buf.k);
 			return 0;
 		case TFS_HASH_WHITEOUT:
-			if (free_slot && !have_free) {
+			if (!have_free && free_slot)
 				*free_slot = s;
-				have_free = true;
-			}
+			have_free = true;
 			break;
 		case TFS_HASH_OTHER:
 			break;
@@ -145,10 +144,11 @@ int tfs_hash_lookup(struct tfs_btree_trans *trans, const struct tfs_hash_desc *d
 		s = slot_next(d, s);
 	} while (s != start);
 
-	/* Every slot taken: cannot happen with 2^58 slots, but do not loop. */
-	if (!have_free)
-		return -ENOSPC;
-	return -ENOENT;
+	/*
+	 * Every slot taken (not with 2^58 slots, but never loop): not found,
+	 * and an insert has room only if a whiteout was seen.
+	 */
+	return free_slot && !have_free ? -ENOSPC : -ENOENT;
 }
 
 int tfs_hash_remove(struct tfs_btree_trans *trans, const struct tfs_hash_desc *d, u64 inode,

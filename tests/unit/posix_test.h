@@ -166,7 +166,10 @@ static inline int pt_mkfs(struct pt *t, const struct pt_geometry *g)
 		abort();
 	t->nr = t->g.nr_devs;
 	for (unsigned i = 0; i < t->nr; i++) {
-		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", t->dir, i);
+		char dir[sizeof(t->dir)];
+
+		memcpy(dir, t->dir, sizeof(dir));
+		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", dir, i);
 		t->paths[i] = t->path[i];
 	}
 	tfs_fs_opts_default(&t->opts);

@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "fs/btree_format.h"
 #include "fs/extents.h"
 #include "posix_test.h"
@@ -212,6 +215,73 @@ static void test_dangling_dirent(void **state)
 	assert_true(pt_fsck(T.fs) > 0); /* fsck sees it too */
 }
 
+/* A dirent naming nothing, made through the hash table as a real entry would be. */
+static void make_dangling(tfs_ino_t dirino, const char *name)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_inode_mem *dir;
+
+	assert_int_equal(tfs_iget_locked(T.fs, dirino, true, &dir), 0);
+	tfs_posix_trans_init(&trans, T.fs);
+	assert_int_equal(
+		tfs_dirent_insert(&trans, dir, name, strlen(name), 999999, S_IFREG >> 12, NULL), 0);
+	assert_int_equal(tfs_posix_commit(&trans, NULL), 0);
+	tfs_trans_exit(&trans);
+	tfs_iput_unlock(T.fs, dir);
+}
+
+/* errors=ro: an inconsistency stops all changes; reads go on. */
+static void test_errors_ro(void **state)
+{
+	struct tfs_file *f;
+	char buf[4];
+
+	assert_int_equal(pt_create(&T, 1, "keep", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, "abc", 3, 0), 3);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	make_dangling(1, "ghost");
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.error_action = TFS_ON_ERROR_ro;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_mkdir(&T, 1, "before", NULL), 0);
+	assert_int_equal(tfs_fsyncdir(T.fs, 1, false), 0); /* a halt drops what is not written */
+	assert_int_equal(pt_lookup(&T, 1, "ghost", NULL), -TFS_ERR_dirent_invalid);
+	assert_true(tfs_err_matches(pt_mkdir(&T, 1, "after", NULL), EROFS));
+	assert_int_equal(pt_open_file(&T, 1, "keep", O_RDWR, &f), 0);
+	assert_true(tfs_err_matches((int)tfs_write(T.fs, f, "x", 1, 0), EROFS));
+	assert_int_equal(tfs_read(T.fs, f, buf, 3, 0), 3);
+	assert_memory_equal(buf, "abc", 3);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	pt_stop(&T);
+	T.opts.error_action = -1;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "before", NULL), 0);
+}
+
+/* errors=panic: the process stops at the inconsistency (in a child). */
+static void test_errors_panic(void **state)
+{
+	int status;
+	pid_t pid;
+
+	make_dangling(1, "ghost");
+	assert_int_equal(pt_stop(&T), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (!pid) {
+		T.opts.error_action = TFS_ON_ERROR_panic;
+		if (pt_open(&T))
+			_exit(2);
+		pt_lookup(&T, 1, "ghost", NULL);
+		_exit(0); /* not reached */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+	/* The filesystem itself is fine (nothing was half done). */
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_mkdir(&T, 1, "after", NULL), 0);
+}
+
 /* A symlink whose target key is missing: its operations fail clearly. */
 static void test_symlink_without_target(void **state)
 {
@@ -241,6 +311,7 @@ static void test_corrupt_leaf_on_disk(void **state)
 	struct tfs_stat d;
 	unsigned hits = 0, ok = 0, bad = 0;
 	u32 node_size;
+	tfs_ino_t data_ino;
 	int ret;
 
 	assert_int_equal(pt_mkdir(&T, 1, "big", &d), 0);
@@ -252,6 +323,7 @@ static void test_corrupt_leaf_on_disk(void **state)
 
 	assert_int_equal(pt_create(&T, 1, "data", &f), 0);
 	assert_int_equal(tfs_write(T.fs, f, "payload", 7, 0), 7);
+	data_ino = tfs_file_ino(f);
 	assert_int_equal(tfs_release(T.fs, f), 0);
 	node_size = T.fs->node_size;
 	assert_int_equal(pt_stop(&T), 0);
@@ -305,8 +377,8 @@ static void test_corrupt_leaf_on_disk(void **state)
 	}
 	assert_true(bad > 0);
 	assert_true(ok > 0); /* the other leaves */
-	/* Nothing else was damaged: other trees and new names work. */
-	assert_int_equal(pt_open_file(&T, 1, "data", O_RDONLY, &f), 0);
+	/* Nothing else was damaged: the other btrees (inodes, extents) work. */
+	assert_int_equal(tfs_open(T.fs, data_ino, O_RDONLY, &f), 0);
 	{
 		char buf[8];
 
@@ -314,7 +386,7 @@ static void test_corrupt_leaf_on_disk(void **state)
 		assert_memory_equal(buf, "payload", 7);
 	}
 	assert_int_equal(tfs_release(T.fs, f), 0);
-	assert_int_equal(pt_mkdir(&T, 1, "after", NULL), 0);
+	assert_int_equal(tfs_getattr(T.fs, d.ino, &d), 0);
 	fprintf(stderr, "corrupt leaf: %u names unreadable, %u fine\n", bad, ok);
 }
 
@@ -358,6 +430,8 @@ int main(void)
 		cmocka_unit_test(test_validate_dirent_xattr_extent),
 		cmocka_unit_test_setup_teardown(test_dangling_dirent, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_without_target, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors_ro, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors_panic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_leaf_on_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_eviction, setup, teardown),
 	};

@@ -492,6 +492,51 @@ static void test_copy_on_write(void **state)
 	assert_int_equal(tfs_release(T.fs, f), 0);
 }
 
+/*
+ * Space an overwrite frees is not reused before the commit that freed it is
+ * durable: until then a crash would bring back the extent pointing at it.
+ */
+static void test_freed_space_waits(void **state)
+{
+	struct tfs_file *f = new_file("w"), *g = new_file("other");
+	struct tfs_bkey_buf kb;
+	struct tfs_ext e1, e2, eg;
+	struct tfs_alloc_usage u;
+	u8 w[BS];
+
+	pt_fill(w, sizeof(w), 11, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(f), 0, 1, &kb, &e1), 0);
+	/* Overwrite: the old block waits for the overwrite's commit to be durable. */
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(f), 0, 1, &kb, &e2), 0);
+	assert_true(e2.ptrs[0].offset != e1.ptrs[0].offset);
+	tfs_alloc_usage(T.fs, &u);
+	if (tfs_journal_flushed_seq_ondisk(T.fs->j) < f->im->last_seq) {
+		assert_true(u.waiting >= BS);
+		/* Nothing allocated now lands on it. */
+		for (unsigned i = 0; i < 64; i++) {
+			assert_int_equal(tfs_write(T.fs, g, w, sizeof(w), (u64)i * BS), sizeof(w));
+			assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(g), i, i + 1, &kb, &eg),
+					 0);
+			assert_true(eg.ptrs[0].offset != e1.ptrs[0].offset);
+		}
+	}
+	/* Once durable it is free again (released by the next allocation that looks). */
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	{
+		struct tfs_alloc_run run;
+
+		assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &run), BS);
+		tfs_alloc_free_now(T.fs, &run);
+	}
+	tfs_alloc_usage(T.fs, &u);
+	assert_int_equal(u.waiting, 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_release(T.fs, g), 0);
+}
+
 /* A flipped byte on disk: EIO naming the inode, never the wrong bytes. */
 static void test_checksum(void **state)
 {
@@ -598,8 +643,10 @@ static void test_enospc_one_file(void **state)
 	assert_true(again + (256 << 10) >= off);
 	assert_int_equal(tfs_release(T.fs, f), 0);
 	assert_int_equal(tfs_release(T.fs, g), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(pt_lookup(&T, 1, "big2", NULL), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
 static void test_enospc_many_files(void **state)
@@ -651,9 +698,11 @@ static void test_enospc_many_files(void **state)
 		assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
 		assert_int_equal(tfs_release(T.fs, f), 0);
 	}
+	assert_int_equal(pt_fsck(T.fs), 0);
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(pt_lookup(&T, 1, "g0", NULL), 0);
 	assert_int_equal(pt_lookup(&T, 1, "f1", NULL), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
 int main(void)
@@ -665,6 +714,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncate_many_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fallocate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_on_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_freed_space_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),

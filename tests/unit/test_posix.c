@@ -255,6 +255,63 @@ static void test_orphan_after_crash(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/*
+ * A crash between a big truncate's first transaction (new size, orphan key)
+ * and its last: open drops the extents past EOF and the key.  The state is
+ * made by hand: the first transaction alone, then a power cut.
+ */
+static void test_orphan_truncate_after_crash(void **state)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_btree_trans trans;
+	struct tfs_inode_unpacked ui;
+	struct tfs_bkey_buf kb;
+	struct tfs_file *f;
+	struct tfs_stat st;
+	u8 buf[4096];
+	u64 seq;
+
+	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
+	for (unsigned i = 0; i < 200; i++) {
+		pt_fill(buf, sizeof(buf), i, 0);
+		assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 2ULL * i * 4096),
+				 sizeof(buf));
+	}
+	st.ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_iget_locked(T.fs, st.ino, true, &im), 0);
+	ui = im->ui;
+	ui.size = 4096 + 10;
+	tfs_posix_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_inode_update(&trans, im, &ui), 0);
+	assert_int_equal(tfs_orphan_add(&trans, st.ino, TFS_ORPHAN_truncate), 0);
+	assert_int_equal(tfs_posix_commit(&trans, &seq), 0);
+	tfs_trans_exit(&trans);
+	tfs_iput_unlock(T.fs, im);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	assert_int_equal(tfs_faultdev_powercut(pt_bdev(&T, 0), TFS_POWERCUT_none, 0), 0);
+	pt_stop(&T);
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), 0);
+	assert_int_equal(st.size, 4096 + 10);
+	assert_int_equal(st.blocks, 8); /* block 0 only */
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb),
+			 -ENOENT);
+	assert_int_equal(tfs_open(T.fs, st.ino, O_RDONLY, &f), 0);
+	assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 0), sizeof(buf));
+	{
+		u8 want[4096];
+
+		pt_fill(want, sizeof(want), 0, 0);
+		assert_memory_equal(buf, want, sizeof(buf));
+	}
+	assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 4096), 10);
+	for (unsigned i = 0; i < 10; i++)
+		assert_int_equal(buf[i], 0); /* block 1 was a hole */
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
 /* A stop with an unlinked file still open leaves an orphan the next open reclaims. */
 static void test_orphan_at_stop(void **state)
 {
@@ -374,6 +431,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fsync_only_what_is_needed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_after_crash, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_truncate_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_over_open, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs, setup, teardown),

@@ -482,10 +482,104 @@ static void test_power_cut_every_write(void **state)
 	assert_true(distinct >= 5);
 }
 
+/*
+ * A truncate of a file with more extents than one transaction drops: the
+ * size goes first with an orphan key, the extents in batches.  A cut at
+ * any write of it leaves the old file or the new size, and open finishes
+ * the rest: no extent past the new EOF, the kept bytes intact, the EOF
+ * block's tail zero, no orphan key left.
+ */
+#define TR_EXTENTS 300
+#define TR_SIZE (5 * 4096 + 100)
+
+static void tr_expect_block(struct tfs_file *f, unsigned i, bool present)
+{
+	u8 buf[4096], want[4096];
+
+	assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 2ULL * i * 4096), sizeof(buf));
+	if (present)
+		pt_fill(want, sizeof(want), 100 + i, 0);
+	else
+		memset(want, 0, sizeof(want));
+	assert_memory_equal(buf, want, sizeof(buf));
+}
+
+static void test_power_cut_big_truncate(void **state)
+{
+	unsigned cuts = 0, old_seen = 0, new_seen = 0;
+
+	for (u64 k = 1;; k++) {
+		struct tfs_file *f;
+		struct tfs_stat st;
+		struct tfs_setattr sa = { .valid = TFS_SETATTR_SIZE, .size = TR_SIZE };
+		u8 buf[4096];
+		bool cut;
+		int ret;
+
+		pt_copy_file(template_path, T.path[0]);
+		T.rule[0][0] = 0;
+		assert_int_equal(pt_open(&T), 0);
+		assert_int_equal(pt_create(&T, 1, "big", &f), 0);
+		for (unsigned i = 0; i < TR_EXTENTS; i++) {
+			pt_fill(buf, sizeof(buf), 100 + i, 0);
+			assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 2ULL * i * 4096),
+					 sizeof(buf));
+		}
+		assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+		char rule[96];
+
+		snprintf(rule, sizeof(rule), "write nth=%llu powercut=%s", (unsigned long long)k,
+			 policies[k % 4]);
+		tfs_faultdev_set_seed(pt_bdev(&T, 0), k);
+		assert_true(pt_rule(&T, 0, rule) >= 0);
+		ret = tfs_setattr(T.fs, 0, f, &sa, NULL);
+		if (!ret)
+			ret = tfs_fsync(T.fs, f, false);
+		cut = tfs_faultdev_rule_fired(pt_bdev(&T, 0), 0) > 0;
+		tfs_release(T.fs, f);
+		ret = pt_stop(&T) ?: ret;
+		cut |= ret != 0;
+		assert_int_equal(pt_open(&T), 0);
+		assert_int_equal(pt_lookup(&T, 1, "big", &st), 0);
+		assert_int_equal(tfs_open(T.fs, st.ino, O_RDONLY, &f), 0);
+		if (st.size == TR_SIZE) {
+			struct tfs_bkey_buf kb;
+
+			new_seen++;
+			assert_int_equal(st.blocks, 3 * 8); /* blocks 0, 2, 4 */
+			for (unsigned i = 0; i < 3; i++)
+				tr_expect_block(f, i, true);
+			assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 5 * 4096), 100);
+			assert_int_equal(tfs_lseek(T.fs, f, 5 * 4096, SEEK_DATA), -ENXIO);
+			assert_int_equal(
+				tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(st.ino, 0), &kb),
+				-ENOENT);
+		} else {
+			/* The truncate was not durable: all of the old file. */
+			old_seen++;
+			assert_true(cut);
+			assert_int_equal(st.size, (2ULL * TR_EXTENTS - 1) * 4096);
+			assert_int_equal(st.blocks, TR_EXTENTS * 8);
+			for (unsigned i = 0; i < TR_EXTENTS; i += 37)
+				tr_expect_block(f, i, true);
+		}
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_int_equal(pt_fsck(T.fs), 0);
+		assert_int_equal(pt_stop(&T), 0);
+		if (!cut)
+			break;
+		cuts++;
+	}
+	fprintf(stderr, "truncate: %u cuts, old file %u times, new size %u times\n", cuts, old_seen,
+		new_seen);
+	assert_true(old_seen > 0 && new_seen > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_power_cut_every_write, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_cut_big_truncate, setup, teardown),
 	};
 
 	return pt_run_tests(tests);

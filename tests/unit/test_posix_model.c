@@ -13,7 +13,8 @@
  * orphan recovery must too), with the test fsck after each reopen.
  *
  * Thousands of steps by default; TFS_LONG=1 runs millions (several seeds,
- * fewer full comparisons).  TFS_MODEL_SEED=N replays one seed.
+ * fewer full comparisons).  TFS_MODEL_SEED=N runs one seed (with
+ * TFS_MODEL_COLLIDE=1, every name hashing to one of four slots).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -109,9 +110,34 @@ static u64 rn(u64 n)
 		}                                              \
 	} while (0)
 
+/* Calls and successes per operation, printed at the end of a run: coverage at a glance. */
+static struct {
+	const char *what;
+	unsigned long calls, ok;
+} stats[32];
+
+static void count(const char *what, long got)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(stats); i++) {
+		if (!stats[i].what)
+			stats[i].what = what;
+		if (!strcmp(stats[i].what, what)) {
+			stats[i].calls++;
+			stats[i].ok += got >= 0;
+			return;
+		}
+	}
+}
+
+/* got is evaluated once (it is the call under test). */
 #define EXPECT(got, want, what)                                                         \
-	CHECK((long)(got) == (long)(want), "%s: got %ld (%s), expected %ld (%s)", what, \
-	      (long)(got), tfs_err_str((int)(got)), (long)(want), tfs_err_str((int)(want)))
+	do {                                                                            \
+		long _got = (long)(got), _want = (long)(want);                          \
+                                                                                        \
+		count(what, _got);                                                      \
+		CHECK(_got == _want, "%s: got %ld (%s), expected %ld (%s)", what, _got, \
+		      tfs_err_str((int)_got), _want, tfs_err_str((int)_want));          \
+	} while (0)
 
 /* --- names --- */
 
@@ -1183,6 +1209,11 @@ static void run(u64 seed, unsigned steps, unsigned full_every, tfs_name_hash_fn 
 			check_all();
 	}
 	reopen();
+	fprintf(stderr, "seed %llu, %u steps:", (unsigned long long)seed, steps);
+	for (unsigned i = 0; i < ARRAY_SIZE(stats) && stats[i].what; i++)
+		fprintf(stderr, " %s %lu/%lu", stats[i].what, stats[i].ok, stats[i].calls);
+	fprintf(stderr, "\n");
+	memset(stats, 0, sizeof(stats));
 	for (int i = 0; i < MAXF; i++)
 		assert_null(M.f[i].f);
 	for (int n = 0; n < MAXN; n++)
@@ -1204,7 +1235,8 @@ static void test_model(void **state)
 
 	verbose = getenv("TFS_MODEL_VERBOSE") != NULL;
 	if (one) {
-		run(strtoull(one, NULL, 0), lng ? 1000000 : 5000, 10, NULL);
+		run(strtoull(one, NULL, 0), lng ? 1000000 : 5000, 10,
+		    getenv("TFS_MODEL_COLLIDE") ? collide_hash : NULL);
 		return;
 	}
 	if (lng) {
