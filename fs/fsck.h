@@ -66,4 +66,20 @@ struct tfs_fsck_result {
  */
 int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsck_result *res);
 
+/* e2fsck's exit codes: what `tinyfs fsck` returns for a check that ran. */
+enum tfs_fsck_exit {
+	TFS_FSCK_EXIT_CLEAN = 0,
+	TFS_FSCK_EXIT_FIXED = 1,
+	TFS_FSCK_EXIT_LEFT = 4,
+	TFS_FSCK_EXIT_OPERATIONAL = 8, /* usage, cannot open, the check could not finish */
+};
+
+/* 0 nothing found, 1 all found fixed, 4 some left. */
+static inline int tfs_fsck_exit_code(const struct tfs_fsck_result *res)
+{
+	return res->left    ? TFS_FSCK_EXIT_LEFT
+	       : res->found ? TFS_FSCK_EXIT_FIXED
+			    : TFS_FSCK_EXIT_CLEAN;
+}
+
 #endif /* TFS_FS_FSCK_H */

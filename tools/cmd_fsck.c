@@ -14,12 +14,8 @@
 
 #define USAGE "[-n|-y] [-v] DEV..."
 
-enum {
-	FSCK_EXIT_CLEAN = 0,
-	FSCK_EXIT_FIXED = 1,
-	FSCK_EXIT_LEFT = 4,
-	FSCK_EXIT_OPERATIONAL = 8,
-};
+#define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
+#define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
 
 static void fsck_usage(FILE *f)
 {
@@ -108,19 +104,15 @@ static int cmd_fsck(int argc, char **argv)
 			tfs_err_str(ret2));
 		return FSCK_EXIT_OPERATIONAL;
 	}
-	if (res.left) {
+	if (res.left)
 		fprintf(stderr, "tinyfs fsck: %s: %u problem(s), %u left uncorrected\n",
 			argv[optind], res.found, res.left);
-		return FSCK_EXIT_LEFT;
-	}
-	if (res.found) {
+	else if (res.found)
 		fprintf(stderr, "tinyfs fsck: %s: %u problem(s), all fixed\n", argv[optind],
 			res.found);
-		return FSCK_EXIT_FIXED;
-	}
-	if (o.verbose)
+	else if (o.verbose)
 		fprintf(stderr, "tinyfs fsck: %s: clean\n", argv[optind]);
-	return FSCK_EXIT_CLEAN;
+	return tfs_fsck_exit_code(&res);
 }
 
 TFS_CMD(fsck, "fsck", USAGE, "check (and with -y repair) a filesystem", cmd_fsck);
