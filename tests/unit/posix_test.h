@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fs/fs.h"
+#include "fs/fsck.h"
 #include "fs/fs_types.h"
 #include "fs/posix.h"
 #include "lib/bdev.h"
@@ -299,156 +300,19 @@ static inline void pt_fill(void *buf, size_t len, u64 seed, u64 off)
 		((u8 *)buf)[i] = pt_byte(seed, off + i);
 }
 
-/* --- a small fsck: what every test can check after recovery --- */
+/* --- fsck: what every test can check after recovery (fs/fsck.h) --- */
 
-struct pt_fsck_ino {
-	tfs_ino_t ino;
-	u32 links; /* dirents naming it (+ subdirectories' ".." for a directory) */
-	bool dir;
-};
-
-struct pt_fsck {
-	struct pt_fsck_ino *v;
-	size_t nr, size;
-	unsigned errors;
-};
-
-static inline struct pt_fsck_ino *pt_fsck_get(struct pt_fsck *c, tfs_ino_t ino)
-{
-	for (size_t i = 0; i < c->nr; i++)
-		if (c->v[i].ino == ino)
-			return &c->v[i];
-	if (c->nr == c->size) {
-		c->size = c->size ? c->size * 2 : 64;
-		c->v = realloc(c->v, c->size * sizeof(*c->v));
-		if (!c->v)
-			abort();
-	}
-	c->v[c->nr] = (struct pt_fsck_ino){ .ino = ino };
-	return &c->v[c->nr++];
-}
-
-#define pt_fsck_err(c, ...)                            \
-	do {                                           \
-		fprintf(stderr, "fsck: " __VA_ARGS__); \
-		fprintf(stderr, "\n");                 \
-		(c)->errors++;                         \
-	} while (0)
-
-/*
- * Checks what the POSIX layer promises about its keys: every btree
- * verifies; every dirent names an inode of its type; link counts match the
- * names (directories: 2 + subdirectories); every inode is named or an
- * orphan; a directory's ".." is its parent; extents of existing regular
- * files only, not overlapping, their blocks what the inode counts.
- * Returns the number of problems (each printed).
- */
+/* Checks fs (no repair); returns the number of problems (each printed). */
 static inline unsigned pt_fsck(struct tfs_fs *fs)
 {
-	struct pt_fsck c = { 0 };
-	struct tfs_btree_iter iter;
-	const struct tfs_bkey *k;
-	int ret;
+	struct tfs_fsck_result res;
+	int ret = tfs_fsck(fs, NULL, &res);
 
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
-		if (tfs_btree_verify(fs, id))
-			pt_fsck_err(&c, "btree %s does not verify", tfs_btree_id_str(id));
-	pt_fsck_get(&c, TFS_ROOT_INO)->links++; /* the root names itself */
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_dirents, TFS_POS_MIN, TFS_POS_MAX);
-	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
-	     ret = tfs_btree_iter_next(&iter, &k)) {
-		const struct tfs_dirent *d = tfs_bkey_val(k);
-		struct tfs_stat st;
-
-		if (!d->ino)
-			continue;
-		if (tfs_getattr(fs, le64_to_cpu(d->ino), &st)) {
-			pt_fsck_err(&c, "dirent %llu:%llu names missing inode %llu",
-				    (unsigned long long)le64_to_cpu(k->inode),
-				    (unsigned long long)le64_to_cpu(k->offset),
-				    (unsigned long long)le64_to_cpu(d->ino));
-			continue;
-		}
-		if (d->d_type != (st.mode & S_IFMT) >> 12)
-			pt_fsck_err(&c, "dirent to %llu: type %u, inode mode 0%o",
-				    (unsigned long long)st.ino, d->d_type, st.mode);
-		pt_fsck_get(&c, st.ino)->links++;
-		if (S_ISDIR(st.mode)) {
-			struct tfs_stat up;
-
-			pt_fsck_get(&c, le64_to_cpu(k->inode))->links++; /* its ".." */
-			if (tfs_lookup(fs, st.ino, "..", 2, &up) || up.ino != le64_to_cpu(k->inode))
-				pt_fsck_err(&c, "directory %llu: .. is not %llu",
-					    (unsigned long long)st.ino,
-					    (unsigned long long)le64_to_cpu(k->inode));
-		}
+	if (ret) {
+		fprintf(stderr, "fsck: %s\n", tfs_err_str(ret));
+		return res.found + 1;
 	}
-	tfs_btree_iter_exit(&iter);
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
-	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
-	     ret = tfs_btree_iter_next(&iter, &k)) {
-		const struct tfs_inode *v = tfs_bkey_val(k);
-		tfs_ino_t ino = le64_to_cpu(k->inode);
-		struct pt_fsck_ino *e = pt_fsck_get(&c, ino);
-		u32 nlink = le32_to_cpu(v->nlink);
-		bool dir = S_ISDIR(le32_to_cpu(v->mode));
-		struct tfs_bkey_buf ob;
-		struct tfs_btree_iter ei;
-		const struct tfs_bkey *ek;
-		u64 blocks = 0, end = 0;
-
-		if (e->links + (dir && e->links ? 1 : 0) != nlink) {
-			bool orphan =
-				!tfs_btree_lookup(fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &ob);
-
-			if (!(orphan && !nlink && !e->links))
-				pt_fsck_err(&c, "inode %llu: nlink %u, %u names%s",
-					    (unsigned long long)ino, nlink, e->links,
-					    orphan ? " (orphan)" : "");
-		}
-		if (!S_ISREG(le32_to_cpu(v->mode)))
-			continue;
-		tfs_btree_iter_init(&ei, fs, TFS_BTREE_extents, TFS_POS(ino, 0),
-				    TFS_POS(ino, UINT64_MAX));
-		for (ret = tfs_btree_iter_peek(&ei, &ek); !ret && ek;
-		     ret = tfs_btree_iter_next(&ei, &ek)) {
-			const struct tfs_extent *x = tfs_bkey_val(ek);
-
-			if (ek->type != TFS_BKEY_extent) {
-				pt_fsck_err(&c, "inode %llu: a non-extent key in its data",
-					    (unsigned long long)ino);
-				continue;
-			}
-			if (le64_to_cpu(ek->offset) < end)
-				pt_fsck_err(&c, "inode %llu: extents overlap at block %llu",
-					    (unsigned long long)ino,
-					    (unsigned long long)le64_to_cpu(ek->offset));
-			end = le64_to_cpu(ek->offset) + le32_to_cpu(x->nr_blocks);
-			blocks += le32_to_cpu(x->nr_blocks);
-		}
-		tfs_btree_iter_exit(&ei);
-		if (blocks != le64_to_cpu(v->blocks))
-			pt_fsck_err(&c, "inode %llu: blocks %llu, extents hold %llu",
-				    (unsigned long long)ino,
-				    (unsigned long long)le64_to_cpu(v->blocks),
-				    (unsigned long long)blocks);
-	}
-	tfs_btree_iter_exit(&iter);
-	/* Extents of inodes that are not regular files (or not there). */
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
-	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
-	     ret = tfs_btree_iter_next(&iter, &k)) {
-		struct tfs_stat st;
-
-		if (tfs_getattr(fs, le64_to_cpu(k->inode), &st) ||
-		    (k->type == TFS_BKEY_extent ? !S_ISREG(st.mode) : !S_ISLNK(st.mode)))
-			pt_fsck_err(&c, "extents key %llu:%llu of no file",
-				    (unsigned long long)le64_to_cpu(k->inode),
-				    (unsigned long long)le64_to_cpu(k->offset));
-	}
-	tfs_btree_iter_exit(&iter);
-	free(c.v);
-	return c.errors;
+	return res.found;
 }
 
 /* Runs a cmocka group; TFS_TEST_FILTER=NAME runs only the tests matching it. */

@@ -1,0 +1,729 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * fsck (fs/fsck.h): one pass over each btree collecting what the
+ * cross-checks need (inodes, the dirent graph, extents), then the checks,
+ * then the repairs, each its own transaction through the POSIX layer's
+ * inode locks, so a repair is journaled like any change.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fsck.h"
+#include "fs/posix.h"
+#include "lib/printbuf.h"
+
+struct fsck_ino {
+	tfs_ino_t ino;
+	u32 mode, nlink;
+	u64 blocks, parent;
+	u32 links; /* dirents naming it, + subdirectories' ".." (directories) */
+	u64 ext_blocks;
+	u64 end; /* end of its last extent (file blocks): overlap check */
+	bool orphan, orphan_unlinked, reachable;
+};
+
+struct fsck_edge {
+	tfs_ino_t dir, ino;
+};
+
+struct fsck_phys {
+	u32 dev;
+	u64 start, end; /* bytes [start, end) */
+	tfs_ino_t ino;
+	u64 off;
+};
+
+struct fsck {
+	struct tfs_fs *fs;
+	const struct tfs_fsck_opts *opts;
+	struct tfs_fsck_result *res;
+	struct fsck_ino *inodes;
+	size_t nr_inodes, size_inodes;
+	struct fsck_edge *edges;
+	size_t nr_edges, size_edges;
+	struct fsck_phys *phys;
+	size_t nr_phys, size_phys;
+};
+
+static int grow(void **v, size_t *size, size_t nr, size_t elem)
+{
+	void *n;
+
+	if (nr < *size)
+		return 0;
+	n = realloc(*v, (*size ? *size * 2 : 256) * elem);
+	if (!n)
+		return -ENOMEM;
+	*v = n;
+	*size = *size ? *size * 2 : 256;
+	return 0;
+}
+
+__attribute__((format(printf, 2, 3))) static void fsck_say(struct fsck *c, const char *fmt, ...)
+{
+	struct printbuf buf = PRINTBUF;
+	va_list args;
+
+	if (c->opts->quiet)
+		return;
+	va_start(args, fmt);
+	prt_vprintf(&buf, fmt, args);
+	va_end(args);
+	fprintf(stderr, "fsck: %s\n", printbuf_str(&buf));
+	printbuf_exit(&buf);
+}
+
+#define fsck_err(c, ...)                  \
+	do {                              \
+		(c)->res->found++;        \
+		fsck_say(c, __VA_ARGS__); \
+	} while (0)
+
+/* A repair's outcome: fixed (said), or left with the reason. */
+static void fsck_fixed(struct fsck *c, int ret, const char *what, tfs_ino_t ino)
+{
+	if (!ret) {
+		c->res->fixed++;
+		fsck_say(c, "fixed: inode %llu: %s", (unsigned long long)ino, what);
+	} else {
+		c->res->left++;
+		fsck_say(c, "not fixed: inode %llu: %s: %s", (unsigned long long)ino, what,
+			 tfs_err_str(ret));
+	}
+}
+
+static struct fsck_ino *fsck_ino(struct fsck *c, tfs_ino_t ino)
+{
+	size_t l = 0, r = c->nr_inodes;
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+
+		if (c->inodes[m].ino == ino)
+			return &c->inodes[m];
+		if (c->inodes[m].ino < ino)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return NULL;
+}
+
+static bool may_repair(struct fsck *c)
+{
+	return c->opts->repair && !tfs_posix_writable(c->fs);
+}
+
+/* --- pass 1: nodes and keys --- */
+
+static int check_btrees(struct fsck *c)
+{
+	struct printbuf err = PRINTBUF;
+	int ret = 0;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+
+		if (tfs_btree_verify(c->fs, id)) {
+			fsck_err(c, "btree %s: a node does not verify (see above)",
+				 tfs_btree_id_str(id));
+			c->res->left++;
+			continue;
+		}
+		tfs_btree_iter_init(&iter, c->fs, id, TFS_POS_MIN, TFS_POS_MAX);
+		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+		     ret = tfs_btree_iter_next(&iter, &k)) {
+			printbuf_reset(&err);
+			if (tfs_bkey_validate(k, tfs_bkey_bytes(k), id, false, &err)) {
+				fsck_err(c, "btree %s: invalid key: %s", tfs_btree_id_str(id),
+					 printbuf_str(&err));
+				c->res->left++;
+			}
+		}
+		tfs_btree_iter_exit(&iter);
+		if (ret) {
+			fsck_say(c, "btree %s: cannot be read: %s", tfs_btree_id_str(id),
+				 tfs_err_str(ret));
+			break;
+		}
+	}
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* --- pass 2: collect --- */
+
+static int collect_inodes(struct fsck *c)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_inode *v = tfs_bkey_val(k);
+		struct fsck_ino *e;
+
+		if (k->type != TFS_BKEY_inode || tfs_bkey_val_bytes(k) < sizeof(*v))
+			continue; /* reported by check_btrees */
+		ret = grow((void **)&c->inodes, &c->size_inodes, c->nr_inodes, sizeof(*e));
+		if (ret)
+			break;
+		e = &c->inodes[c->nr_inodes++];
+		*e = (struct fsck_ino){
+			.ino = le64_to_cpu(k->inode),
+			.mode = le32_to_cpu(v->mode),
+			.nlink = le32_to_cpu(v->nlink),
+			.blocks = le64_to_cpu(v->blocks),
+			.parent = le64_to_cpu(v->parent),
+		};
+	}
+	tfs_btree_iter_exit(&iter);
+	c->res->inodes = c->nr_inodes;
+	return ret;
+}
+
+static int fsck_dirent_fix(struct fsck *c, tfs_ino_t dirino, u64 slot, const char *name, size_t len,
+			   tfs_ino_t ino, unsigned dtype, bool remove)
+{
+	struct tfs_inode_mem *dir;
+	struct tfs_btree_trans trans;
+	u64 seq;
+	int ret = tfs_iget_locked(c->fs, dirino, true, &dir);
+
+	if (ret)
+		return ret;
+	tfs_posix_trans_init(&trans, c->fs);
+	ret = remove ? tfs_dirent_remove(&trans, dir, slot)
+		     : tfs_dirent_retarget(&trans, dir, slot, name, len, ino, dtype);
+	ret = ret ?: tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (!ret)
+		tfs_inode_committed(dir, NULL, seq, false);
+	tfs_iput_unlock(c->fs, dir);
+	return ret;
+}
+
+static int check_dirents(struct fsck *c)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_dirents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_dirent *d = tfs_bkey_val(k);
+		tfs_ino_t dirino = le64_to_cpu(k->inode), ino;
+		u64 slot = le64_to_cpu(k->offset);
+		struct fsck_ino *dir = fsck_ino(c, dirino), *t;
+		char name[TFS_NAME_MAX + 1];
+
+		if (k->type != TFS_BKEY_dirent || tfs_bkey_val_bytes(k) < sizeof(*d) || !d->ino)
+			continue;
+		c->res->dirents++;
+		ino = le64_to_cpu(d->ino);
+		memcpy(name, d->name, d->name_len);
+		name[d->name_len] = 0;
+		if (!dir || !S_ISDIR(dir->mode)) {
+			fsck_err(c, "dirent %llu:%llu \"%s\": in %llu, which is not a directory",
+				 (unsigned long long)dirino, (unsigned long long)slot, name,
+				 (unsigned long long)dirino);
+			c->res->left++;
+			continue;
+		}
+		t = fsck_ino(c, ino);
+		if (!t) {
+			fsck_err(
+				c,
+				"dirent %llu:%llu \"%s\": points to inode %llu, which does not exist",
+				(unsigned long long)dirino, (unsigned long long)slot, name,
+				(unsigned long long)ino);
+			if (may_repair(c))
+				fsck_fixed(c,
+					   fsck_dirent_fix(c, dirino, slot, name, d->name_len, ino,
+							   0, true),
+					   "dangling dirent removed", dirino);
+			else
+				c->res->left++;
+			continue;
+		}
+		if (d->d_type != tfs_mode_to_dtype(t->mode)) {
+			fsck_err(c,
+				 "dirent %llu:%llu \"%s\": d_type %u, but inode %llu has mode 0%o",
+				 (unsigned long long)dirino, (unsigned long long)slot, name,
+				 d->d_type, (unsigned long long)ino, t->mode);
+			if (may_repair(c))
+				fsck_fixed(c,
+					   fsck_dirent_fix(c, dirino, slot, name, d->name_len, ino,
+							   tfs_mode_to_dtype(t->mode), false),
+					   "dirent d_type rewritten", dirino);
+			else
+				c->res->left++;
+		}
+		t->links++;
+		if (S_ISDIR(t->mode)) {
+			dir->links++; /* the subdirectory's ".." */
+			if (t->parent != dirino) {
+				fsck_err(
+					c,
+					"directory %llu: parent %llu, but dirent %llu:%llu names it",
+					(unsigned long long)ino, (unsigned long long)t->parent,
+					(unsigned long long)dirino, (unsigned long long)slot);
+				c->res->left++;
+			}
+		}
+		ret = grow((void **)&c->edges, &c->size_edges, c->nr_edges, sizeof(*c->edges));
+		if (ret)
+			break;
+		c->edges[c->nr_edges++] = (struct fsck_edge){ .dir = dirino, .ino = ino };
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+static int check_orphans(struct fsck *c)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_orphans, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_orphan *o = tfs_bkey_val(k);
+		tfs_ino_t ino = le64_to_cpu(k->inode);
+		struct fsck_ino *e = fsck_ino(c, ino);
+
+		if (k->type != TFS_BKEY_orphan || tfs_bkey_val_bytes(k) < sizeof(*o))
+			continue;
+		c->res->orphans++;
+		if (!e) {
+			fsck_err(c, "orphan %llu: no such inode", (unsigned long long)ino);
+			if (may_repair(c)) {
+				struct tfs_btree_trans trans;
+
+				tfs_posix_trans_init(&trans, c->fs);
+				ret = tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
+				tfs_trans_exit(&trans);
+				fsck_fixed(c, ret, "orphan key removed", ino);
+				ret = 0;
+			} else {
+				c->res->left++;
+			}
+			continue;
+		}
+		e->orphan = true;
+		e->orphan_unlinked = le64_to_cpu(o->flags) & TFS_ORPHAN_unlinked;
+		if (e->orphan_unlinked && e->nlink)
+			fsck_say(c, "inode %llu: on the orphan list as unlinked, nlink %u",
+				 (unsigned long long)ino, e->nlink);
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+static int phys_cmp(const void *a, const void *b)
+{
+	const struct fsck_phys *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+static int check_extents(struct fsck *c)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u32 bs = tfs_posix_block_size(c->fs);
+	int ret;
+
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		tfs_ino_t ino = le64_to_cpu(k->inode);
+		u64 off = le64_to_cpu(k->offset);
+		struct fsck_ino *e = fsck_ino(c, ino);
+		const struct tfs_extent *x = tfs_bkey_val(k);
+		u32 nr;
+
+		if (k->type != TFS_BKEY_extent) {
+			if (k->type == TFS_BKEY_inline_data && e && S_ISLNK(e->mode))
+				continue;
+			fsck_err(c, "extents key %llu:%llu (%s): of no symlink",
+				 (unsigned long long)ino, (unsigned long long)off,
+				 tfs_bkey_type_str(k->type));
+			c->res->left++;
+			continue;
+		}
+		c->res->extents++;
+		if (!e || !S_ISREG(e->mode)) {
+			fsck_err(c, "extent %llu:%llu: of no regular file", (unsigned long long)ino,
+				 (unsigned long long)off);
+			c->res->left++;
+			continue;
+		}
+		nr = le32_to_cpu(x->nr_blocks);
+		if (off < e->end) {
+			fsck_err(c, "inode %llu: extents overlap at file block %llu",
+				 (unsigned long long)ino, (unsigned long long)off);
+			c->res->left++;
+		}
+		e->end = off + nr;
+		e->ext_blocks += nr;
+		for (unsigned i = 0; i < x->nr_ptrs; i++) {
+			u32 dev = le32_to_cpu(x->ptrs[i].dev);
+			u64 start = le64_to_cpu(x->ptrs[i].offset), len = (u64)nr * bs;
+			struct tfs_bdev *b = tfs_posix_bdev(c->fs, dev);
+
+			if (dev >= c->fs->nr_devices || (b && start + len > b->size)) {
+				fsck_err(
+					c,
+					"extent %llu:%llu: bytes %llu..%llu of device %u, past its end",
+					(unsigned long long)ino, (unsigned long long)off,
+					(unsigned long long)start,
+					(unsigned long long)(start + len), dev);
+				c->res->left++;
+				continue;
+			}
+			ret = grow((void **)&c->phys, &c->size_phys, c->nr_phys, sizeof(*c->phys));
+			if (ret)
+				goto out;
+			c->phys[c->nr_phys++] = (struct fsck_phys){ .dev = dev,
+								    .start = start,
+								    .end = start + len,
+								    .ino = ino,
+								    .off = off };
+		}
+	}
+out:
+	tfs_btree_iter_exit(&iter);
+	if (ret)
+		return ret;
+	qsort(c->phys, c->nr_phys, sizeof(*c->phys), phys_cmp);
+	for (size_t i = 1, last = 0; i < c->nr_phys; i++) {
+		const struct fsck_phys *a = &c->phys[last], *b = &c->phys[i];
+
+		if (b->dev == a->dev && b->start < a->end) {
+			fsck_err(
+				c,
+				"extent %llu:%llu: device %u bytes %llu..%llu overlap extent %llu:%llu",
+				(unsigned long long)b->ino, (unsigned long long)b->off, b->dev,
+				(unsigned long long)b->start, (unsigned long long)b->end,
+				(unsigned long long)a->ino, (unsigned long long)a->off);
+			c->res->left++;
+		}
+		if (b->dev != a->dev || b->end > a->end)
+			last = i;
+	}
+	return 0;
+}
+
+/* --- reachability --- */
+
+static int edge_cmp(const void *a, const void *b)
+{
+	const struct fsck_edge *x = a, *y = b;
+
+	return x->dir < y->dir ? -1 : x->dir > y->dir;
+}
+
+static int mark_reachable(struct fsck *c)
+{
+	tfs_ino_t *stack = NULL;
+	size_t nr = 0, size = 0;
+	struct fsck_ino *root = fsck_ino(c, TFS_ROOT_INO);
+	int ret = 0;
+
+	if (!root) {
+		fsck_err(c, "inode %d: the root directory does not exist", TFS_ROOT_INO);
+		c->res->left++;
+		return 0;
+	}
+	qsort(c->edges, c->nr_edges, sizeof(*c->edges), edge_cmp);
+	root->reachable = true;
+	ret = grow((void **)&stack, &size, nr, sizeof(*stack));
+	if (ret)
+		return ret;
+	stack[nr++] = TFS_ROOT_INO;
+	while (nr) {
+		tfs_ino_t dir = stack[--nr];
+		size_t l = 0, r = c->nr_edges;
+
+		while (l < r) { /* first edge of dir */
+			size_t m = l + (r - l) / 2;
+
+			if (c->edges[m].dir < dir)
+				l = m + 1;
+			else
+				r = m;
+		}
+		for (; l < c->nr_edges && c->edges[l].dir == dir; l++) {
+			struct fsck_ino *t = fsck_ino(c, c->edges[l].ino);
+
+			if (!t || t->reachable)
+				continue;
+			t->reachable = true;
+			if (!S_ISDIR(t->mode))
+				continue;
+			ret = grow((void **)&stack, &size, nr, sizeof(*stack));
+			if (ret)
+				goto out;
+			stack[nr++] = t->ino;
+		}
+	}
+out:
+	free(stack);
+	return ret;
+}
+
+/* --- repairs of inodes --- */
+
+static int set_nlink(struct fsck *c, tfs_ino_t ino, u32 nlink)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_inode_unpacked ui;
+	struct tfs_btree_trans trans;
+	u64 seq;
+	int ret = tfs_iget_locked(c->fs, ino, true, &im);
+
+	if (ret)
+		return ret;
+	ui = im->ui;
+	ui.nlink = nlink;
+	ui.ctime = tfs_now_ns();
+	tfs_posix_trans_init(&trans, c->fs);
+	ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (!ret)
+		tfs_inode_committed(im, &ui, seq, false);
+	tfs_iput_unlock(c->fs, im);
+	return ret;
+}
+
+static int set_blocks(struct fsck *c, tfs_ino_t ino, u64 blocks)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_inode_unpacked ui;
+	struct tfs_btree_trans trans;
+	u64 seq;
+	int ret = tfs_iget_locked(c->fs, ino, true, &im);
+
+	if (ret)
+		return ret;
+	ui = im->ui;
+	ui.blocks = blocks;
+	tfs_posix_trans_init(&trans, c->fs);
+	ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (!ret)
+		tfs_inode_committed(im, &ui, seq, false);
+	tfs_iput_unlock(c->fs, im);
+	return ret;
+}
+
+/* Removes an inode with nlink 0 nobody has open; -EBUSY when open. */
+static int reclaim(struct fsck *c, tfs_ino_t ino)
+{
+	struct tfs_posix *p = tfs_posix(c->fs);
+	struct tfs_inode_mem *im;
+	bool open;
+	int ret = tfs_iget_locked(c->fs, ino, true, &im);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&p->table_lock);
+	open = im->open_count;
+	pthread_mutex_unlock(&p->table_lock);
+	if (open)
+		ret = -EBUSY;
+	else if (im->ui.nlink)
+		ret = -EINVAL;
+	else
+		ret = tfs_inode_remove(c->fs, im);
+	tfs_iput_unlock(c->fs, im);
+	return ret;
+}
+
+/* /lost+found's inode, made when missing. */
+static int lost_and_found(struct fsck *c, tfs_ino_t *ino)
+{
+	static const struct tfs_ctx root = { 0 };
+	struct tfs_stat st;
+	int ret = tfs_lookup(c->fs, TFS_ROOT_INO, "lost+found", 10, &st);
+
+	if (ret == -ENOENT) {
+		ret = tfs_mkdir(c->fs, &root, TFS_ROOT_INO, "lost+found", 10, 0700, &st);
+		if (!ret)
+			fsck_say(c, "made /lost+found (inode %llu)", (unsigned long long)st.ino);
+	}
+	if (!ret && !S_ISDIR(st.mode))
+		ret = -ENOTDIR;
+	*ino = st.ino;
+	return ret;
+}
+
+/* Names a lost non-directory ino "#INO" in /lost+found, nlink 1. */
+static int to_lost_and_found(struct fsck *c, tfs_ino_t ino)
+{
+	struct tfs_inode_mem *ims[2] = { NULL, NULL };
+	struct tfs_inode_unpacked ui, dui;
+	struct tfs_btree_trans trans;
+	char name[32];
+	tfs_ino_t lf;
+	u64 seq;
+	int ret = lost_and_found(c, &lf);
+
+	if (ret)
+		return ret;
+	snprintf(name, sizeof(name), "#%llu", (unsigned long long)ino);
+	ret = tfs_iget(c->fs, ino, &ims[0]);
+	if (ret)
+		return ret;
+	ret = tfs_iget(c->fs, lf, &ims[1]);
+	if (ret) {
+		tfs_iput(c->fs, ims[0]);
+		return ret;
+	}
+	ret = tfs_ilock_many(c->fs, ims, 2);
+	if (ret)
+		goto out_put;
+	ui = ims[0]->ui;
+	dui = ims[1]->ui;
+	ui.nlink = 1;
+	if (S_ISDIR(ui.mode)) {
+		ui.nlink = 2; /* its subdirectories are counted again by the next run */
+		ui.parent = lf;
+		dui.nlink++;
+	}
+	ui.ctime = dui.mtime = dui.ctime = tfs_now_ns();
+	tfs_posix_trans_init(&trans, c->fs);
+	ret = tfs_dirent_insert(&trans, ims[1], name, strlen(name), ino, tfs_mode_to_dtype(ui.mode),
+				NULL) ?:
+	      tfs_inode_update(&trans, ims[0], &ui) ?: tfs_inode_update(&trans, ims[1], &dui) ?:
+	      (ui.nlink ? tfs_orphan_del(&trans, ino) : 0) ?: tfs_posix_commit(&trans, &seq);
+	tfs_trans_exit(&trans);
+	if (!ret) {
+		tfs_inode_committed(ims[0], &ui, seq, false);
+		tfs_inode_committed(ims[1], &dui, seq, false);
+	}
+	tfs_iunlock_many(ims, 2);
+out_put:
+	tfs_iput(c->fs, ims[0]);
+	tfs_iput(c->fs, ims[1]);
+	return ret;
+}
+
+static void check_inodes(struct fsck *c)
+{
+	for (size_t i = 0; i < c->nr_inodes; i++) {
+		struct fsck_ino *e = &c->inodes[i];
+		unsigned long long ino = e->ino;
+		bool dir = S_ISDIR(e->mode);
+		u32 want = e->links + (dir && e->links ? 1 : 0);
+
+		if (e->ino == TFS_ROOT_INO)
+			want = e->links + 2; /* the root names itself ("." and "..") */
+		if (S_ISREG(e->mode) && e->ext_blocks != e->blocks) {
+			fsck_err(c, "inode %llu: blocks %llu, but its extents hold %llu", ino,
+				 (unsigned long long)e->blocks, (unsigned long long)e->ext_blocks);
+			if (may_repair(c))
+				fsck_fixed(c, set_blocks(c, e->ino, e->ext_blocks),
+					   "blocks recounted", e->ino);
+			else
+				c->res->left++;
+		}
+		if (!e->links && e->ino != TFS_ROOT_INO) {
+			if (!e->nlink && e->orphan) {
+				/* Pending cleanup: the next writable open (or this repair) finishes it. */
+				if (c->opts->verbose)
+					fsck_say(c,
+						 "inode %llu: orphan with nlink 0, cleanup pending",
+						 ino);
+				if (may_repair(c)) {
+					int ret = reclaim(c, e->ino);
+
+					if (!ret)
+						fsck_say(c, "inode %llu: orphan reclaimed", ino);
+				}
+				continue;
+			}
+			if (!e->nlink) {
+				fsck_err(c,
+					 "inode %llu: nlink 0, no dirent, not on the orphan list",
+					 ino);
+				if (may_repair(c))
+					fsck_fixed(c, reclaim(c, e->ino), "reclaimed", e->ino);
+				else
+					c->res->left++;
+				continue;
+			}
+			fsck_err(c, "inode %llu: nlink %u, but no dirent points to it (lost)", ino,
+				 e->nlink);
+			if (may_repair(c))
+				fsck_fixed(c, to_lost_and_found(c, e->ino), "moved to /lost+found",
+					   e->ino);
+			else
+				c->res->left++;
+			continue;
+		}
+		if (e->nlink != want) {
+			if (dir)
+				fsck_err(
+					c,
+					"inode %llu: nlink %u, but %u dirent(s) and %u subdirectories "
+					"make %u",
+					ino, e->nlink, e->ino == TFS_ROOT_INO ? 0 : 1,
+					e->links - (e->ino == TFS_ROOT_INO ? 0 : 1), want);
+			else
+				fsck_err(c, "inode %llu: nlink %u, but %u dirent(s) point to it",
+					 ino, e->nlink, e->links);
+			if (may_repair(c))
+				fsck_fixed(c, set_nlink(c, e->ino, want), "nlink set", e->ino);
+			else
+				c->res->left++;
+		}
+		if (e->orphan_unlinked && e->links)
+			fsck_say(c, "inode %llu: named, but on the orphan list as unlinked", ino);
+		if (dir && !e->reachable) {
+			fsck_err(c, "directory %llu: not reachable from the root", ino);
+			c->res->left++;
+		}
+	}
+}
+
+int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsck_result *res)
+{
+	static const struct tfs_fsck_opts defaults = { 0 };
+	struct tfs_fsck_result tmp;
+	struct fsck c = { .fs = fs, .opts = opts ?: &defaults, .res = res ?: &tmp };
+	int ret;
+
+	memset(c.res, 0, sizeof(*c.res));
+	if (c.opts->repair && tfs_posix_writable(fs))
+		fsck_say(&c, "the filesystem is read-only: checking only");
+	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_orphans(&c) ?: check_dirents(&c)
+		?: check_extents(&c) ?: mark_reachable(&c);
+	if (!ret)
+		check_inodes(&c);
+	if (!ret && c.opts->verbose)
+		fsck_say(&c,
+			 "%llu inodes, %llu dirents, %llu extents, %llu orphans: %u problems, "
+			 "%u fixed",
+			 (unsigned long long)c.res->inodes, (unsigned long long)c.res->dirents,
+			 (unsigned long long)c.res->extents, (unsigned long long)c.res->orphans,
+			 c.res->found, c.res->fixed);
+	free(c.inodes);
+	free(c.edges);
+	free(c.phys);
+	return ret;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef TFS_FS_FSCK_H
+#define TFS_FS_FSCK_H
+
+/*
+ * fsck: checks an open filesystem's btrees and the POSIX layer's
+ * cross-references, and optionally repairs what can be repaired safely.
+ * One implementation for `tinyfs fsck` and the tests (posix_test.h's
+ * pt_fsck()).
+ *
+ * Invariants checked (each violation is one line on stderr, "fsck: ..."):
+ *  - every btree node verifies (tfs_btree_verify: checksums, key order,
+ *    bounds, child pointers) and every key validates (tfs_bkey_validate);
+ *  - every dirent names a live inode whose type is the dirent's d_type; a
+ *    directory's parent field is the directory that names it;
+ *  - every inode's nlink equals the dirents naming it (directories: 2 +
+ *    subdirectories); an inode nothing names is on the orphan list with
+ *    nlink 0 (pending cleanup, not an error), else it is lost;
+ *  - every directory is reachable from the root;
+ *  - extents belong to existing regular files (inline data to symlinks),
+ *    do not overlap within a file, hold the blocks the inode counts, lie
+ *    inside their member device and do not overlap other files' extents;
+ *  - orphan keys name existing inodes; an "unlinked" orphan has nlink 0.
+ *
+ * Repairs (opts->repair), each through a normal transaction (journaled, so
+ * a crash during repair leaves the old or the repaired state), each said
+ * on stderr ("fsck: fixed: ..."):
+ *  - dangling dirents are removed; a wrong d_type is rewritten;
+ *  - nlink is set to the count of dirents;
+ *  - inodes with nlink 0 that are neither named nor open are reclaimed
+ *    (orphans, and lost inodes with nlink 0);
+ *  - inodes with nlink > 0 that nothing names go into /lost+found (made
+ *    when missing) as "#INO";
+ *  - orphan keys of missing inodes are removed; blocks is recounted;
+ *    extents of no file are removed.
+ * Not repaired (counted as left): node/key corruption, overlapping or
+ * out-of-device extents, unreachable directory cycles.
+ *
+ * A read-only filesystem (tfs_fs_opts.read_only) is only checked: open
+ * replays the journal into memory, never onto the disk.
+ */
+
+#include <stdbool.h>
+
+#include "lib/types.h"
+
+struct tfs_fs;
+
+struct tfs_fsck_opts {
+	bool repair;  /* fix what can be fixed (-y); needs a writable filesystem */
+	bool verbose; /* also say what was checked, and pending orphans */
+	bool quiet;   /* print nothing (the count is in the result) */
+};
+
+struct tfs_fsck_result {
+	unsigned found; /* problems found */
+	unsigned fixed; /* of which repaired */
+	unsigned left;	/* of which not repaired */
+	u64 inodes, dirents, extents, orphans;
+};
+
+/*
+ * Checks fs (and repairs with opts->repair).  Returns 0 when the check ran
+ * to the end (res says what it found), or a negative code when it could
+ * not (a btree unreadable, -ENOMEM; printed).  opts may be NULL.
+ */
+int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsck_result *res);
+
+/* e2fsck's exit codes: what `tinyfs fsck` returns for a check that ran. */
+enum tfs_fsck_exit {
+	TFS_FSCK_EXIT_CLEAN = 0,
+	TFS_FSCK_EXIT_FIXED = 1,
+	TFS_FSCK_EXIT_LEFT = 4,
+	TFS_FSCK_EXIT_OPERATIONAL = 8, /* usage, cannot open, the check could not finish */
+};
+
+/* 0 nothing found, 1 all found fixed, 4 some left. */
+static inline int tfs_fsck_exit_code(const struct tfs_fsck_result *res)
+{
+	return res->left    ? TFS_FSCK_EXIT_LEFT
+	       : res->found ? TFS_FSCK_EXIT_FIXED
+			    : TFS_FSCK_EXIT_CLEAN;
+}
+
+#endif /* TFS_FS_FSCK_H */

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tinyfs fsck and fsck.tinyfs as a user runs them: exit codes as e2fsck's
+# (0 clean, 4 left uncorrected, 8 usage or operational error), -n writes
+# nothing, a filesystem in use (its members locked, as the daemon holds
+# them) is refused, a corrupt node is named.  Damage of the POSIX keys and
+# its repair is tests/unit/test_fsck.c's.
+#   test_fsck.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+sum() { sha256sum <"$1"; }
+
+truncate -s 64M a.img
+run 0 "$mkfs" -q a.img
+before=$(sum a.img)
+run 0 "$tinyfs" fsck -n a.img
+run 0 "$tinyfs" fsck a.img
+run 0 "$tinyfs" fsck -n -v a.img && has err "clean"
+[ "$(sum a.img)" = "$before" ] || fail "fsck -n changed the image"
+run 0 "$tinyfs" fsck -y a.img
+
+# fsck.tinyfs, and fsck -t tinyfs when fsck(8) is here.
+run 0 env TINYFS="$tinyfs" "$build/tools/fsck.tinyfs" -n a.img
+if command -v fsck >/dev/null; then
+	mkdir bin && ln -s "$build/tools/fsck.tinyfs" bin/fsck.tinyfs
+	run 0 env TINYFS="$tinyfs" PATH="$tmp/bin:$PATH" fsck -t tinyfs -n a.img
+fi
+
+# In use: the daemon holds an exclusive lock on every member.
+exec 9<a.img
+flock -x 9 || fail "cannot lock a.img"
+run 8 "$tinyfs" fsck -n a.img && has err "a.img" && has err "in use"
+run 8 "$tinyfs" fsck -y a.img && has err "in use"
+exec 9<&-
+run 0 "$tinyfs" fsck -n a.img
+
+# Usage and operational errors.
+run 8 "$tinyfs" fsck
+run 8 "$tinyfs" fsck -n -y a.img && has err "-n and -y"
+run 8 "$tinyfs" fsck -q a.img
+run 8 "$tinyfs" fsck -n missing.img && has err "missing.img"
+truncate -s 8M zero.img
+run 8 "$tinyfs" fsck -n zero.img && has err "zero.img"
+
+# A corrupt btree node: every node's header byte 16 flipped (the nodes
+# are found by their magic at node-size boundaries).
+cp a.img b.img
+python3 - b.img <<'PY'
+import sys, collections
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024
+c = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), ns)
+                        if data[o + 8:o + 16] != bytes(8) and data[o + 4:o + 8] == bytes(4))
+magic = c.most_common(1)[0][0]
+for o in range(0, len(data), ns):
+    if data[o + 8:o + 16] == magic:
+        f.seek(o + 16); f.write(bytes([data[o + 16] ^ 0xff]))
+PY
+st=0
+"$tinyfs" fsck -n b.img >out 2>err || st=$?
+[ "$st" = 4 ] || [ "$st" = 8 ] || fail "fsck of a corrupt node exited $st, expected 4 or 8"
+has err "node at 0x" && has err "checksum"
+
+[ "$fails" = 0 ] && echo "all fsck tool checks passed"
+exit $((fails > 0))
