@@ -167,10 +167,12 @@ static inline int pt_mkfs(struct pt *t, const struct pt_geometry *g)
 		abort();
 	t->nr = t->g.nr_devs;
 	for (unsigned i = 0; i < t->nr; i++) {
-		char dir[sizeof(t->dir)];
+		char dir[sizeof(t->dir)], path[sizeof(t->path[i])];
 
+		/* Built in locals, then copied: gcc's -Wrestrict (TSan build) sees t into t. */
 		memcpy(dir, t->dir, sizeof(dir));
-		snprintf(t->path[i], sizeof(t->path[i]), "%s/img%u", dir, i);
+		snprintf(path, sizeof(path), "%s/img%u", dir, i);
+		memcpy(t->path[i], path, sizeof(path));
 		t->paths[i] = t->path[i];
 	}
 	tfs_fs_opts_default(&t->opts);
