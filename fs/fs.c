@@ -201,9 +201,6 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	struct tfs_journal_opts *o = &fs->jopts;
 
 	tfs_journal_opts_default(o);
-	/* mkfs: entries close only when flushed (no timers), so mkfs's output is reproducible. */
-	if (fs->opts.format)
-		o->write_delay_ms = o->flush_delay_ms = 600000;
 	*nr = 0;
 	for (unsigned i = 0; i < fs->nr_devices; i++) {
 		struct tfs_fs_dev *d = &fs->devs[i];
@@ -254,6 +251,15 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	o->block_size = fs->block_size;
 	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
 	o->reserved_buckets = 2;
+	/*
+	 * mkfs: entries close only when asked to, never on age, so the same
+	 * options give the same bytes however fast the machine (mkfs's
+	 * reproducibility).
+	 */
+	if (fs->opts.format) {
+		o->write_delay_ms = 1000000;
+		o->flush_delay_ms = 1000000;
+	}
 	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
 	o->metadata_replicas_required =
 		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);
