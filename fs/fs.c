@@ -195,9 +195,6 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	struct tfs_journal_opts *o = &fs->jopts;
 
 	tfs_journal_opts_default(o);
-	/* mkfs: entries close only when flushed (no timers), so mkfs's output is reproducible. */
-	if (fs->opts.format)
-		o->write_delay_ms = o->flush_delay_ms = 600000;
 	*nr = 0;
 	for (unsigned i = 0; i < fs->nr_devices; i++) {
 		struct tfs_fs_dev *d = &fs->devs[i];

@@ -578,10 +578,11 @@ int tfs_posix_format(struct tfs_fs *fs)
 void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
 {
 	struct tfs_posix *p = tfs_posix(fs);
-	const struct tfs_posix_counters *c = &p->c;
+	const struct tfs_posix_counters *c;
 
 	if (!p)
 		return;
+	c = &p->c;
 	prt_printf(out, "inodes %llu next_ino %llu cached %llu (lru %llu)\n",
 		   (unsigned long long)p->nr_inodes, (unsigned long long)p->next_ino,
 		   (unsigned long long)p->nr_cached, (unsigned long long)p->nr_lru);

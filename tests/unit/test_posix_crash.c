@@ -387,8 +387,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	pt_cleanup(&T);
 	unlink(template_path);
+	pt_cleanup(&T);
 	return 0;
 }
 
