@@ -286,7 +286,14 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 		 */
 		for (unsigned i = 0; i < j->nr_devs; i++) {
 			struct tfs_journal_device *d = &j->devs[i];
-			int f = tfs_bdev_flush(d->bdev);
+			/* Reported here, in the journal's terms (QUIET). */
+			struct tfs_bio bio = {
+				.bdev = d->bdev,
+				.op = TFS_OP_flush,
+				.flags = TFS_BIO_QUIET,
+				.tag = TFS_TAG_journal,
+			};
+			int f = tfs_bio_submit_wait(&bio);
 
 			d->nr_flushes++;
 			if (f) {

@@ -1250,6 +1250,50 @@ static void test_group_commit_shares_flushes(void **state)
 	}
 }
 
+/*
+ * A restart flushes every member before writing (what was read may be only
+ * in a volatile cache).  A member whose flush fails takes no journal writes:
+ * with another member the journal goes on there; with none, reservations
+ * answer insufficient_devices (EROFS), nothing fails.
+ */
+static void test_start_flush_fails(void **state)
+{
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		struct jt t;
+		struct tfs_journal_read *r;
+		struct tfs_journal_res res;
+		struct printbuf err = PRINTBUF;
+
+		jt_images(&t, nr, 8, 64 << 10);
+		assert_int_equal(jt_start(&t), 0);
+		assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit_pinned(&t, 1, 1, 0)), 0);
+		tfs_journal_pin_drop(t.j, &t.log_pin);
+		jt_stop(&t);
+
+		assert_int_equal(jt_open_bdevs(&t), 0);
+		assert_int_equal(jt_wrap_faultdevs(&t), 0);
+		assert_int_equal(jt_add_rule(t.bdev[0], "flush nth=1 fail=EIO"), 0);
+		assert_int_equal(jt_read(&t, &r, &err), 0);
+		assert_int_equal(jt_init_start(&t, r), 0);
+		assert_int_equal(tfs_faultdev_rule_fired(t.bdev[0], 0), 1);
+		if (nr == 1) {
+			int ret = tfs_journal_res_get(t.j, &res, 3, 0);
+
+			assert_int_equal(ret, -TFS_ERR_insufficient_devices);
+			assert_int_equal(tfs_journal_error(t.j), 0);
+		} else {
+			u64 w0 = tfs_faultdev_nr_writes(t.bdev[0]);
+			s64 s = jt_commit(t.j, 2, 2, 0);
+
+			assert_int_equal(tfs_journal_flush_seq(t.j, s), 0);
+			assert_int_equal(tfs_faultdev_nr_writes(t.bdev[0]), w0);
+		}
+		tfs_journal_read_free(r);
+		printbuf_exit(&err);
+		jt_cleanup(&t);
+	}
+}
+
 /* The magic mixes all 16 uuid bytes: swapped or equal halves differ. */
 static void test_magic_mixes_uuid(void **state)
 {
@@ -1290,6 +1334,7 @@ int main(void)
 		cmocka_unit_test(test_powercut_all_members_random),
 		cmocka_unit_test(test_preflush_only_when_unflushed),
 		cmocka_unit_test(test_group_commit_shares_flushes),
+		cmocka_unit_test(test_start_flush_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
