@@ -409,7 +409,8 @@ out:
 	tfs_btree_iter_exit(&iter);
 	if (ret)
 		return ret;
-	qsort(c->phys, c->nr_phys, sizeof(*c->phys), phys_cmp);
+	if (c->nr_phys)
+		qsort(c->phys, c->nr_phys, sizeof(*c->phys), phys_cmp);
 	for (size_t i = 1, last = 0; i < c->nr_phys; i++) {
 		const struct fsck_phys *a = &c->phys[last], *b = &c->phys[i];
 
@@ -449,7 +450,8 @@ static int mark_reachable(struct fsck *c)
 		c->res->left++;
 		return 0;
 	}
-	qsort(c->edges, c->nr_edges, sizeof(*c->edges), edge_cmp);
+	if (c->nr_edges)
+		qsort(c->edges, c->nr_edges, sizeof(*c->edges), edge_cmp);
 	root->reachable = true;
 	ret = grow((void **)&stack, &size, nr, sizeof(*stack));
 	if (ret)
