@@ -371,6 +371,32 @@ static void test_extent_over_node(void **state)
 	assert_non_null(strstr(captured, " overlap "));
 }
 
+/* An unclean filesystem (journal to replay): -n replays in memory only, writes nothing. */
+static void test_readonly_unclean(void **state)
+{
+	struct tfs_fsck_result res;
+	struct tfs_stat st;
+	char crash[160];
+	u64 before;
+
+	write_file("f", 6, 4096, &st);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	snprintf(crash, sizeof(crash), "%s/crash", T.dir);
+	pt_copy_file(T.path[0], crash); /* as the power cut would leave it */
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(crash, T.path[0]);
+	unlink(crash);
+	before = images_hash();
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(pt_ino(&T, 1, "f"), st.ino); /* replayed, in memory */
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before);
+	T.opts.read_only = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -382,6 +408,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreachable_inode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overlapping_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extent_over_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readonly_unclean, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
