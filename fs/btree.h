@@ -177,6 +177,16 @@ int tfs_btree_write_all(struct tfs_fs *fs);
  */
 int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id);
 
+/*
+ * Calls fn for the pointer (fs/bkey.h: struct tfs_btree_ptr, each replica's
+ * location) of the root and of every node whose parent is in memory (all of
+ * them after tfs_btree_verify()); a pointer with nr_ptrs 0 is a node not
+ * written yet.  For fsck: space used by nodes.  Stops at fn's nonzero return.
+ */
+typedef int (*tfs_btree_node_loc_fn)(void *ctx, const struct tfs_btree_ptr *ptr);
+int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_node_loc_fn fn,
+			     void *ctx);
+
 /* Per-btree counters (keys, nodes by level, height, splits, merges, ...). */
 void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id);
 

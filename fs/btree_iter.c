@@ -494,6 +494,30 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id)
 	return ret;
 }
 
+static int node_locations(struct tfs_bnode *n, tfs_btree_node_loc_fn fn, void *ctx)
+{
+	int ret = 0;
+
+	for (unsigned i = 0; n && n->level && !ret && i < n->nr_keys; i++)
+		ret = fn(ctx, tfs_bkey_val(tfs_bnode_key(n, i)))
+			      ?: node_locations(n->child[i], fn, ctx);
+	return ret;
+}
+
+int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_node_loc_fn fn,
+			     void *ctx)
+{
+	struct tfs_btree *b = &fs->btrees[id];
+	int ret = 0;
+
+	pthread_rwlock_rdlock(&b->lock);
+	if (b->have_root_key && b->root_key.k.type == TFS_BKEY_btree_ptr)
+		ret = fn(ctx, tfs_bkey_val(&b->root_key.k));
+	ret = ret ?: node_locations(b->root, fn, ctx);
+	pthread_rwlock_unlock(&b->lock);
+	return ret;
+}
+
 /* --- text --- */
 
 void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id)

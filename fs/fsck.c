@@ -33,12 +33,13 @@ struct fsck_edge {
 struct fsck_phys {
 	u32 dev;
 	u64 start, end; /* bytes [start, end) */
-	tfs_ino_t ino;
-	u64 off;
+	tfs_ino_t ino;	/* 0: a btree node */
+	u64 off;	/* an extent's file block; a node's btree id */
 };
 
 struct fsck {
 	struct tfs_fs *fs;
+	unsigned node_btree; /* the btree whose nodes node_loc() records */
 	const struct tfs_fsck_opts *opts;
 	struct tfs_fsck_result *res;
 	struct fsck_ino *inodes;
@@ -340,6 +341,35 @@ static int phys_cmp(const void *a, const void *b)
 	return 0;
 }
 
+/* A node's replicas, as node-size ranges among the extents' (ino 0). */
+static int node_loc(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	struct fsck *c = ctx;
+
+	for (unsigned i = 0; i < ptr->nr_ptrs; i++) {
+		u64 start = le64_to_cpu(ptr->ptrs[i].offset);
+		int ret = grow((void **)&c->phys, &c->size_phys, c->nr_phys, sizeof(*c->phys));
+
+		if (ret)
+			return ret;
+		c->phys[c->nr_phys++] = (struct fsck_phys){ .dev = le32_to_cpu(ptr->ptrs[i].dev),
+							    .start = start,
+							    .end = start + c->fs->node_size,
+							    .off = c->node_btree };
+	}
+	return 0;
+}
+
+static void phys_to_text(struct printbuf *out, const struct fsck_phys *p)
+{
+	if (p->ino)
+		prt_printf(out, "extent %llu:%llu", (unsigned long long)p->ino,
+			   (unsigned long long)p->off);
+	else
+		prt_printf(out, "btree %s node at 0x%llx", tfs_btree_id_str((unsigned)p->off),
+			   (unsigned long long)p->start);
+}
+
 static int check_extents(struct fsck *c)
 {
 	struct tfs_btree_iter iter;
@@ -409,18 +439,28 @@ out:
 	tfs_btree_iter_exit(&iter);
 	if (ret)
 		return ret;
-	qsort(c->phys, c->nr_phys, sizeof(*c->phys), phys_cmp);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		c->node_btree = id;
+		ret = tfs_btree_node_locations(c->fs, id, node_loc, c);
+		if (ret)
+			return ret;
+	}
+	if (c->nr_phys)
+		qsort(c->phys, c->nr_phys, sizeof(*c->phys), phys_cmp);
 	for (size_t i = 1, last = 0; i < c->nr_phys; i++) {
 		const struct fsck_phys *a = &c->phys[last], *b = &c->phys[i];
 
 		if (b->dev == a->dev && b->start < a->end) {
-			fsck_err(
-				c,
-				"extent %llu:%llu: device %u bytes %llu..%llu overlap extent %llu:%llu",
-				(unsigned long long)b->ino, (unsigned long long)b->off, b->dev,
-				(unsigned long long)b->start, (unsigned long long)b->end,
-				(unsigned long long)a->ino, (unsigned long long)a->off);
+			struct printbuf x = PRINTBUF, y = PRINTBUF;
+
+			phys_to_text(&x, b);
+			phys_to_text(&y, a);
+			fsck_err(c, "%s: device %u bytes %llu..%llu overlap %s", printbuf_str(&x),
+				 b->dev, (unsigned long long)b->start, (unsigned long long)b->end,
+				 printbuf_str(&y));
 			c->res->left++;
+			printbuf_exit(&x);
+			printbuf_exit(&y);
 		}
 		if (b->dev != a->dev || b->end > a->end)
 			last = i;
@@ -449,7 +489,8 @@ static int mark_reachable(struct fsck *c)
 		c->res->left++;
 		return 0;
 	}
-	qsort(c->edges, c->nr_edges, sizeof(*c->edges), edge_cmp);
+	if (c->nr_edges)
+		qsort(c->edges, c->nr_edges, sizeof(*c->edges), edge_cmp);
 	root->reachable = true;
 	ret = grow((void **)&stack, &size, nr, sizeof(*stack));
 	if (ret)

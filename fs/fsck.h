@@ -19,7 +19,8 @@
  *  - every directory is reachable from the root;
  *  - extents belong to existing regular files (inline data to symlinks),
  *    do not overlap within a file, hold the blocks the inode counts, lie
- *    inside their member device and do not overlap other files' extents;
+ *    inside their member device and overlap neither other files' extents
+ *    nor btree nodes (tfs_btree_node_locations());
  *  - orphan keys name existing inodes; an "unlinked" orphan has nlink 0.
  *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
