@@ -495,6 +495,8 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		for (unsigned i = 0; i < c.nr; i++)
 			c.nodes[i].nr_runs = 0; /* prepare gave them back */
 		b->c.checkpoint_errors++;
+		/* No space for metadata is not waited out: it counts towards giving up. */
+		b->ckpt_failures += tfs_err_matches(ret, ENOSPC);
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}

@@ -250,6 +250,15 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	o->block_size = fs->block_size;
 	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
 	o->reserved_buckets = 2;
+	/*
+	 * mkfs: entries close only when asked to, never on age, so the same
+	 * options give the same bytes however fast the machine (mkfs's
+	 * reproducibility).
+	 */
+	if (fs->opts.format) {
+		o->write_delay_ms = 1000000;
+		o->flush_delay_ms = 1000000;
+	}
 	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
 	o->metadata_replicas_required =
 		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fs/alloc.h"
 #include "fs_test.h"
 #include "lib/fault_point.h"
 
@@ -378,7 +379,7 @@ static void run_model(size_t budget, unsigned rounds, unsigned steps)
 	struct ft t;
 	struct ft_geometry g = {
 		.nr_devs = 1,
-		.size = 64 << 20,
+		.size = (u64)(lng() ? 256 : 64) << 20,
 		.bucket_size = 16 << 10, /* 16 KiB nodes: splits and tall trees sooner */
 		.journal_size = 24 << 20,
 	};
@@ -430,6 +431,24 @@ static void run_model(size_t budget, unsigned rounds, unsigned steps)
 		}
 		/* Stop and reopen: replay must rebuild exactly the model. */
 		note_counters(t.fs);
+		if (getenv("TFS_VERBOSE")) {
+			struct tfs_alloc_usage u;
+
+			tfs_alloc_usage(t.fs, &u);
+			u64 nodes = 0, pend = 0, dirty = 0;
+
+			for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+				for (unsigned l = 0; l < TFS_BTREE_MAX_DEPTH; l++)
+					nodes += t.fs->btrees[id].nr_nodes[l];
+				pend += t.fs->btrees[id].pending_free.nr;
+				dirty += t.fs->btrees[id].nr_dirty;
+			}
+			printf("round %u: used %llu waiting %llu free %llu; nodes %llu dirty %llu "
+			       "pending %llu\n",
+			       round, (unsigned long long)u.used, (unsigned long long)u.waiting,
+			       (unsigned long long)u.free, (unsigned long long)nodes,
+			       (unsigned long long)dirty, (unsigned long long)pend);
+		}
 		assert_int_equal(ft_stop(&t), 0);
 		assert_int_equal(ft_open(&t), 0);
 		check_all(t.fs);
