@@ -259,12 +259,6 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	o->metadata_replicas = min_t(unsigned, fs->metadata_replicas, *nr);
 	o->metadata_replicas_required =
 		min_t(unsigned, fs->metadata_replicas_required, o->metadata_replicas);
-	/*
-	 * mkfs: entries close only on demand, never on a timer, so the same
-	 * uuid and time give the same image byte for byte (SOURCE_DATE_EPOCH).
-	 */
-	if (fs->opts.format)
-		o->write_delay_ms = o->flush_delay_ms = 1U << 30;
 	return 0;
 }
 
