@@ -464,7 +464,7 @@ void tfs_iput(struct tfs_fs *fs, struct tfs_inode_mem *im)
 			table_unhash(p, old);
 			if (old->last_seq > p->evicted_seq)
 				p->evicted_seq = old->last_seq;
-			p->c.inodes_evicted++;
+			__atomic_fetch_add(&p->c.inodes_evicted, 1, __ATOMIC_RELAXED);
 			/* Freed below; only one per put keeps the lock short. */
 			victim = old;
 			break;

@@ -579,26 +579,29 @@ void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	const struct tfs_posix_counters *c;
+	u64 nr_cached, nr_lru;
 
 	if (!p)
 		return;
 	c = &p->c;
-	prt_printf(out, "inodes %llu next_ino %llu cached %llu (lru %llu)\n",
-		   (unsigned long long)p->nr_inodes, (unsigned long long)p->next_ino,
-		   (unsigned long long)p->nr_cached, (unsigned long long)p->nr_lru);
-	prt_printf(out, "inodes loaded %llu evicted %llu\n", (unsigned long long)c->inodes_loaded,
-		   (unsigned long long)c->inodes_evicted);
-	prt_printf(out, "data written %llu read %llu rmw blocks %llu\n",
-		   (unsigned long long)c->data_bytes_written,
-		   (unsigned long long)c->data_bytes_read, (unsigned long long)c->data_blocks_rmw);
+	/* The table's counts under its lock; the counters are updated atomically. */
+	pthread_mutex_lock(&p->table_lock);
+	nr_cached = p->nr_cached;
+	nr_lru = p->nr_lru;
+	pthread_mutex_unlock(&p->table_lock);
+#define LD(x) ((unsigned long long)__atomic_load_n(&(x), __ATOMIC_RELAXED))
+	prt_printf(out, "inodes %llu next_ino %llu cached %llu (lru %llu)\n", LD(p->nr_inodes),
+		   LD(p->next_ino), (unsigned long long)nr_cached, (unsigned long long)nr_lru);
+	prt_printf(out, "inodes loaded %llu evicted %llu\n", LD(c->inodes_loaded),
+		   LD(c->inodes_evicted));
+	prt_printf(out, "data written %llu read %llu rmw blocks %llu\n", LD(c->data_bytes_written),
+		   LD(c->data_bytes_read), LD(c->data_blocks_rmw));
 	prt_printf(out, "data errors: write %llu read %llu checksum %llu replica fallbacks %llu\n",
-		   (unsigned long long)c->data_write_errors,
-		   (unsigned long long)c->data_read_errors, (unsigned long long)c->data_csum_errors,
-		   (unsigned long long)c->data_replica_fallbacks);
-	prt_printf(out, "fsyncs %llu flushed %llu already durable %llu\n",
-		   (unsigned long long)c->fsyncs, (unsigned long long)c->fsync_flushes,
-		   (unsigned long long)c->fsync_skipped);
+		   LD(c->data_write_errors), LD(c->data_read_errors), LD(c->data_csum_errors),
+		   LD(c->data_replica_fallbacks));
+	prt_printf(out, "fsyncs %llu flushed %llu already durable %llu\n", LD(c->fsyncs),
+		   LD(c->fsync_flushes), LD(c->fsync_skipped));
 	prt_printf(out, "orphans added %llu reclaimed %llu; enospc flush retries %llu\n",
-		   (unsigned long long)c->orphans_added, (unsigned long long)c->orphans_reclaimed,
-		   (unsigned long long)c->enospc_flush_retries);
+		   LD(c->orphans_added), LD(c->orphans_reclaimed), LD(c->enospc_flush_retries));
+#undef LD
 }

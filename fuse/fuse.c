@@ -218,9 +218,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* -o max_write=, splice_read, readdirplus=, ... override the above. */
 	if (tf->conn_opts)
 		fuse_apply_conn_info_opts(tf->conn_opts, conn);
+	/* Under files_lock: tinyfs stats may read them while the session starts. */
+	pthread_mutex_lock(&tf->files_lock);
 	tf->writeback = conn->want & FUSE_CAP_WRITEBACK_CACHE;
 	tf->killpriv = conn->want & FUSE_CAP_HANDLE_KILLPRIV;
 	tf->max_write = conn->max_write;
+	pthread_mutex_unlock(&tf->files_lock);
 }
 
 static void op_destroy(void *userdata)
@@ -1096,12 +1099,17 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 {
 	struct timespec now;
 	u64 inodes = 0, lookups = 0, nr_files;
+	bool writeback, killpriv;
+	unsigned max_write;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (tf->nlookup)
 		tfs_nlookup_totals(tf->nlookup, &inodes, &lookups);
 	pthread_mutex_lock(&tf->files_lock);
 	nr_files = tf->nr_files;
+	writeback = tf->writeback;
+	killpriv = tf->killpriv;
+	max_write = tf->max_write;
 	pthread_mutex_unlock(&tf->files_lock);
 
 	printbuf_tabstop_push(out, 28);
@@ -1109,9 +1117,9 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 	prt_printf(out, "source:\t%s\n", tf->opts->source);
 	prt_printf(out, "mountpoint:\t%s\n", tf->opts->mountpoint);
 	prt_printf(out, "uptime:\t%llds\n", (long long)(now.tv_sec - tf->started.tv_sec));
-	prt_printf(out, "writeback cache:\t%s\n", tf->writeback ? "on" : "off");
-	prt_printf(out, "handle killpriv:\t%s\n", tf->killpriv ? "on" : "off");
-	prt_printf(out, "max write:\t%u\n", tf->max_write);
+	prt_printf(out, "writeback cache:\t%s\n", writeback ? "on" : "off");
+	prt_printf(out, "handle killpriv:\t%s\n", killpriv ? "on" : "off");
+	prt_printf(out, "max write:\t%u\n", max_write);
 	prt_printf(out, "inodes known to the kernel:\t%llu (%llu lookups)\n",
 		   (unsigned long long)inodes, (unsigned long long)lookups);
 	prt_printf(out, "open files:\t%llu\n", (unsigned long long)nr_files);
