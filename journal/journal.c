@@ -469,7 +469,8 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 		return TFS_JOURNAL_CUR_journal_full;
 	}
 
-	memset(b->data, 0, j->opts.max_entry_size);
+	/* Not zeroed here (a sync commit opens an entry each time): each
+	 * reservation is zeroed when handed out, the padding when written. */
 	b->state = TFS_JBUF_OPEN;
 	b->seq = seq;
 	b->last_seq = 0;
@@ -605,6 +606,7 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 				res->seq = j->cur_seq;
 				res->offset = b->u64s_used;
 				res->u64s = u64s;
+				memset(b->data->_data + res->offset, 0, u64s * sizeof(u64));
 				b->u64s_used += u64s;
 				b->nr_res++;
 				ret = 0;
