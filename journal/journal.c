@@ -495,6 +495,7 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	b->err = 0;
 	b->nr_flush_waiters = 0;
 	b->gather_until_ns = 0;
+	b->submit_ns = 0;
 
 	struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
 
@@ -821,8 +822,9 @@ void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick
 		tfs_journal_entry_close_locked(j);
 		if (kick)
 			pthread_cond_signal(&j->write_wait);
-	} else {
-		pthread_cond_signal(&j->write_wait); /* closes it at gather_until_ns */
+	} else if (kick) {
+		/* Closes it at gather_until_ns (flush_seq callers time it themselves). */
+		pthread_cond_signal(&j->write_wait);
 	}
 }
 
@@ -974,7 +976,17 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 		tfs_journal_write_ready_locked(j);
 		if ((r = journal_flush_seq_check(j, seq)))
 			break;
-		pthread_cond_wait(&j->wait, &j->lock);
+		/* Our entry is gathering committers: we close it at its deadline. */
+		struct tfs_journal_buf *cur = journal_seq_buf(j, j->cur_seq);
+
+		if (j->cur_open && cur->must_flush && cur->gather_until_ns && seq <= j->cur_seq) {
+			struct timespec ts = { .tv_sec = cur->gather_until_ns / 1000000000,
+					       .tv_nsec = cur->gather_until_ns % 1000000000 };
+
+			pthread_cond_timedwait(&j->wait, &j->lock, &ts);
+		} else {
+			pthread_cond_wait(&j->wait, &j->lock);
+		}
 	}
 	tfs_journal_unlock(j);
 	return r < 0 ? r : 0;

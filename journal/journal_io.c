@@ -217,10 +217,11 @@ static void journal_advance_locked(struct tfs_journal *j)
 	tfs_journal_space_update_locked(j);
 	pthread_cond_broadcast(&j->wait);
 	/*
-	 * A flush entry gathering behind the one just done may go now.  (No
-	 * write thread: the completion calling us writes what is ready.)
+	 * A flush entry gathering behind the one just done may go now (the
+	 * completion calling us writes what is ready; the write thread times
+	 * the gathering in case only async waiters wait on it).
 	 */
-	tfs_journal_flush_entry_maybe_close_locked(j, false);
+	tfs_journal_flush_entry_maybe_close_locked(j, true);
 	if (j->nr_space_waiters)
 		tfs_journal_progress_locked(j);
 }
