@@ -1158,6 +1158,8 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "  flushed members first:\t%llu\n",
 		   (unsigned long long)j->nr_separate_flushes);
 	prt_printf(out, "  waited for members:\t%llu\n", (unsigned long long)j->nr_devs_waits);
+	prt_printf(out, "flush entries:\t%llu us to write (average), %u committers per flush\n",
+		   (unsigned long long)j->flush_lat_ns / 1000, j->group_expect);
 	prt_printf(out, "in flight:\t%llu\n", (unsigned long long)(j->cur_seq - j->seq_done));
 	printbuf_indent_add(out, 2);
 	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {
