@@ -956,8 +956,13 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 		return -TFS_ERR_invalid_argument;
 	}
 	unsigned waiter = 1; /* counted once, on the entry that answers us */
+	u64 timed = 0;	     /* the open entry whose group-commit gathering we time */
 
 	while (!(r = journal_flush_seq_check(j, seq))) {
+		u64 open_seq = j->cur_open ? j->cur_seq : 0;
+		unsigned open_waiters =
+			open_seq ? journal_seq_buf(j, open_seq)->nr_flush_waiters : 0;
+
 		if (!tfs_journal_want_flush_locked(j, seq, waiter, false)) {
 			/*
 			 * No room even for an empty flush entry: reclaim first.
@@ -971,17 +976,31 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 			j->nr_space_waiters--;
 			continue;
 		}
+		/*
+		 * We joined the open entry as its first waiter and it gathers
+		 * more: we close it at its deadline (one timer is enough; the
+		 * other waiters would only wake in the middle of its write).
+		 * It answers us, so want_flush() closes it once the deadline
+		 * passed.
+		 */
+		if (waiter && open_seq && !open_waiters && j->cur_open && j->cur_seq == open_seq &&
+		    journal_seq_buf(j, open_seq)->nr_flush_waiters == 1)
+			timed = open_seq;
 		waiter = 0;
+		if (timed && j->cur_open && j->cur_seq == timed)
+			tfs_journal_flush_entry_maybe_close_locked(j, false); /* when due */
 		/* Our flush entry may be ready: write it from here, no hand-off. */
 		tfs_journal_write_ready_locked(j);
 		if ((r = journal_flush_seq_check(j, seq)))
 			break;
-		/* Our entry is gathering committers: we close it at its deadline. */
-		struct tfs_journal_buf *cur = journal_seq_buf(j, j->cur_seq);
 
-		if (j->cur_open && cur->must_flush && cur->gather_until_ns && seq <= j->cur_seq) {
-			struct timespec ts = { .tv_sec = cur->gather_until_ns / 1000000000,
-					       .tv_nsec = cur->gather_until_ns % 1000000000 };
+		struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+
+		/* Timed only while the deadline is ahead: never a loop of timeouts. */
+		if (timed && j->cur_open && j->cur_seq == timed &&
+		    b->gather_until_ns > tfs_journal_now_ns()) {
+			struct timespec ts = { .tv_sec = b->gather_until_ns / 1000000000,
+					       .tv_nsec = b->gather_until_ns % 1000000000 };
 
 			pthread_cond_timedwait(&j->wait, &j->lock, &ts);
 		} else {
