@@ -475,7 +475,8 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 		return TFS_JOURNAL_CUR_journal_full;
 	}
 
-	memset(b->data, 0, j->opts.max_entry_size);
+	/* Not zeroed here (a sync commit opens an entry each time): each
+	 * reservation is zeroed when handed out, the padding when written. */
 	b->state = TFS_JBUF_OPEN;
 	b->seq = seq;
 	b->last_seq = 0;
@@ -500,6 +501,7 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	b->err = 0;
 	b->nr_flush_waiters = 0;
 	b->gather_until_ns = 0;
+	b->submit_ns = 0;
 
 	struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
 
@@ -611,6 +613,7 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 				res->seq = j->cur_seq;
 				res->offset = b->u64s_used;
 				res->u64s = u64s;
+				memset(b->data->_data + res->offset, 0, u64s * sizeof(u64));
 				b->u64s_used += u64s;
 				b->nr_res++;
 				ret = 0;
@@ -825,8 +828,9 @@ void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick
 		tfs_journal_entry_close_locked(j);
 		if (kick)
 			pthread_cond_signal(&j->write_wait);
-	} else {
-		pthread_cond_signal(&j->write_wait); /* closes it at gather_until_ns */
+	} else if (kick) {
+		/* Closes it at gather_until_ns (flush_seq callers time it themselves). */
+		pthread_cond_signal(&j->write_wait);
 	}
 }
 
@@ -958,8 +962,13 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 		return -TFS_ERR_invalid_argument;
 	}
 	unsigned waiter = 1; /* counted once, on the entry that answers us */
+	u64 timed = 0;	     /* the open entry whose group-commit gathering we time */
 
 	while (!(r = journal_flush_seq_check(j, seq))) {
+		u64 open_seq = j->cur_open ? j->cur_seq : 0;
+		unsigned open_waiters =
+			open_seq ? journal_seq_buf(j, open_seq)->nr_flush_waiters : 0;
+
 		if (!tfs_journal_want_flush_locked(j, seq, waiter, false)) {
 			/*
 			 * No room even for an empty flush entry: reclaim first.
@@ -973,12 +982,36 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 			j->nr_space_waiters--;
 			continue;
 		}
+		/*
+		 * We joined the open entry as its first waiter and it gathers
+		 * more: we close it at its deadline (one timer is enough; the
+		 * other waiters would only wake in the middle of its write).
+		 * It answers us, so want_flush() closes it once the deadline
+		 * passed.
+		 */
+		if (waiter && open_seq && !open_waiters && j->cur_open && j->cur_seq == open_seq &&
+		    journal_seq_buf(j, open_seq)->nr_flush_waiters == 1)
+			timed = open_seq;
 		waiter = 0;
+		if (timed && j->cur_open && j->cur_seq == timed)
+			tfs_journal_flush_entry_maybe_close_locked(j, false); /* when due */
 		/* Our flush entry may be ready: write it from here, no hand-off. */
 		tfs_journal_write_ready_locked(j);
 		if ((r = journal_flush_seq_check(j, seq)))
 			break;
-		pthread_cond_wait(&j->wait, &j->lock);
+
+		struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
+
+		/* Timed only while the deadline is ahead: never a loop of timeouts. */
+		if (timed && j->cur_open && j->cur_seq == timed &&
+		    b->gather_until_ns > tfs_journal_now_ns()) {
+			struct timespec ts = { .tv_sec = b->gather_until_ns / 1000000000,
+					       .tv_nsec = b->gather_until_ns % 1000000000 };
+
+			pthread_cond_timedwait(&j->wait, &j->lock, &ts);
+		} else {
+			pthread_cond_wait(&j->wait, &j->lock);
+		}
 	}
 	tfs_journal_unlock(j);
 	return r < 0 ? r : 0;
@@ -1159,6 +1192,8 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "  flushed members first:\t%llu\n",
 		   (unsigned long long)j->nr_separate_flushes);
 	prt_printf(out, "  waited for members:\t%llu\n", (unsigned long long)j->nr_devs_waits);
+	prt_printf(out, "flush entries:\t%llu us to write (average), %u committers per flush\n",
+		   (unsigned long long)j->flush_lat_ns / 1000, j->group_expect);
 	prt_printf(out, "in flight:\t%llu\n", (unsigned long long)(j->cur_seq - j->seq_done));
 	printbuf_indent_add(out, 2);
 	for (u64 s = j->seq_done + 1; s <= j->cur_seq; s++) {

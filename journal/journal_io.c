@@ -123,6 +123,7 @@ static void journal_write_fill_header(struct tfs_journal *j, struct tfs_journal_
 		struct jset_entry *e = (struct jset_entry *)(js->_data + u64s);
 		struct jset_blacklist *bl = (struct jset_blacklist *)e->_data;
 
+		memset(e, 0, sizeof(*e) + sizeof(*bl));
 		e->type = TFS_JSET_ENTRY_blacklist;
 		e->u64s = cpu_to_le16(sizeof(*bl) / 8);
 		bl->start = cpu_to_le64(j->trusted_seq + 1);
@@ -138,6 +139,8 @@ static void journal_write_fill_header(struct tfs_journal *j, struct tfs_journal_
 	js->u64s = cpu_to_le32(u64s);
 	js->pad = 0;
 	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	/* The padding up to the block: zeroes, not what the buffer held before. */
+	memset((u8 *)js + tfs_jset_bytes(u64s), 0, b->bytes - tfs_jset_bytes(u64s));
 }
 
 static void journal_write_error_msg(struct tfs_journal *j, struct tfs_journal_buf *b)
@@ -214,10 +217,11 @@ static void journal_advance_locked(struct tfs_journal *j)
 	tfs_journal_space_update_locked(j);
 	pthread_cond_broadcast(&j->wait);
 	/*
-	 * A flush entry gathering behind the one just done may go now.  (No
-	 * write thread: the completion calling us writes what is ready.)
+	 * A flush entry gathering behind the one just done may go now (the
+	 * completion calling us writes what is ready; the write thread times
+	 * the gathering in case only async waiters wait on it).
 	 */
-	tfs_journal_flush_entry_maybe_close_locked(j, false);
+	tfs_journal_flush_entry_maybe_close_locked(j, true);
 	if (j->nr_space_waiters)
 		tfs_journal_progress_locked(j);
 }
