@@ -162,10 +162,22 @@ static int ckpt_collect(struct ckpt *c, struct tfs_bnode *n, struct tfs_bnode *p
 	return 0;
 }
 
+/* The node copies: counted in the node cache's memory while they exist. */
+static void ckpt_free_bufs(struct ckpt *c)
+{
+	struct tfs_fs *fs = c->b->fs;
+
+	for (unsigned i = 0; i < c->nr; i++)
+		if (c->nodes[i].buf) {
+			free(c->nodes[i].buf);
+			c->nodes[i].buf = NULL;
+			__atomic_sub_fetch(&fs->cache.ckpt_bytes, fs->node_size, __ATOMIC_RELAXED);
+		}
+}
+
 static void ckpt_free(struct ckpt *c)
 {
-	for (unsigned i = 0; i < c->nr; i++)
-		free(c->nodes[i].buf);
+	ckpt_free_bufs(c);
 	free(c->nodes);
 	free(c->frees.locs);
 	pthread_mutex_destroy(&c->lock);
@@ -218,6 +230,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 			ret = -ENOMEM;
 			break;
 		}
+		__atomic_add_fetch(&fs->cache.ckpt_bytes, fs->node_size, __ATOMIC_RELAXED);
 		got = tfs_alloc(fs, fs->node_size, fs->node_size, want, TFS_ALLOC_METADATA,
 				cn->runs);
 		while (got < 0 && --want >= fs->metadata_replicas_required && want)
@@ -231,6 +244,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 		}
 		cn->nr_runs = want;
 	}
+	tfs_btree_cache_note_peak(fs);
 	if (ret) {
 		for (unsigned i = 0; i < c->nr; i++)
 			for (unsigned r = 0; r < c->nodes[i].nr_runs; r++)
@@ -335,6 +349,8 @@ static int ckpt_write(struct ckpt *c)
 	while (c->pending)
 		pthread_cond_wait(&c->done, &c->lock);
 	pthread_mutex_unlock(&c->lock);
+	/* Written (or failed: a retry serializes again): the copies go now. */
+	ckpt_free_bufs(c);
 
 	for (unsigned i = 0, k = 0; i < c->nr; i++)
 		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++) {
