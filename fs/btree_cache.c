@@ -11,6 +11,7 @@
  * when malloc fails after a shrink.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,6 +325,13 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 
 	unsigned long ret = st.freed * pages_per_node;
 
+	/*
+	 * Give the nodes' memory back to the system: free() keeps it in the
+	 * heap, where a checkpoint's aligned copies may not fit, and the
+	 * process would hold both.
+	 */
+	if (st.freed)
+		malloc_trim(0);
 	tfs_trace(btree_cache_scan, nr_to_scan_pages, nr_nodes, can_free, ret);
 	return ret;
 }

@@ -14,6 +14,7 @@
  * yet (an empty tree, as mkfs leaves it).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,13 +167,18 @@ static int ckpt_collect(struct ckpt *c, struct tfs_bnode *n, struct tfs_bnode *p
 static void ckpt_free_bufs(struct ckpt *c)
 {
 	struct tfs_fs *fs = c->b->fs;
+	bool any = false;
 
 	for (unsigned i = 0; i < c->nr; i++)
 		if (c->nodes[i].buf) {
 			free(c->nodes[i].buf);
 			c->nodes[i].buf = NULL;
 			__atomic_sub_fetch(&fs->cache.ckpt_bytes, fs->node_size, __ATOMIC_RELAXED);
+			any = true;
 		}
+	/* Back to the system, not only to the heap (see tfs_btree_cache_scan()). */
+	if (any)
+		malloc_trim(0);
 }
 
 static void ckpt_free(struct ckpt *c)
