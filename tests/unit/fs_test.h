@@ -45,7 +45,8 @@ struct ft_geometry {
 	u32 bucket_size;  /* 0: mkfs's choice */
 	u64 journal_size; /* 0: mkfs's choice */
 	unsigned replicas;
-	bool shm; /* images in /dev/shm when it exists */
+	bool shm;     /* images in /dev/shm when it exists */
+	bool written; /* no holes (test_image_geometry.written) */
 };
 
 /* Formats nr image files as mkfs.tinyfs would; 0 or the first error (printed). */
@@ -58,6 +59,7 @@ static inline int ft_format(struct ft *t, const struct ft_geometry *g)
 		.bucket_size = g->bucket_size,
 		.journal_size = g->journal_size,
 		.dev_uuid_base = 0x50,
+		.written = g->written,
 	};
 	const char *paths[FT_MAX_DEVS];
 

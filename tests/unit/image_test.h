@@ -28,10 +28,16 @@ struct test_image_geometry {
 	u32 bucket_size;  /* 0: mkfs's choice */
 	u64 journal_size; /* 0: mkfs's choice */
 	u8 dev_uuid_base; /* member i's uuid bytes: base + 16 * i + k */
+	/*
+	 * Every byte written once (zeros) before mkfs: no holes, as on a
+	 * disk.  On a file system a durable write into a hole also allocates
+	 * (a metadata commit of its own): benchmarks want this.
+	 */
+	bool written;
 };
 
 /*
- * Creates paths[0 .. nr_devs) (sparse, g->size each) and formats them with
+ * Creates paths[0 .. nr_devs) (g->size each) and formats them with
  * o, opening each device with open_dev; 0 or the first error (printed).
  */
 static inline int test_image_format(const char *const *paths, const struct tfs_format_opts *o,
@@ -53,6 +59,16 @@ static inline int test_image_format(const char *const *paths, const struct tfs_f
 
 		if (fd < 0 || ftruncate(fd, (off_t)g->size))
 			abort();
+		if (g->written) {
+			static const u8 zero[1 << 16];
+
+			for (u64 off = 0; off < g->size; off += sizeof(zero))
+				if (pwrite(fd, zero, min_t(u64, sizeof(zero), g->size - off),
+					   (off_t)off) < 0)
+					abort();
+			if (fsync(fd))
+				abort();
+		}
 		close(fd);
 		d[i].name = paths[i];
 		d[i].size = g->size;
