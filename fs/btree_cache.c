@@ -11,6 +11,7 @@
  * when malloc fails after a shrink.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,23 @@ void tfs_btree_cache_exit(struct tfs_fs *fs)
 static size_t cache_bytes(struct tfs_btree_cache *c)
 {
 	return __atomic_load_n(&c->nr_nodes, __ATOMIC_RELAXED) * c->node_bytes +
-	       __atomic_load_n(&c->nr_child_arrays, __ATOMIC_RELAXED) * c->child_bytes;
+	       __atomic_load_n(&c->nr_child_arrays, __ATOMIC_RELAXED) * c->child_bytes +
+	       __atomic_load_n(&c->ckpt_bytes, __ATOMIC_RELAXED);
+}
+
+/*
+ * What the budget is held against: the memory the cache holds, and for
+ * each dirty node the write buffer its checkpoint will take (a checkpoint
+ * copies every dirty node of its tree at once).  Charged before, so a write
+ * back for memory starts while the copies still fit in the budget.
+ */
+static size_t budget_bytes(struct tfs_fs *fs)
+{
+	u64 dirty = 0;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		dirty += __atomic_load_n(&fs->btrees[id].nr_dirty, __ATOMIC_RELAXED);
+	return cache_bytes(&fs->cache) + dirty * fs->node_size;
 }
 
 /* The high-water mark (c->lock held). */
@@ -186,9 +203,16 @@ void tfs_btree_free_nodes(struct tfs_btree *b)
 	}
 }
 
+void tfs_btree_cache_note_peak(struct tfs_fs *fs)
+{
+	pthread_mutex_lock(&fs->cache.lock);
+	cache_note_bytes(&fs->cache);
+	pthread_mutex_unlock(&fs->cache.lock);
+}
+
 size_t tfs_btree_cache_bytes(struct tfs_fs *fs)
 {
-	return cache_bytes(&fs->cache);
+	return budget_bytes(fs);
 }
 
 /* --- the scan --- */
@@ -301,6 +325,13 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 
 	unsigned long ret = st.freed * pages_per_node;
 
+	/*
+	 * Give the nodes' memory back to the system: free() keeps it in the
+	 * heap, where a checkpoint's aligned copies may not fit, and the
+	 * process would hold both.
+	 */
+	if (st.freed)
+		malloc_trim(0);
 	tfs_trace(btree_cache_scan, nr_to_scan_pages, nr_nodes, can_free, ret);
 	return ret;
 }
@@ -308,19 +339,19 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 void tfs_btree_cache_check_budget(struct tfs_fs *fs)
 {
 	struct tfs_btree_cache *c = &fs->cache;
-	size_t bytes = cache_bytes(c);
+	size_t bytes = budget_bytes(fs);
 
 	if (!c->budget || bytes <= c->budget)
 		return;
 	/* One thread works on it; the others go on (the budget has slack for that). */
 	if (pthread_mutex_trylock(&c->scan_lock))
 		return;
-	for (unsigned pass = 0; pass < 4 && (bytes = cache_bytes(c)) > c->budget; pass++) {
+	for (unsigned pass = 0; pass < 4 && (bytes = budget_bytes(fs)) > c->budget; pass++) {
 		/* Down to 7/8 of the budget, so that every read does not scan. */
 		size_t over = bytes - c->budget / 8 * 7;
 
 		tfs_btree_cache_scan(fs, DIV_ROUND_UP(over, 4096));
-		if (cache_bytes(c) <= c->budget)
+		if (budget_bytes(fs) <= c->budget)
 			break;
 		/* Clean nodes are not enough: write back the tree with most dirty nodes. */
 		struct tfs_btree *worst = NULL;

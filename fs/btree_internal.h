@@ -108,6 +108,8 @@ void tfs_btree_free_nodes(struct tfs_btree *b);
 size_t tfs_btree_cache_bytes(struct tfs_fs *fs);
 /* After a commit or a read: keeps the cache within its budget.  Never under a tree lock. */
 void tfs_btree_cache_check_budget(struct tfs_fs *fs);
+/* Takes the memory now (checkpoint copies included) into the high-water mark. */
+void tfs_btree_cache_note_peak(struct tfs_fs *fs);
 
 /* --- node I/O (btree_io.c) --- */
 

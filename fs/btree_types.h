@@ -139,6 +139,7 @@ struct tfs_btree_cache {
 	size_t child_bytes;  /* memory per child array */
 	unsigned max_keys;   /* offs entries per node */
 	unsigned max_children;
+	u64 ckpt_bytes;		   /* checkpoints' write buffers allocated now */
 	size_t budget;		   /* bytes; 0: no budget */
 	pthread_mutex_t scan_lock; /* one budget check at a time */
 	unsigned scan_cursor;	   /* the tree a scan starts with (round robin) */

@@ -14,6 +14,7 @@
  * yet (an empty tree, as mkfs leaves it).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,10 +171,27 @@ static int ckpt_collect(struct ckpt *c, struct tfs_bnode *n, struct tfs_bnode *p
 	return 0;
 }
 
+/* The node copies: counted in the node cache's memory while they exist. */
+static void ckpt_free_bufs(struct ckpt *c)
+{
+	struct tfs_fs *fs = c->b->fs;
+	bool any = false;
+
+	for (unsigned i = 0; i < c->nr; i++)
+		if (c->nodes[i].buf) {
+			free(c->nodes[i].buf);
+			c->nodes[i].buf = NULL;
+			__atomic_sub_fetch(&fs->cache.ckpt_bytes, fs->node_size, __ATOMIC_RELAXED);
+			any = true;
+		}
+	/* Back to the system, not only to the heap (see tfs_btree_cache_scan()). */
+	if (any)
+		malloc_trim(0);
+}
+
 static void ckpt_free(struct ckpt *c)
 {
-	for (unsigned i = 0; i < c->nr; i++)
-		free(c->nodes[i].buf);
+	ckpt_free_bufs(c);
 	free(c->nodes);
 	free(c->frees.locs);
 	pthread_mutex_destroy(&c->lock);
@@ -226,6 +244,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 			ret = -ENOMEM;
 			break;
 		}
+		__atomic_add_fetch(&fs->cache.ckpt_bytes, fs->node_size, __ATOMIC_RELAXED);
 		got = tfs_alloc(fs, fs->node_size, fs->node_size, want, TFS_ALLOC_METADATA,
 				cn->runs);
 		while (got < 0 && --want >= fs->metadata_replicas_required && want)
@@ -239,6 +258,7 @@ static int ckpt_prepare_locked(struct ckpt *c)
 		}
 		cn->nr_runs = want;
 	}
+	tfs_btree_cache_note_peak(fs);
 	if (ret) {
 		for (unsigned i = 0; i < c->nr; i++)
 			for (unsigned r = 0; r < c->nodes[i].nr_runs; r++)
@@ -343,6 +363,8 @@ static int ckpt_write(struct ckpt *c)
 	while (c->pending)
 		pthread_cond_wait(&c->done, &c->lock);
 	pthread_mutex_unlock(&c->lock);
+	/* Written (or failed: a retry serializes again): the copies go now. */
+	ckpt_free_bufs(c);
 
 	for (unsigned i = 0, k = 0; i < c->nr; i++)
 		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++) {

@@ -274,29 +274,5 @@ int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir)
 
 int tfs_dirents_remove_all(struct tfs_fs *fs, tfs_ino_t dir)
 {
-	unsigned nr;
-	int ret;
-
-	do {
-		struct tfs_btree_trans trans;
-		struct tfs_btree_iter iter;
-		const struct tfs_bkey *k;
-
-		nr = 0;
-		tfs_posix_trans_init(&trans, fs);
-		tfs_btree_iter_init(&iter, fs, TFS_BTREE_dirents, TFS_POS(dir, 0),
-				    TFS_POS(dir, UINT64_MAX));
-		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k && nr < 128;
-		     ret = tfs_btree_iter_next(&iter, &k)) {
-			ret = tfs_trans_delete(&trans, TFS_BTREE_dirents, tfs_bkey_pos(k));
-			if (ret)
-				break;
-			nr++;
-		}
-		tfs_btree_iter_exit(&iter);
-		if (!ret && nr)
-			ret = tfs_posix_commit(&trans, NULL);
-		tfs_trans_exit(&trans);
-	} while (!ret && nr == 128);
-	return ret;
+	return tfs_posix_delete_inode_keys(fs, TFS_BTREE_dirents, dir);
 }

@@ -195,6 +195,14 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	struct tfs_journal_opts *o = &fs->jopts;
 
 	tfs_journal_opts_default(o);
+	/*
+	 * A seq per durable commit: with the journal's default of 1024, small
+	 * durable commits (fsync) filled half the pin fifo every 512 commits,
+	 * and each time reclaim wrote back whole trees -- most of what they
+	 * wrote.  32k seqs (bcachefs's JOURNAL_PIN) leave reclaim to journal
+	 * space and memory; the fifo costs 40 bytes a slot.
+	 */
+	o->pin_fifo_size = 32768;
 	*nr = 0;
 	for (unsigned i = 0; i < fs->nr_devices; i++) {
 		struct tfs_fs_dev *d = &fs->devs[i];

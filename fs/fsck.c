@@ -537,7 +537,9 @@ out:
 
 /* --- repairs of inodes --- */
 
-static int set_nlink(struct fsck *c, tfs_ino_t ino, u32 nlink)
+/* Rewrites inode ino with edit(&ui, v) applied, in a transaction of its own. */
+static int repair_inode(struct fsck *c, tfs_ino_t ino,
+			void (*edit)(struct tfs_inode_unpacked *ui, u64 v), u64 v)
 {
 	struct tfs_inode_mem *im;
 	struct tfs_inode_unpacked ui;
@@ -548,8 +550,7 @@ static int set_nlink(struct fsck *c, tfs_ino_t ino, u32 nlink)
 	if (ret)
 		return ret;
 	ui = im->ui;
-	ui.nlink = nlink;
-	ui.ctime = tfs_now_ns();
+	edit(&ui, v);
 	tfs_posix_trans_init(&trans, c->fs);
 	ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
 	tfs_trans_exit(&trans);
@@ -559,25 +560,25 @@ static int set_nlink(struct fsck *c, tfs_ino_t ino, u32 nlink)
 	return ret;
 }
 
+static void edit_nlink(struct tfs_inode_unpacked *ui, u64 nlink)
+{
+	ui->nlink = (u32)nlink;
+	ui->ctime = tfs_now_ns();
+}
+
+static void edit_blocks(struct tfs_inode_unpacked *ui, u64 blocks)
+{
+	ui->blocks = blocks;
+}
+
+static int set_nlink(struct fsck *c, tfs_ino_t ino, u32 nlink)
+{
+	return repair_inode(c, ino, edit_nlink, nlink);
+}
+
 static int set_blocks(struct fsck *c, tfs_ino_t ino, u64 blocks)
 {
-	struct tfs_inode_mem *im;
-	struct tfs_inode_unpacked ui;
-	struct tfs_btree_trans trans;
-	u64 seq;
-	int ret = tfs_iget_locked(c->fs, ino, true, &im);
-
-	if (ret)
-		return ret;
-	ui = im->ui;
-	ui.blocks = blocks;
-	tfs_posix_trans_init(&trans, c->fs);
-	ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
-	tfs_trans_exit(&trans);
-	if (!ret)
-		tfs_inode_committed(im, &ui, seq, false);
-	tfs_iput_unlock(c->fs, im);
-	return ret;
+	return repair_inode(c, ino, edit_blocks, blocks);
 }
 
 /* Removes an inode with nlink 0 nobody has open; -EBUSY when open. */

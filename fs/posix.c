@@ -31,6 +31,34 @@ int tfs_posix_commit(struct tfs_btree_trans *trans, u64 *seq)
 	return ret;
 }
 
+int tfs_posix_delete_inode_keys(struct tfs_fs *fs, enum tfs_btree_id id, tfs_ino_t ino)
+{
+	unsigned nr;
+	int ret;
+
+	do {
+		struct tfs_btree_trans trans;
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+
+		nr = 0;
+		tfs_posix_trans_init(&trans, fs);
+		tfs_btree_iter_init(&iter, fs, id, TFS_POS(ino, 0), TFS_POS(ino, UINT64_MAX));
+		for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k && nr < 128;
+		     ret = tfs_btree_iter_next(&iter, &k)) {
+			ret = tfs_trans_delete(&trans, id, tfs_bkey_pos(k));
+			if (ret)
+				break;
+			nr++;
+		}
+		tfs_btree_iter_exit(&iter);
+		if (!ret && nr)
+			ret = tfs_posix_commit(&trans, NULL);
+		tfs_trans_exit(&trans);
+	} while (!ret && nr == 128);
+	return ret;
+}
+
 void tfs_posix_set_name_hash(struct tfs_fs *fs, tfs_name_hash_fn fn)
 {
 	tfs_posix(fs)->name_hash = fn ?: tfs_name_hash_default;

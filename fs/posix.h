@@ -226,6 +226,13 @@ static inline void tfs_posix_trans_init(struct tfs_btree_trans *trans, struct tf
 /* Commits; the commit's seq in *seq. */
 int tfs_posix_commit(struct tfs_btree_trans *trans, u64 *seq);
 
+/*
+ * Deletes every key of btree id at inode ino (offsets 0 .. UINT64_MAX), in
+ * transactions of at most 128 deletes each (each one commits on its own: a
+ * crash leaves a prefix of them done).  0 or the first error.
+ */
+int tfs_posix_delete_inode_keys(struct tfs_fs *fs, enum tfs_btree_id id, tfs_ino_t ino);
+
 /* --- names (dirent.c) --- */
 
 /* 0, -EINVAL (empty, '/', NUL), -ENAMETOOLONG. */

@@ -1225,10 +1225,10 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 			   d->writable ? "rw" : "ro", free_b, d->nr_buckets);
 		prt_units_u64(out, (u64)free_b * d->bucket_size + (d->bucket_size - d->cur_offset));
 		prt_printf(out,
-			   "), bucket %u offset %u, %llu writes, %llu errors, %llu flushes "
-			   "(%llu preflush), %llu failed%s\n",
-			   d->cur_idx, d->cur_offset, (unsigned long long)d->nr_writes,
-			   (unsigned long long)d->nr_write_errors,
+			   "), ring index %u (bucket %llu) offset %u, %llu writes, %llu errors, "
+			   "%llu flushes (%llu preflush), %llu failed%s\n",
+			   d->cur_idx, (unsigned long long)d->buckets[d->cur_idx], d->cur_offset,
+			   (unsigned long long)d->nr_writes, (unsigned long long)d->nr_write_errors,
 			   (unsigned long long)(d->nr_flushes + d->nr_preflushes),
 			   (unsigned long long)d->nr_preflushes,
 			   (unsigned long long)d->nr_flush_errors,

@@ -749,13 +749,24 @@ static int journal_read_dev(struct tfs_journal_read *r, struct tfs_journal_read_
 	for (unsigned b = 0; b < d->nr_buckets; b++) {
 		u64 base = d->buckets[b] * d->bucket_size;
 
-		ret = tfs_bdev_read(d->bdev, buf, d->bucket_size, base, TFS_TAG_journal);
+		/* Reported here, in the journal's terms (QUIET: the device prints nothing). */
+		struct tfs_bio bio = {
+			.bdev = d->bdev,
+			.op = TFS_OP_read,
+			.flags = TFS_BIO_QUIET,
+			.tag = TFS_TAG_journal,
+			.offset = base,
+			.buf = buf,
+			.len = d->bucket_size,
+		};
+
+		ret = tfs_bio_submit_wait(&bio);
 		if (ret) {
 			fprintf(stderr,
-				"journal: dev %u (%s): reading bucket %llu (ring index %u) failed: "
-				"%s\n",
+				"journal: dev %u (%s): reading bucket %llu (ring index %u) failed "
+				"(offset %llu): %s\n",
 				d->dev_idx, d->bdev->path, (unsigned long long)d->buckets[b], b,
-				tfs_err_str(ret));
+				(unsigned long long)base, tfs_err_str(ret));
 			if (!rd->nr_read_errors++) {
 				rd->bad_bucket = b;
 				rd->read_err = ret;

@@ -730,6 +730,7 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 		}
 	}
 
+	h->layout_stale = from != FROM_SECTOR;
 	h->sb = copies[best];
 	copies[best] = NULL;
 	h->sb_bytes = le32_to_cpu(layout.sb_max_size);
@@ -884,6 +885,35 @@ static int flush_one(struct tfs_sb_handle *h, const char *what, struct printbuf 
 	return r;
 }
 
+/*
+ * Writes h->sb->layout at TFS_SB_LAYOUT_OFFSET, read-modify-write of the
+ * block holding it: the rest of that block is not ours to change.
+ */
+static int rewrite_layout_sector(struct tfs_sb_handle *h, struct printbuf *err)
+{
+	struct tfs_bdev *bdev = h->bdev;
+	unsigned lbs = bdev_lbs(bdev);
+	u64 off = round_down(TFS_SB_LAYOUT_OFFSET, lbs);
+	size_t len = round_up(TFS_SB_LAYOUT_OFFSET + sizeof(h->sb->layout), lbs) - off;
+	void *buf;
+	int ret = read_range(bdev, off, len, &buf);
+
+	if (!ret) {
+		memcpy((u8 *)buf + (TFS_SB_LAYOUT_OFFSET - off), &h->sb->layout,
+		       sizeof(h->sb->layout));
+		ret = sb_io(bdev, TFS_OP_write, buf, len, off);
+		free(buf);
+	}
+	if (ret) {
+		if (err->pos)
+			prt_newline(err);
+		prt_printf(err, "%s: rewriting the stale layout at %u failed: ", bdev->path,
+			   TFS_SB_LAYOUT_OFFSET);
+		prt_err_desc(err, ret);
+	}
+	return ret;
+}
+
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
 {
 	bool *primary_ok = calloc(nr ?: 1, sizeof(*primary_ok));
@@ -935,6 +965,19 @@ int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printb
 		if (primary_ok[i] && hs[i]->sb->layout.nr_superblocks > 1 &&
 		    flush_one(hs[i], "backup", err))
 			ret = -TFS_ERR_sb_write;
+	/*
+	 * A stale or damaged layout sector is rewritten last, only once every
+	 * copy carrying the layout in use is durable: a torn sector write
+	 * leaves a bad sector, and the read then finds the layout in the
+	 * copies again (as it did this time).
+	 */
+	for (unsigned i = 0; !ret && i < nr; i++)
+		if (hs[i]->layout_stale) {
+			if (rewrite_layout_sector(hs[i], err) || flush_one(hs[i], "layout", err))
+				ret = -TFS_ERR_sb_write;
+			else
+				hs[i]->layout_stale = false;
+		}
 	free(primary_ok);
 	return ret;
 }

@@ -247,6 +247,10 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h);
  * gets no backup write at all: its primary may be torn, and the old backup
  * is then its only valid copy.  Other devices still get their backups.
  *
+ * Last, on a device whose layout sector tfs_sb_read() found bad or stale
+ * (h->layout_stale), the layout sector is rewritten from the layout in use
+ * (and flushed), only once everything else succeeded.
+ *
  * A failed write is reported in err with device, copy and offset, a failed
  * flush with the device.  Returns 0, or -TFS_ERR_sb_write when any copy or
  * flush failed (or -ENOMEM).
@@ -258,7 +262,8 @@ int tfs_sb_write(struct tfs_sb_handle *h, struct printbuf *err);
 
 /*
  * Writes the first 4 KiB of the device: zeroes, and the layout sector from
- * h->sb->layout.  Only mkfs does this: the layout never changes afterwards.
+ * h->sb->layout.  Only mkfs does this: the layout never changes afterwards
+ * (tfs_sb_write_all() rewrites a stale layout sector, and only that sector).
  */
 int tfs_sb_write_layout(struct tfs_sb_handle *h, struct printbuf *err);
 

@@ -32,6 +32,11 @@ struct tfs_sb_handle {
 	size_t sb_bytes;     /* == le32_to_cpu(sb->layout.sb_max_size) */
 	u64 read_offset;     /* the copy that was read (0 when built in memory) */
 	unsigned copies_bad; /* copies that failed to read or validate */
+	/*
+	 * The layout sector was bad, or disagreed with the copies (whose
+	 * layout is in use): the next successful write rewrites it.
+	 */
+	bool layout_stale;
 	/* Every copy the layout in use lists, by tfs_sb_read() (even when it fails). */
 	unsigned nr_copies;
 	struct tfs_sb_copy_status copies[TFS_SB_LAYOUT_MAX_COPIES];

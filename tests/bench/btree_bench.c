@@ -22,9 +22,9 @@
  *    LMDB's synced commit; SQLite synchronous=FULL).
  * tinyfs's keys go in the dirents btree (not cached by the key cache: this
  * measures the btree itself); -i repeats the lookups on the inodes btree,
- * through the key cache.  The tinyfs image is DIR/tinyfs.img (1 GiB,
- * sparse), formatted as mkfs.tinyfs does; CACHE_MiB (default 512) is
- * opts.cache_budget.
+ * through the key cache.  The tinyfs image is DIR/tinyfs.img (1 GiB, every
+ * byte written once first, like journal_bench's images: no hole), formatted
+ * as mkfs.tinyfs does; CACHE_MiB (default 512) is opts.cache_budget.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -172,7 +172,12 @@ static void tfs_lookups(struct tfs_fs *fs, enum tfs_btree_id id, const struct ke
 static void run_tinyfs(const struct opts *o, const struct key *keys, const unsigned *order,
 		       const struct key *extra)
 {
-	struct ft_geometry g = { .nr_devs = 1, .size = 1ULL << 30 };
+	/*
+	 * Written once first, as journal_bench's images are: a durable commit
+	 * into a hole of the image file would also pay the host file system's
+	 * allocation (a metadata commit of its own).
+	 */
+	struct ft_geometry g = { .nr_devs = 1, .size = 1ULL << 30, .written = true };
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
 	struct ft t;

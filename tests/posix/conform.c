@@ -55,6 +55,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "posix_util.h"
+
 /* The users the permission checks run as: U3 is also in U1's group. */
 #define U1_ID 65534
 #define U2_ID 65533
@@ -1557,14 +1559,6 @@ static void t_chown(void)
 
 /* ---- truncate, write, read ---- */
 
-static bool all_zero(const char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 static void t_truncate(void)
 {
 	static char buf[65536];
@@ -2674,28 +2668,6 @@ static void t_stamps(void)
 
 /* ---- main ---- */
 
-/* Removes name (below dirfd) and all it holds; by descriptors, as paths may pass PATH_MAX. */
-static int rm_tree(int dfd, const char *name)
-{
-	struct dirent *e;
-	int fd, r = 0;
-	DIR *d;
-
-	if (!unlinkat(dfd, name, 0) || errno == ENOENT)
-		return 0;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			r |= rm_tree(dirfd(d), e->d_name);
-	closedir(d);
-	return r | unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -2807,13 +2779,8 @@ int main(int argc, char **argv)
 	mnt_noatime = v.f_flag & ST_NOATIME;
 	signal(SIGPIPE, SIG_IGN);
 	for (size_t i = 0; i < sizeof(areas) / sizeof(areas[0]); i++) {
-		if (only) {
-			const char *p = strstr(only, areas[i].name);
-			size_t l = strlen(areas[i].name);
-
-			if (!p || (p != only && p[-1] != ',') || (p[l] && p[l] != ','))
-				continue;
-		}
+		if (only && !name_in_list(only, areas[i].name))
+			continue;
 		areas[i].fn();
 	}
 	area_name = "cleanup";

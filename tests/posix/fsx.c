@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "posix_util.h"
+
 #define BLOCK 4096
 #define LOGN 64
 
@@ -774,10 +776,7 @@ int main(int argc, char **argv)
 		return 1;
 	probe();
 	for (int i = 0; i < OP_NR; i++) {
-		const char *p = strstr(exclude, op_names[i]);
-		size_t l = strlen(op_names[i]);
-
-		if (p && (p == exclude || p[-1] == ',') && (!p[l] || p[l] == ',')) {
+		if (name_in_list(exclude, op_names[i])) {
 			supported[i] = false;
 			printf("note: %s left out (-x)\n", op_names[i]);
 		}

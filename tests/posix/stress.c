@@ -49,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "posix_util.h"
+
 #define NSHARED 8
 #define MAXNAMES 400
 #define MAXSIZE (96 * 1024)
@@ -763,14 +765,6 @@ static void walk(const char *rel, bool top)
 	free(names);
 }
 
-static bool all_zero(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 static void check_shared(void)
 {
 	static unsigned char stripe[STRIPE];
@@ -812,27 +806,6 @@ static void check_shared(void)
 	close(fd);
 	if (!bad)
 		npass++;
-}
-
-static int rm_tree(int dfd, const char *name)
-{
-	struct dirent *e;
-	int fd, r = 0;
-	DIR *d;
-
-	if (!unlinkat(dfd, name, 0) || errno == ENOENT)
-		return 0;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			r |= rm_tree(dirfd(d), e->d_name);
-	closedir(d);
-	return r | unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 static void usage(void)

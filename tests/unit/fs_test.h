@@ -26,6 +26,8 @@
 #include "super/format.h"
 #include "super/super.h"
 
+#include "image_test.h"
+
 #define FT_MAX_DEVS 4
 
 struct ft {
@@ -43,55 +45,33 @@ struct ft_geometry {
 	u32 bucket_size;  /* 0: mkfs's choice */
 	u64 journal_size; /* 0: mkfs's choice */
 	unsigned replicas;
-	bool shm; /* images in /dev/shm when it exists */
+	bool shm;     /* images in /dev/shm when it exists */
+	bool written; /* no holes (test_image_geometry.written) */
 };
 
 /* Formats nr image files as mkfs.tinyfs would; 0 or the first error (printed). */
 static inline int ft_format(struct ft *t, const struct ft_geometry *g)
 {
 	struct tfs_format_opts o = { .time = 1700000000, .label = "engine" };
-	struct tfs_format_dev d[FT_MAX_DEVS];
-	struct tfs_sb_handle hs[FT_MAX_DEVS];
-	struct tfs_sb_handle *hps[FT_MAX_DEVS];
-	struct printbuf err = PRINTBUF;
-	int ret;
+	struct test_image_geometry ig = {
+		.nr_devs = g->nr_devs,
+		.size = g->size,
+		.bucket_size = g->bucket_size,
+		.journal_size = g->journal_size,
+		.dev_uuid_base = 0x50,
+		.written = g->written,
+	};
+	const char *paths[FT_MAX_DEVS];
 
-	memset(d, 0, sizeof(d));
-	memset(hs, 0, sizeof(hs));
 	for (unsigned i = 0; i < 16; i++) {
 		o.uuid[i] = (u8)(0x10 + i);
 		o.user_uuid[i] = (u8)(0x30 + i);
 	}
 	o.metadata_replicas = (u8)(g->replicas ?: 1);
 	o.metadata_replicas_required = 1;
-	for (unsigned i = 0; i < g->nr_devs; i++) {
-		int fd = open(t->path[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
-
-		if (fd < 0 || ftruncate(fd, (off_t)g->size))
-			abort();
-		close(fd);
-		d[i].name = t->path[i];
-		d[i].size = g->size;
-		d[i].logical_block_size = 512;
-		d[i].bucket_size = g->bucket_size;
-		d[i].journal_size = g->journal_size;
-		for (unsigned k = 0; k < 16; k++)
-			d[i].uuid[k] = (u8)(0x50 + 16 * i + k);
-	}
-	ret = tfs_format_plan(&o, d, g->nr_devs, hs, &err);
-	for (unsigned i = 0; !ret && i < g->nr_devs; i++) {
-		ret = tfs_bdev_open(t->path[i], 0, &hs[i].bdev);
-		hs[i].owns_bdev = true;
-		hps[i] = &hs[i];
-	}
-	if (!ret)
-		ret = tfs_format_write(hps, g->nr_devs, &err);
-	if (ret)
-		fprintf(stderr, "format: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
 	for (unsigned i = 0; i < g->nr_devs; i++)
-		tfs_sb_exit(&hs[i]);
-	printbuf_exit(&err);
-	return ret;
+		paths[i] = t->path[i];
+	return test_image_format(paths, &o, &ig, tfs_bdev_open);
 }
 
 static inline int ft_open(struct ft *t)

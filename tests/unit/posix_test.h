@@ -31,6 +31,8 @@
 #include "super/format.h"
 #include "super/super.h"
 
+#include "image_test.h"
+
 #define PT_MAX_DEVS 4
 
 struct pt_geometry {
@@ -60,14 +62,15 @@ static inline int pt_format(struct pt *t)
 {
 	const struct pt_geometry *g = &t->g;
 	struct tfs_format_opts o = { .time = 1700000000, .label = "posix" };
-	struct tfs_format_dev d[PT_MAX_DEVS];
-	struct tfs_sb_handle hs[PT_MAX_DEVS];
-	struct tfs_sb_handle *hps[PT_MAX_DEVS];
-	struct printbuf err = PRINTBUF;
-	int ret;
+	struct test_image_geometry ig = {
+		.nr_devs = g->nr_devs,
+		.size = g->size,
+		.bucket_size = g->bucket_size,
+		.journal_size = g->journal_size,
+		.dev_uuid_base = 0x60,
+	};
+	const char *paths[PT_MAX_DEVS];
 
-	memset(d, 0, sizeof(d));
-	memset(hs, 0, sizeof(hs));
 	for (unsigned i = 0; i < 16; i++) {
 		o.uuid[i] = (u8)(0x20 + i);
 		o.user_uuid[i] = (u8)(0x40 + i);
@@ -77,34 +80,9 @@ static inline int pt_format(struct pt *t)
 	o.data_replicas = (u8)(g->data_replicas ?: 1);
 	o.data_replicas_required = (u8)(g->data_replicas_required ?: 1);
 	o.error_action = g->error_action;
-	for (unsigned i = 0; i < g->nr_devs; i++) {
-		int fd = open(t->path[i], O_CREAT | O_RDWR | O_TRUNC, 0600);
-
-		if (fd < 0 || ftruncate(fd, (off_t)g->size))
-			abort();
-		close(fd);
-		d[i].name = t->path[i];
-		d[i].size = g->size;
-		d[i].logical_block_size = 512;
-		d[i].bucket_size = g->bucket_size;
-		d[i].journal_size = g->journal_size;
-		for (unsigned k = 0; k < 16; k++)
-			d[i].uuid[k] = (u8)(0x60 + 16 * i + k);
-	}
-	ret = tfs_format_plan(&o, d, g->nr_devs, hs, &err);
-	for (unsigned i = 0; !ret && i < g->nr_devs; i++) {
-		ret = tfs_bdev_open_uring(t->path[i], 0, &hs[i].bdev);
-		hs[i].owns_bdev = true;
-		hps[i] = &hs[i];
-	}
-	if (!ret)
-		ret = tfs_format_write(hps, g->nr_devs, &err);
-	if (ret)
-		fprintf(stderr, "format: %s: %s\n", tfs_err_str(ret), printbuf_str(&err));
 	for (unsigned i = 0; i < g->nr_devs; i++)
-		tfs_sb_exit(&hs[i]);
-	printbuf_exit(&err);
-	return ret;
+		paths[i] = t->path[i];
+	return test_image_format(paths, &o, &ig, tfs_bdev_open_uring);
 }
 
 /* Every member through a fault device (no rules; a trace when t->trace). */

@@ -5,7 +5,10 @@
  *  - A working set ten times the memory budget (writes, then reads all over
  *    it): the cache never holds more than the budget plus a stated slack
  *    (the split reserve and one path per tree: what a single operation may
- *    add before the check after it runs), and every key reads back.
+ *    add before the check after it runs), and every key reads back.  The
+ *    checkpoints' node copies count (their high-water mark too): a write
+ *    back for memory copies every dirty node of its tree at once, so dirty
+ *    nodes are charged for their copies before it starts.
  *  - The scan's rules, each with a test that fails if the rule is broken:
  *    a node used since the last scan gets a second chance (freed by the
  *    next one, not this one); dirty nodes are never freed; a tree whose

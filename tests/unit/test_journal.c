@@ -470,6 +470,13 @@ static void test_to_text(void **state)
 	assert_non_null(strstr(s, "dev 0 ("));
 	assert_non_null(strstr(s, "dev 1 ("));
 	assert_non_null(strstr(s, "buckets free"));
+	/* Where the next entry goes: a ring index, and the bucket it names. */
+	const char *at = strstr(s, "), ring index ");
+	unsigned idx;
+	unsigned long long bucket;
+
+	assert_non_null(at);
+	assert_int_equal(sscanf(at, "), ring index %u (bucket %llu) offset", &idx, &bucket), 2);
 	printbuf_exit(&out);
 	jt_cleanup(&t);
 }

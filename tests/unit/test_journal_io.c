@@ -604,6 +604,84 @@ static void test_flush_reaches_unwritable_member(void **state)
 	jt_cleanup(&t);
 }
 
+/* Captures stderr around a call (the messages a failure prints). */
+struct capture {
+	int saved, fd;
+	char path[64];
+};
+
+static void capture_start(struct capture *c)
+{
+	snprintf(c->path, sizeof(c->path), "/tmp/tfs-stderr-XXXXXX");
+	c->fd = mkstemp(c->path);
+	assert_true(c->fd >= 0);
+	fflush(stderr);
+	c->saved = dup(2);
+	dup2(c->fd, 2);
+}
+
+/* The captured text (static), echoed to stderr. */
+static char *capture_end(struct capture *c)
+{
+	static char text[8192];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(c->saved, 2);
+	close(c->saved);
+	n = pread(c->fd, text, sizeof(text) - 1, 0);
+	text[n > 0 ? n : 0] = 0;
+	close(c->fd);
+	unlink(c->path);
+	fputs(text, stderr);
+	return text;
+}
+
+/*
+ * A journal read that fails is printed once, by the journal (device, bucket,
+ * ring index, offset), not a second time by the device.  The device vanishes
+ * at the 4th bucket read, so the reads after it fail in the device itself
+ * (an injected failure prints only the fault line), each of them
+ * once: every line is the journal's or the fault device's own.
+ */
+static void test_read_error_printed_once(void **state)
+{
+	struct jt t;
+	struct tfs_journal_read *r = NULL;
+	struct printbuf err = PRINTBUF;
+	struct capture cap;
+	unsigned journal_lines = 0;
+
+	jt_images(&t, 1, 8, 16 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, 1, 1, 0)), 0);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+	assert_int_equal(jt_wrap_faultdevs(&t), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 vanish"), 0);
+	capture_start(&cap);
+	assert_true(jt_read(&t, &r, &err) < 0);
+	char *printed = capture_end(&cap);
+
+	for (char *l = printed, *nl; *l; l = nl + 1) {
+		nl = strchr(l, '\n');
+		assert_non_null(nl);
+		*nl = 0;
+		if (!strncmp(l, "tinyfs: fault:", 14))
+			continue;
+		/* Nothing but the journal's own line per failed bucket. */
+		if (strncmp(l, "journal: dev 0", 14))
+			fail_msg("printed by someone else: %s", l);
+		assert_non_null(strstr(l, "ring index"));
+		journal_lines++;
+	}
+	assert_int_equal(journal_lines, 5); /* ring indexes 3 to 7 */
+	assert_null(r);
+	printbuf_exit(&err);
+	jt_close_bdevs(&t);
+	jt_cleanup(&t);
+}
+
 /*
  * A bucket that cannot be read fails the read, naming device and bucket:
  * acknowledged entries in it must not vanish silently (their seqs would be
@@ -1326,6 +1404,7 @@ int main(void)
 		cmocka_unit_test(test_powercut_every_write),
 		cmocka_unit_test(test_magic_mixes_uuid),
 		cmocka_unit_test(test_read_error_fails_read),
+		cmocka_unit_test(test_read_error_printed_once),
 		cmocka_unit_test(test_flush_reaches_unwritable_member),
 		cmocka_unit_test(test_read_absurd_span),
 		cmocka_unit_test(test_flush_entry_after_member_flushes),

@@ -442,6 +442,48 @@ static void layout_sector_differs(struct fixture *f, void (*edit)(struct tfs_sb_
 	printbuf_exit(&want);
 }
 
+/*
+ * A damaged (zeroed) or stale (valid, but not the copies' layout) layout
+ * sector is rewritten by the next superblock write, and only it: the rest
+ * of its block is left as it was.  Read again: no warning, the sector is
+ * the copies' layout byte for byte.
+ */
+static void stale_layout_rewritten(struct fixture *f, void (*edit)(struct tfs_sb_layout *l))
+{
+	struct tfs_sb_handle h = { 0 };
+	struct tfs_sb_layout l, got;
+	struct printbuf err = PRINTBUF;
+	u8 mark = 0x5a, back;
+	char *warn;
+
+	format(f, 1);
+	memset(&l, 0, sizeof(l));
+	if (edit) {
+		l = f->hs[0].sb->layout;
+		edit(&l);
+		l.csum = cpu_to_le32(tfs_sb_layout_csum(&l));
+	}
+	poke(f->path[0], TFS_SB_LAYOUT_OFFSET, &l, sizeof(l));
+	poke(f->path[0], 100, &mark, 1); /* not the layout's: kept */
+	assert_int_equal(tfs_sb_open(f->path[0], 0, &h, &err), 0);
+	assert_true(h.layout_stale);
+	assert_int_equal(tfs_sb_write(&h, &err), 0);
+	assert_string_equal(printbuf_str(&err), "");
+	assert_false(h.layout_stale);
+	tfs_sb_exit(&h);
+
+	peek(f->path[0], TFS_SB_LAYOUT_OFFSET, &got, sizeof(got));
+	assert_memory_equal(&got, &f->hs[0].sb->layout, sizeof(got));
+	peek(f->path[0], 100, &back, 1);
+	assert_int_equal(back, mark);
+	read_dev_stderr(f, 0, &h, &warn);
+	assert_string_equal(warn, "");
+	assert_false(h.layout_stale);
+	free(warn);
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+}
+
 static void edit_nr(struct tfs_sb_layout *l)
 {
 	l->nr_superblocks = 1;
@@ -461,6 +503,13 @@ static void edit_backup(struct tfs_sb_layout *l)
 static void edit_uuid(struct tfs_sb_layout *l)
 {
 	memset(l->uuid, 0x99, 16);
+}
+
+static void test_stale_layout_rewritten(void **state)
+{
+	stale_layout_rewritten(*state, NULL);
+	stale_layout_rewritten(*state, edit_nr);
+	stale_layout_rewritten(*state, edit_uuid);
 }
 
 static void test_layout_sector_differs(void **state)
@@ -951,6 +1000,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gpt_over_layout_and_primary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_layout_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layout_sector_differs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_layout_rewritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_user_uuid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_backup_primary_bad, setup, teardown),
