@@ -24,6 +24,7 @@
 #include "lib/bdev.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 /*
@@ -301,7 +302,7 @@ static int ckpt_write(struct ckpt *c)
 
 	for (unsigned i = 0; i < c->nr; i++)
 		nr_bios += c->nodes[i].nr_runs;
-	bios = calloc(nr_bios ?: 1, sizeof(*bios));
+	bios = tfs_fault("alloc:node_write_bios") ? NULL : calloc(nr_bios ?: 1, sizeof(*bios));
 	if (!bios)
 		return -ENOMEM;
 	struct tfs_bio **list = calloc(nr_bios ?: 1, sizeof(*list));
