@@ -41,7 +41,16 @@
 #define EL_K1_LEN 5000
 #define EL_A_LEN 32768
 #define EL_U_LEN 8192
-#define EL_T_LEN 32768
+/*
+ * t: EL_T_EXTENTS extents of 4 KiB, one every 8 KiB (holes between):
+ * truncating it takes more than one transaction (fs/io.c's IO_BATCH_KEYS).
+ */
+#define EL_T_EXTENTS 200
+#define EL_T_LEN (EL_T_EXTENTS * 8192ULL)
+/* d/ra: the name rename replaces. */
+#define EL_RA_LEN 6000
+/* mount: files fsynced one by one before the power cut (several journal entries). */
+#define EL_M_FILES 12
 #define EL_M_LEN 12000
 /* Seeds of pt_byte() per file. */
 enum {
@@ -54,12 +63,18 @@ enum {
 	EL_SEED_W,
 	EL_SEED_F,
 	EL_SEED_S,
-	EL_SEED_X
+	EL_SEED_X,
+	EL_SEED_RA,
+	EL_SEED_U2,
 };
 #define EL_W_OFF 16384
-#define EL_W_LEN 24576
+/* More than 1 MiB: two transactions (a write is one per MiB). */
+#define EL_W_LEN (1056 * 1024)
 #define EL_F_LEN 16384
 #define EL_S_LEN 10000
+/* unmount: small files made (not synced) before the stop. */
+#define EL_S_FILES 24
+#define EL_S_SMALL 2000
 #define EL_TRUNC 5000
 #define EL_X_LEN 300
 
@@ -117,6 +132,14 @@ static inline void el_window(struct el *e, bool end)
 		e->window(e, end);
 }
 
+/* What byte i of a file written with seed holds (t is sparse). */
+static inline u8 el_byte(u64 seed, u64 i)
+{
+	if (seed == EL_SEED_T && i % 8192 >= 4096)
+		return 0;
+	return pt_byte(seed, i);
+}
+
 static inline bool el_long(void)
 {
 	const char *s = getenv("TFS_LONG");
@@ -147,6 +170,33 @@ static inline int el_write_file(struct pt *t, tfs_ino_t dir, const char *name, u
 	pt_fill(buf, len, seed, 0);
 	if (tfs_write(t->fs, f, buf, len, 0) != (ssize_t)len)
 		ret = -EIO;
+	ret = ret ?: tfs_fsync(t->fs, f, false);
+	tfs_release(t->fs, f);
+	return ret;
+}
+
+/* t: 4 KiB of data every 8 KiB, the last one ending the file's size. */
+static inline int el_write_sparse(struct pt *t, tfs_ino_t dir, const char *name)
+{
+	static u8 buf[4096];
+	struct tfs_file *f;
+	int ret = pt_create(t, dir, name, &f);
+
+	for (u64 i = 0; !ret && i < EL_T_EXTENTS; i++) {
+		u64 off = i * 8192;
+
+		for (unsigned k = 0; k < sizeof(buf); k++)
+			buf[k] = el_byte(EL_SEED_T, off + k);
+		if (tfs_write(t->fs, f, buf, sizeof(buf), off) != sizeof(buf))
+			ret = -EIO;
+	}
+	if (!ret) {
+		/* The size: the last hole too. */
+		struct tfs_setattr sa = { .valid = TFS_SETATTR_SIZE, .size = EL_T_LEN };
+		struct tfs_stat st;
+
+		ret = tfs_setattr(t->fs, tfs_file_ino(f), f, &sa, &st);
+	}
 	ret = ret ?: tfs_fsync(t->fs, f, false);
 	tfs_release(t->fs, f);
 	return ret;
@@ -186,7 +236,7 @@ static inline s64 el_read(struct el *e, tfs_ino_t dir, const char *name, u8 *buf
 /* Checks dir/name is a regular file of len bytes of pt_byte(seed). */
 static inline bool el_check_file(struct el *e, tfs_ino_t dir, const char *name, u64 len, u64 seed)
 {
-	static u8 buf[1 << 16];
+	static u8 buf[2 << 20];
 	s64 n = el_read(e, dir, name, buf, sizeof(buf));
 
 	if (n < 0) {
@@ -198,7 +248,7 @@ static inline bool el_check_file(struct el *e, tfs_ino_t dir, const char *name, 
 		return false;
 	}
 	for (u64 i = 0; i < len; i++)
-		if (buf[i] != pt_byte(seed, i)) {
+		if (buf[i] != el_byte(seed, i)) {
 			el_fail(e, "%s: byte %llu differs", name, (unsigned long long)i);
 			return false;
 		}
@@ -240,8 +290,10 @@ static inline int el_populate(struct pt *t)
 	       ?: tfs_setxattr(t->fs, pt_ino(t, keep, "k0"), "user.k", "kval", 4, 0)
 	       ?: el_write_file(t, TFS_ROOT_INO, "a", EL_A_LEN, EL_SEED_A)
 	       ?: el_write_file(t, TFS_ROOT_INO, "u", EL_U_LEN, EL_SEED_U)
-	       ?: el_write_file(t, TFS_ROOT_INO, "t", EL_T_LEN, EL_SEED_T)
-	       ?: pt_mkdir(t, TFS_ROOT_INO, "d", NULL) ?: tfs_syncfs(t->fs);
+	       ?: el_write_sparse(t, TFS_ROOT_INO, "t")
+	       ?: pt_mkdir(t, TFS_ROOT_INO, "d", NULL)
+	       ?: el_write_file(t, pt_ino(t, TFS_ROOT_INO, "d"), "ra", EL_RA_LEN, EL_SEED_RA)
+	       ?: tfs_syncfs(t->fs);
 }
 
 /*
@@ -287,8 +339,14 @@ static inline void el_init(struct el *e)
 	pt_copy_file(t->path[0], e->clean);
 
 	ret = pt_open(t) ?: el_write_file(t, TFS_ROOT_INO, "m", EL_M_LEN, EL_SEED_M)
-		?: pt_mkdir(t, TFS_ROOT_INO, "md", NULL)
-		?: tfs_fsyncdir(t->fs, TFS_ROOT_INO, false)
+		?: pt_mkdir(t, TFS_ROOT_INO, "md", NULL);
+	for (unsigned i = 0; !ret && i < EL_M_FILES; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "m%u", i);
+		ret = el_write_file(t, pt_ino(t, TFS_ROOT_INO, "md"), name, 3000 + i, 100 + i);
+	}
+	ret = ret ?: tfs_fsyncdir(t->fs, TFS_ROOT_INO, false)
 		?: tfs_faultdev_powercut(pt_bdev(t, 0), TFS_POWERCUT_none, 0);
 	if (ret) {
 		fprintf(stderr, "errloop: dirty template: %s\n", tfs_err_str(ret));
@@ -385,6 +443,8 @@ static inline int el_prepare(struct el *e, enum el_op op)
 	switch (op) {
 	case EL_OP_write:
 		return pt_open_file(t, TFS_ROOT_INO, "a", O_RDWR, &e->f);
+	case EL_OP_unlink:
+		return pt_open_file(t, TFS_ROOT_INO, "u", O_RDWR, &e->f);
 	case EL_OP_fsync:
 		ret = pt_open_file(t, TFS_ROOT_INO, "a", O_RDWR, &e->f);
 		if (ret)
@@ -402,7 +462,19 @@ static inline int el_prepare(struct el *e, enum el_op op)
 		if (tfs_write(t->fs, f, s, EL_S_LEN, 0) != EL_S_LEN)
 			ret = -EIO;
 		tfs_release(t->fs, f);
-		return ret ?: pt_mkdir(t, TFS_ROOT_INO, "sd", NULL);
+		ret = ret ?: pt_mkdir(t, TFS_ROOT_INO, "sd", NULL);
+		/* More dirty state for the stop to write back. */
+		for (unsigned i = 0; !ret && i < EL_S_FILES; i++) {
+			char name[16];
+
+			snprintf(name, sizeof(name), "s%u", i);
+			ret = pt_create(t, pt_ino(t, TFS_ROOT_INO, "sd"), name, &f);
+			if (!ret && tfs_write(t->fs, f, s, EL_S_SMALL, 0) != EL_S_SMALL)
+				ret = -EIO;
+			if (!ret)
+				tfs_release(t->fs, f);
+		}
+		return ret;
 	}
 	default:
 		return 0;
@@ -441,7 +513,16 @@ static inline int el_run_op(struct el *e, enum el_op op)
 		return tfs_rename(t->fs, TFS_ROOT_INO, "a", 1, pt_ino(t, TFS_ROOT_INO, "d"), "ra",
 				  2, 0);
 	case EL_OP_unlink:
-		return tfs_unlink(t->fs, TFS_ROOT_INO, "u", 1);
+		/* Unlinked while open, written, then closed: the orphan's cleanup. */
+		ret = tfs_unlink(t->fs, TFS_ROOT_INO, "u", 1);
+		if (!ret) {
+			pt_fill(buf, 4096, EL_SEED_U2, 0);
+			if (tfs_write(t->fs, e->f, buf, 4096, 0) != 4096)
+				ret = -EIO;
+		}
+		tfs_release(t->fs, e->f);
+		e->f = NULL;
+		return ret;
 	case EL_OP_truncate: {
 		struct tfs_setattr sa = { .valid = TFS_SETATTR_SIZE, .size = EL_TRUNC };
 		struct tfs_stat st;
@@ -482,7 +563,7 @@ static inline int el_run(struct el *e, enum el_op op)
 /* "a" is its old content, or (write) each byte old or new. */
 static inline void el_check_a(struct el *e, enum el_op op, bool done, bool fsynced)
 {
-	static u8 buf[1 << 16];
+	static u8 buf[2 << 20];
 	s64 n;
 
 	if (op == EL_OP_rename)
@@ -557,17 +638,17 @@ static inline void el_check(struct el *e, enum el_op op, bool done, bool fsynced
 	}
 	el_check_a(e, op, done, fsynced);
 
-	/* rename: exactly one of the names, with a's content. */
+	/* rename a over d/ra: both old, or a gone and d/ra holding a's content. */
 	a = el_exists(e, TFS_ROOT_INO, "a", &st);
 	ra = d && el_exists(e, d, "ra", &st);
-	if (op != EL_OP_rename && (!a || ra))
-		el_fail(e, "a %d, d/ra %d", a, ra);
-	if (op == EL_OP_rename) {
-		if (a == ra || (done && !ra))
-			el_fail(e, "after rename: a %d, d/ra %d (done %d)", a, ra, done);
-		else
-			el_check_file(e, a ? TFS_ROOT_INO : d, a ? "a" : "ra", EL_A_LEN, EL_SEED_A);
-	}
+	if (!ra || (a ? op == EL_OP_rename && done : op != EL_OP_rename))
+		el_fail(e, "a %d, d/ra %d (done %d)", a, ra, done);
+	else if (a)
+		el_check_file(e, d, "ra", EL_RA_LEN, EL_SEED_RA);
+	else
+		el_check_file(e, d, "ra", EL_A_LEN, EL_SEED_A);
+	if (a && op == EL_OP_rename)
+		el_check_file(e, TFS_ROOT_INO, "a", EL_A_LEN, EL_SEED_A);
 
 	/* unlink */
 	if (el_exists(e, TFS_ROOT_INO, "u", &st)) {
@@ -620,8 +701,18 @@ static inline void el_check(struct el *e, enum el_op op, bool done, bool fsynced
 	/* mount: what was fsynced before the power cut */
 	if (op == EL_OP_mount) {
 		el_check_file(e, TFS_ROOT_INO, "m", EL_M_LEN, EL_SEED_M);
-		if (!el_exists(e, TFS_ROOT_INO, "md", &st) || !S_ISDIR(st.mode))
+		if (!el_exists(e, TFS_ROOT_INO, "md", &st) || !S_ISDIR(st.mode)) {
 			el_fail(e, "md is missing after replay");
+		} else {
+			tfs_ino_t md = st.ino;
+
+			for (unsigned i = 0; i < EL_M_FILES; i++) {
+				char name[16];
+
+				snprintf(name, sizeof(name), "m%u", i);
+				el_check_file(e, md, name, 3000 + i, 100 + i);
+			}
+		}
 	}
 
 	/* unmount: what was not synced before the stop; there if it said 0 */
@@ -632,8 +723,23 @@ static inline void el_check(struct el *e, enum el_op op, bool done, bool fsynced
 		} else if (done) {
 			el_fail(e, "s is missing after a clean stop");
 		}
-		if (!el_exists(e, TFS_ROOT_INO, "sd", &st) && done)
+		if (el_exists(e, TFS_ROOT_INO, "sd", &st)) {
+			tfs_ino_t sd = st.ino;
+
+			for (unsigned i = 0; i < EL_S_FILES; i++) {
+				char name[16];
+
+				snprintf(name, sizeof(name), "s%u", i);
+				if (el_exists(e, sd, name, &st)) {
+					if (st.size || done)
+						el_check_file(e, sd, name, EL_S_SMALL, EL_SEED_S);
+				} else if (done) {
+					el_fail(e, "sd/%s is missing after a clean stop", name);
+				}
+			}
+		} else if (done) {
 			el_fail(e, "sd is missing after a clean stop");
+		}
 	}
 }
 

@@ -7,7 +7,7 @@
  * one (the Nth and every later one); errloop.h says what each iteration
  * checks.  Prints "figure errloop op=OP kind=K iterations=N failed=F".
  *
- * Bounded form: N = 1..48, then every 7th (TFS_LONG=1: every N).
+ * Bounded form: N = 1..16, then every 8th (TFS_LONG=1: every N).
  * TFS_ERRLOOP_OPS=op,op runs only those operations.
  */
 #include "errloop.h"
@@ -39,7 +39,7 @@ int main(void)
 			struct el_fault f = { .io = true, .persistent = persistent };
 			unsigned iterations = 0, failed = 0;
 
-			for (f.n = 1;; f.n += f.n < 48 || el_long() ? 1 : 7) {
+			for (f.n = 1;; f.n += f.n < 16 || el_long() ? 1 : 8) {
 				bool reached = el_iteration(&e, op, &f);
 
 				iterations++;
