@@ -21,6 +21,8 @@
  *    effect is there whatever the stop said (unmount: when the stop said
  *    success; mount: when the open and the stop after it did), and when
  *    it failed the target is in its old or its new state, never a third;
+ *  - a change made on the same mount after the operation (the fault still
+ *    armed), when its fsync said success, is there too;
  *  - a clean stop after the check succeeds.
  * The loop runs N = 1, 2, ... until the operation (for unmount: the stop,
  * for mount: the open) completes without the fault being reached.
@@ -66,7 +68,9 @@ enum {
 	EL_SEED_X,
 	EL_SEED_RA,
 	EL_SEED_U2,
+	EL_SEED_AFTER,
 };
+#define EL_AFTER_LEN 3000
 #define EL_W_OFF 16384
 /* More than 1 MiB: two transactions (a write is one per MiB). */
 #define EL_W_LEN (1056 * 1024)
@@ -368,8 +372,9 @@ static inline void el_exit(struct el *e)
 static inline void el_fault_to_text(struct printbuf *out, const struct el_fault *f)
 {
 	if (f->io)
-		prt_printf(out, "any nth=%llu %sfail=EIO", (unsigned long long)f->n,
-			   f->persistent ? "every=1 " : "");
+		prt_printf(out, "any nth=%llu %s%s", (unsigned long long)f->n,
+			   f->persistent ? "every=1 " : "",
+			   getenv("TFS_ERRLOOP_ACTION") ?: "fail=EIO");
 	else
 		prt_printf(out, "point %s %s nth=%llu", f->point,
 			   f->persistent ? "always" : "oneshot", (unsigned long long)f->n);
@@ -744,6 +749,28 @@ static inline void el_check(struct el *e, enum el_op op, bool done, bool fsynced
 }
 
 /*
+ * After the operation, on the same mount, the fault still armed: another
+ * change and its fsync.  The filesystem must stay usable or fail honestly:
+ * if the fsync says success, the file is there after the reopen.
+ */
+static inline int el_follow_up(struct pt *t)
+{
+	return el_write_file(t, TFS_ROOT_INO, "after", EL_AFTER_LEN, EL_SEED_AFTER);
+}
+
+static inline void el_check_follow_up(struct el *e, bool done)
+{
+	struct tfs_stat st;
+
+	if (el_exists(e, TFS_ROOT_INO, "after", &st)) {
+		if (st.size || done)
+			el_check_file(e, TFS_ROOT_INO, "after", EL_AFTER_LEN, EL_SEED_AFTER);
+	} else if (done) {
+		el_fail(e, "\"after\" is missing though its fsync said success");
+	}
+}
+
+/*
  * One iteration: returns whether the fault was reached by the operation
  * (the loop goes on while it is).  Failed checks set e->failed.
  */
@@ -751,7 +778,7 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 {
 	struct pt *t = &e->t;
 	bool reached = false, done, fsynced = false;
-	int op_ret = 0, stop_ret = 0, ret;
+	int op_ret = 0, stop_ret = 0, follow_ret = -1, ret;
 
 	{
 		PRINTBUF_ONSTACK(what, 128);
@@ -774,8 +801,10 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 		op_ret = pt_open(t);
 		el_window(e, true);
 		reached = el_reached(f);
-		if (!op_ret)
+		if (!op_ret) {
+			follow_ret = el_follow_up(t);
 			stop_ret = pt_stop(t);
+		}
 	} else {
 		ret = pt_open(t) ?: el_prepare(e, op);
 		if (ret) {
@@ -798,6 +827,7 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 			if (e->f)
 				tfs_release(t->fs, e->f);
 			e->f = NULL;
+			follow_ret = el_follow_up(t);
 			stop_ret = pt_stop(t);
 		}
 	}
@@ -820,6 +850,7 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 		el_fail(e, "fsck: %d findings (op %s, stop %s)", ret, tfs_err_str(op_ret),
 			tfs_err_str(stop_ret));
 	el_check(e, op, done, fsynced);
+	el_check_follow_up(e, !follow_ret);
 	ret = pt_stop(t);
 	if (ret)
 		el_fail(e, "clean stop after the check: %s", tfs_err_str(ret));

@@ -8,7 +8,8 @@
  * checks.  Prints "figure errloop op=OP kind=K iterations=N failed=F".
  *
  * Bounded form: N = 1..16, then every 8th (TFS_LONG=1: every N).
- * TFS_ERRLOOP_OPS=op,op runs only those operations.
+ * TFS_ERRLOOP_OPS=op,op runs only those operations; TFS_ERRLOOP_ACTION=short
+ * (any fault-device action) replaces fail=EIO.
  */
 #include "errloop.h"
 
