@@ -121,9 +121,15 @@ struct el_fault {
 
 struct el {
 	struct pt t;
-	char clean[160], dirty[160];
+	char clean[PT_MAX_DEVS][160], dirty[PT_MAX_DEVS][160];
+	/*
+	 * Faults go to member 0 only while another member holds a replica of
+	 * everything: an operation (and the fsync after it) must succeed.
+	 */
+	bool healthy_replica;
 	unsigned failures; /* iterations whose checks failed */
 	bool failed;	   /* the current iteration's checks failed */
+	bool xfailed;	   /* it met a documented expected failure */
 	char what[128];	   /* the current iteration, for messages */
 	struct tfs_file *f;
 	/* Called when the operation starts (false) and ends (true). */
@@ -312,12 +318,14 @@ static inline void el_move_to_shm(struct pt *t)
 	snprintf(dir, sizeof(dir), "/dev/shm/tfs-errloop-XXXXXX");
 	if (!mkdtemp(dir))
 		return;
-	snprintf(path, sizeof(path), "%s/img0", dir);
-	pt_copy_file(t->path[0], path);
-	unlink(t->path[0]);
+	for (unsigned i = 0; i < t->nr; i++) {
+		snprintf(path, sizeof(path), "%s/img%u", dir, i);
+		pt_copy_file(t->path[i], path);
+		unlink(t->path[i]);
+		memcpy(t->path[i], path, sizeof(path));
+	}
 	rmdir(t->dir);
 	memcpy(t->dir, dir, sizeof(dir));
-	memcpy(t->path[0], path, sizeof(path));
 }
 
 /*
@@ -325,22 +333,30 @@ static inline void el_move_to_shm(struct pt *t)
  * the dirty one (the same plus "m" and "md", fsynced, then the power cut:
  * the journal must be replayed at the next open).
  */
-static inline void el_init(struct el *e)
+static inline void el_init(struct el *e, const struct pt_geometry *geometry)
 {
 	struct pt_geometry g = { .size = 8ULL << 20 };
 	struct pt *t = &e->t;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
+	if (geometry)
+		g = *geometry;
 	ret = pt_mkfs(t, &g) ?: el_populate(t) ?: pt_stop(t);
 	if (ret) {
 		fprintf(stderr, "errloop: template: %s\n", tfs_err_str(ret));
 		abort();
 	}
 	el_move_to_shm(t);
-	snprintf(e->clean, sizeof(e->clean), "%s/clean", t->dir);
-	snprintf(e->dirty, sizeof(e->dirty), "%s/dirty", t->dir);
-	pt_copy_file(t->path[0], e->clean);
+	for (unsigned i = 0; i < t->nr; i++) {
+		char dir[sizeof(t->dir)];
+
+		/* Through a local: gcc's -Wrestrict sees e into e. */
+		memcpy(dir, t->dir, sizeof(dir));
+		snprintf(e->clean[i], sizeof(e->clean[i]), "%s/clean%u", dir, i);
+		snprintf(e->dirty[i], sizeof(e->dirty[i]), "%s/dirty%u", dir, i);
+		pt_copy_file(t->path[i], e->clean[i]);
+	}
 
 	ret = pt_open(t) ?: el_write_file(t, TFS_ROOT_INO, "m", EL_M_LEN, EL_SEED_M)
 		?: pt_mkdir(t, TFS_ROOT_INO, "md", NULL);
@@ -350,20 +366,25 @@ static inline void el_init(struct el *e)
 		snprintf(name, sizeof(name), "m%u", i);
 		ret = el_write_file(t, pt_ino(t, TFS_ROOT_INO, "md"), name, 3000 + i, 100 + i);
 	}
-	ret = ret ?: tfs_fsyncdir(t->fs, TFS_ROOT_INO, false)
-		?: tfs_faultdev_powercut(pt_bdev(t, 0), TFS_POWERCUT_none, 0);
+	ret = ret ?: tfs_fsyncdir(t->fs, TFS_ROOT_INO, false);
+	/* Everything was flushed: each member's cut keeps the same durable state. */
+	for (unsigned i = 0; !ret && i < t->nr; i++)
+		ret = tfs_faultdev_powercut(pt_bdev(t, i), TFS_POWERCUT_none, 0);
 	if (ret) {
 		fprintf(stderr, "errloop: dirty template: %s\n", tfs_err_str(ret));
 		abort();
 	}
 	pt_stop(t); /* fails: the device is frozen */
-	pt_copy_file(t->path[0], e->dirty);
+	for (unsigned i = 0; i < t->nr; i++)
+		pt_copy_file(t->path[i], e->dirty[i]);
 }
 
 static inline void el_exit(struct el *e)
 {
-	unlink(e->clean);
-	unlink(e->dirty);
+	for (unsigned i = 0; i < e->t.nr; i++) {
+		unlink(e->clean[i]);
+		unlink(e->dirty[i]);
+	}
 	pt_cleanup(&e->t);
 }
 
@@ -792,9 +813,12 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 	printf("errloop %s %s\n", f->io ? "io" : "alloc", e->what);
 	fflush(stdout);
 	e->failed = false;
+	e->xfailed = false;
 
-	pt_copy_file(op == EL_OP_mount ? e->dirty : e->clean, t->path[0]);
-	t->rule[0][0] = 0;
+	for (unsigned i = 0; i < t->nr; i++) {
+		pt_copy_file(op == EL_OP_mount ? e->dirty[i] : e->clean[i], t->path[i]);
+		t->rule[i][0] = 0;
+	}
 	if (op == EL_OP_mount) {
 		el_arm_open(e, f);
 		el_window(e, false);
@@ -856,7 +880,77 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 		el_fail(e, "clean stop after the check: %s", tfs_err_str(ret));
 	if (!reached && op_ret)
 		el_fail(e, "returned %s without reaching the fault", tfs_err_str(op_ret));
+	if (e->healthy_replica && op == EL_OP_unmount && op_ret == -TFS_ERR_sb_write) {
+		/*
+		 * Expected failure, not fixed yet: the stop's clean-section
+		 * superblock write fails on the failing member and the stop
+		 * returns sb_write although the other member has it (and the
+		 * reopen is right: the journal replays).  tfs_sb_write_all()
+		 * fails when any member fails; what a partly written clean
+		 * section means at the next open is not decided yet.
+		 */
+		printf("errloop XFAIL %s: stop returned sb_write with a healthy replica\n",
+		       e->what);
+		e->xfailed = true;
+	} else if (e->healthy_replica && op != EL_OP_mount &&
+		   (op_ret || (op != EL_OP_unmount && follow_ret))) {
+		el_fail(e, "an error with a healthy replica: %s, then %s", tfs_err_str(op_ret),
+			tfs_err_str(follow_ret));
+	}
 	return reached;
+}
+
+static inline bool wanted(enum el_op op)
+{
+	const char *s = getenv("TFS_ERRLOOP_OPS");
+	size_t len = strlen(el_op_names[op]);
+
+	if (!s)
+		return true;
+	for (const char *p = s; (p = strstr(p, el_op_names[op])); p += len)
+		if ((p == s || p[-1] == ',') && (!p[len] || p[len] == ','))
+			return true;
+	return false;
+}
+
+/*
+ * The I/O-error loops over every operation (TFS_ERRLOOP_OPS: some), each
+ * transient and persistent; prints "figure NAME op=OP kind=K iterations=N
+ * failed=F" per pair and returns the failed iterations.  Bounded form:
+ * N = 1..16, then every 8th (TFS_LONG=1: every N).
+ */
+static inline unsigned el_io_loops(struct el *e, const char *figure)
+{
+	unsigned total_failed = 0;
+
+	for (unsigned op = 0; op < EL_OP_NR; op++) {
+		if (!wanted(op))
+			continue;
+		for (int persistent = 0; persistent < 2; persistent++) {
+			struct el_fault f = { .io = true, .persistent = persistent };
+			unsigned iterations = 0, failed = 0, xfailed = 0;
+
+			for (f.n = 1;; f.n += f.n < 16 || el_long() ? 1 : 8) {
+				bool reached = el_iteration(e, op, &f);
+
+				iterations++;
+				failed += e->failed;
+				xfailed += e->xfailed && !e->failed;
+				if (!reached)
+					break;
+				if (f.n > 100000) {
+					fprintf(stderr, "errloop: %s never completes\n", e->what);
+					failed++;
+					break;
+				}
+			}
+			printf("figure %s op=%s kind=%s iterations=%u failed=%u xfail=%u\n", figure,
+			       el_op_names[op], persistent ? "persistent" : "transient", iterations,
+			       failed, xfailed);
+			total_failed += failed;
+		}
+	}
+	return total_failed;
 }
 
 #endif /* TFS_TESTS_FAULT_ERRLOOP_H */

@@ -68,7 +68,7 @@ int main(void)
 	struct printbuf never = PRINTBUF;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	el_init(&e);
+	el_init(&e, NULL);
 	tfs_fault_points_reset();
 	nr_names = point_names(names, 256);
 	for (unsigned op = 0; op < EL_OP_NR; op++) {

@@ -13,52 +13,14 @@
  */
 #include "errloop.h"
 
-static bool wanted(enum el_op op)
-{
-	const char *s = getenv("TFS_ERRLOOP_OPS");
-	size_t len = strlen(el_op_names[op]);
-
-	if (!s)
-		return true;
-	for (const char *p = s; (p = strstr(p, el_op_names[op])); p += len)
-		if ((p == s || p[-1] == ',') && (!p[len] || p[len] == ','))
-			return true;
-	return false;
-}
-
 int main(void)
 {
 	struct el e;
-	unsigned total_failed = 0;
+	unsigned failed;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	el_init(&e);
-	for (unsigned op = 0; op < EL_OP_NR; op++) {
-		if (!wanted(op))
-			continue;
-		for (int persistent = 0; persistent < 2; persistent++) {
-			struct el_fault f = { .io = true, .persistent = persistent };
-			unsigned iterations = 0, failed = 0;
-
-			for (f.n = 1;; f.n += f.n < 16 || el_long() ? 1 : 8) {
-				bool reached = el_iteration(&e, op, &f);
-
-				iterations++;
-				failed += e.failed;
-				if (!reached)
-					break;
-				if (f.n > 100000) {
-					fprintf(stderr, "errloop: %s never completes\n", e.what);
-					failed++;
-					break;
-				}
-			}
-			printf("figure errloop op=%s kind=%s iterations=%u failed=%u\n",
-			       el_op_names[op], persistent ? "persistent" : "transient", iterations,
-			       failed);
-			total_failed += failed;
-		}
-	}
+	el_init(&e, NULL);
+	failed = el_io_loops(&e, "errloop");
 	el_exit(&e);
-	return total_failed ? 1 : 0;
+	return failed ? 1 : 0;
 }
