@@ -75,6 +75,16 @@ static inline bool ch_sanitized(void)
 #endif
 }
 
+/* TSan is the slowest (several threads per filesystem): its bounded forms shrink more. */
+static inline bool ch_tsan(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	return true;
+#else
+	return false;
+#endif
+}
+
 static inline bool ch_long(void)
 {
 	return getenv("TFS_LONG") && strcmp(getenv("TFS_LONG"), "0");
