@@ -29,6 +29,8 @@ struct ch_class {
 	const char *name;
 	u64 states[CH_POLICIES], images[CH_POLICIES], failed[CH_POLICIES];
 	u64 workloads;
+	/* Passed cuts whose image showed the last state / only older ones (not vacuous). */
+	u64 newest, older;
 };
 
 struct ch_cache_ent {
@@ -673,6 +675,10 @@ static inline bool ch_check_cut(struct ch *h, struct ch_class *cl, const char *w
 		fprintf(stderr, "%s %s: same image as before: states %#llx, may show %u to %u\n",
 			wname, where, (unsigned long long)mask, lo, hi);
 	cl->failed[pi] += !ok;
+	if (ok && (mask >> (h->run.nr_states - 1)) & 1)
+		cl->newest++;
+	else if (ok)
+		cl->older++;
 	return ok;
 }
 

@@ -147,6 +147,12 @@ static void test_length1(void **state)
 		failed += workload("len1", &i, 1, i);
 	H.cut_stride = 1;
 	assert_int_equal(failed, 0);
+	/* The cuts land before and after the operations, not only at one end. */
+	struct ch_class *cl = ch_class(&H, "len1");
+
+	fprintf(stderr, "length 1: %llu cuts showed the last state, %llu an older one\n",
+		(unsigned long long)cl->newest, (unsigned long long)cl->older);
+	assert_true(cl->newest > 0 && cl->older > 0);
 }
 
 static void test_length2(void **state)
@@ -240,6 +246,109 @@ static void test_regressions(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/*
+ * A second power cut during recovery (littlefs's rerun on the same disk):
+ * a crash image is opened for real (replay onto the disk) and stopped,
+ * recorded once; then every cut of that recovery (policies in turn) leaves
+ * an image that still shows the same state, fsck-clean, and recovers.
+ */
+static const char *const recovery_workloads[] = {
+	"append_a+fsync_a+rename_a_over_d_b",
+	"create_c+write_c+fsync_c+unlink_a",
+	"truncdown_a+link_a_d_l+syncfs+exchange_a_d_b",
+};
+
+static u64 recovery_cut(const char *wname, u64 expect, u64 cut, unsigned policy, u64 seed)
+{
+	struct ch_class *cl = ch_class(&H, "recovery");
+	char where[96];
+	u64 mask;
+	bool ok;
+
+	snprintf(where, sizeof(where), "recovery cut at stamp %llu, policy %s",
+		 (unsigned long long)cut, tfs_powercut_policy_names[policy]);
+	ch_build_all(&H, cut, policy, seed, true);
+	cl->states[policy]++;
+	cl->images[policy]++;
+	/* Any state the first image showed (it showed exactly those). */
+	mask = ch_check_image(&H, wname, 0, H.run.nr_states - 1, where);
+	ok = !(mask & CH_BAD) && (mask & ~CH_BAD) == expect;
+	if (!ok)
+		fprintf(stderr, "%s %s: states %#llx, the first crash image showed %#llx\n", wname,
+			where, (unsigned long long)mask, (unsigned long long)expect);
+	cl->failed[policy] += !ok;
+	return !ok;
+}
+
+static void test_recovery_cut(void **state)
+{
+	unsigned stride = ch_long() ? 1 : ch_tsan() ? 8 : ch_sanitized() ? 4 : 1;
+	char tmpl_path[sizeof(H.tmpl[0])], xpath[sizeof(H.tmpl[0])];
+	u64 failed = 0;
+
+	if (only())
+		skip();
+	snprintf(xpath, sizeof(xpath), "%s/first", H.t.dir);
+	memcpy(tmpl_path, H.tmpl[0], sizeof(tmpl_path));
+	for (unsigned w = 0; w < ARRAY_SIZE(recovery_workloads); w++) {
+		unsigned ops[CM_MAXOPS], nr = parse_workload(recovery_workloads[w], ops, CM_MAXOPS);
+		u64 *cuts, *rcuts;
+		unsigned nr_cuts;
+
+		assert_true(nr > 0);
+		ch_record(&H, ops, nr);
+		nr_cuts = ch_cut_points(&H, &cuts);
+		/* A first cut in the middle of the workload, under each policy in turn. */
+		for (unsigned k = 1; k <= 3; k++) {
+			unsigned policy = (w + k) % CH_POLICIES, nr_rcuts;
+			struct ch_trace saved = H.tr[0];
+			u8 *saved_data = H.tmpl_data[0];
+			bool *saved_used = H.tmpl_used[0];
+			u64 expect;
+
+			ch_build_all(&H, cuts[k * nr_cuts / 4], policy, ch_mix(w * 10 + k), true);
+			pt_copy_file(H.t.path[0], xpath);
+			/* The first recovery: what the image shows, then its replay recorded. */
+			H.t.opts.read_only = true;
+			assert_int_equal(pt_open(&H.t), 0);
+			expect = ch_states_mask(&H);
+			assert_int_equal(pt_stop(&H.t), 0);
+			H.t.opts.read_only = false;
+			assert_true(expect != 0);
+			snprintf(H.t.rule[0], sizeof(H.t.rule[0]), "tracefile=%s", H.trace_path[0]);
+			H.t.trace = true;
+			assert_int_equal(pt_open(&H.t), 0);
+			assert_int_equal(pt_stop(&H.t), 0);
+			H.t.trace = false;
+			H.t.rule[0][0] = 0;
+			tfs_faultdev_registry_reset();
+			/* Its cuts, on the first crash image as the template. */
+			H.tr[0] = (struct ch_trace){ 0 };
+			assert_int_equal(
+				tfs_fault_trace_load(H.trace_path[0], &H.tr[0].e, &H.tr[0].nr), 0);
+			memcpy(H.tmpl[0], xpath, sizeof(xpath));
+			ch_template_load(&H, 0);
+			nr_rcuts = ch_cut_points(&H, &rcuts);
+			for (unsigned c = 0; c < nr_rcuts; c++)
+				if (!(c % stride) || c == nr_rcuts - 1)
+					failed += recovery_cut(recovery_workloads[w], expect,
+							       rcuts[c], (c + k) % CH_POLICIES,
+							       ch_mix(w * 1000 + k * 100 + c));
+			free(rcuts);
+			tfs_fault_trace_free(H.tr[0].e, H.tr[0].nr);
+			free(H.tmpl_data[0]);
+			free(H.tmpl_used[0]);
+			H.tr[0] = saved;
+			H.tmpl_data[0] = saved_data;
+			H.tmpl_used[0] = saved_used;
+			memcpy(H.tmpl[0], tmpl_path, sizeof(tmpl_path));
+		}
+		free(cuts);
+	}
+	unlink(xpath);
+	assert_int_equal(failed, 0);
+}
+
 static void test_known_failures(void **state)
 {
 	if (only())
@@ -260,10 +369,10 @@ static void test_known_failures(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_only),	       cmocka_unit_test(test_regressions),
-		cmocka_unit_test(test_length1),	       cmocka_unit_test(test_length2),
-		cmocka_unit_test(test_length3),	       cmocka_unit_test(test_random),
-		cmocka_unit_test(test_known_failures),
+		cmocka_unit_test(test_only),	     cmocka_unit_test(test_regressions),
+		cmocka_unit_test(test_length1),	     cmocka_unit_test(test_length2),
+		cmocka_unit_test(test_length3),	     cmocka_unit_test(test_random),
+		cmocka_unit_test(test_recovery_cut), cmocka_unit_test(test_known_failures),
 	};
 
 	/* TFS_TEST_FILTER=NAME runs only the tests matching it. */
