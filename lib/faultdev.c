@@ -770,6 +770,9 @@ static void print_repro(struct fault_dev *d, const struct tfs_bio *bio, u64 inde
 
 static void trace_free(struct tfs_fault_trace_entry *e);
 
+/* tfs_fault_trace_entry.stamp: one order over every fault device of the process. */
+static u64 trace_stamp;
+
 static struct tfs_fault_trace_entry *trace_new(struct fault_dev *d)
 {
 	struct tfs_fault_trace_entry *e;
@@ -781,8 +784,10 @@ static struct tfs_fault_trace_entry *trace_new(struct fault_dev *d)
 	if (!on)
 		return NULL;
 	e = calloc(1, sizeof(*e));
-	if (e)
+	if (e) {
 		e->rule = -1;
+		e->stamp = __atomic_add_fetch(&trace_stamp, 1, __ATOMIC_SEQ_CST);
+	}
 	return e;
 }
 
@@ -1915,13 +1920,14 @@ int tfs_faultdev_replay(struct tfs_bdev *bdev, struct tfs_bdev *target, u64 upto
  * bytes, and per piece a struct trace_piece_rec and its data.  Native byte
  * order: a trace is replayed on the machine that recorded it.
  */
-#define TRACE_MAGIC "TFSTRC01"
+#define TRACE_MAGIC "TFSTRC02"
 
 struct trace_rec {
 	u64 index, write_index, offset, len;
 	u32 op, flags, tag, csum;
 	s32 result, rule;
 	u32 action, nr_pieces, mark_len, pad;
+	u64 stamp;
 };
 
 struct trace_piece_rec {
@@ -1960,6 +1966,7 @@ int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path)
 			.action = e->action,
 			.nr_pieces = e->nr_pieces,
 			.mark_len = e->mark ? (u32)strlen(e->mark) : 0,
+			.stamp = e->stamp,
 		};
 
 		ok = fwrite(&r, sizeof(r), 1, f) == 1 &&
@@ -2045,6 +2052,116 @@ int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 u
 		fprintf(stderr, "tinyfs: fault: the trace %s is truncated or damaged\n", path);
 	fclose(f);
 	return ret ?: tfs_bdev_flush(target);
+}
+
+void tfs_fault_trace_free(struct tfs_fault_trace_entry *entries, unsigned nr)
+{
+	if (!entries)
+		return;
+	for (unsigned i = 0; i < nr; i++) {
+		for (unsigned p = 0; p < entries[i].nr_pieces; p++)
+			free(entries[i].pieces[p].data);
+		free(entries[i].pieces);
+		free(entries[i].mark);
+	}
+	free(entries);
+}
+
+int tfs_fault_trace_load(const char *path, struct tfs_fault_trace_entry **entries, unsigned *nr)
+{
+	FILE *f = fopen(path, "r");
+	struct tfs_fault_trace_entry *v = NULL;
+	unsigned n = 0, size = 0;
+	char magic[8];
+	struct trace_rec r;
+	int ret = 0;
+
+	*entries = NULL;
+	*nr = 0;
+	if (!f) {
+		int err = -errno; /* before fprintf can change it */
+
+		fprintf(stderr, "tinyfs: fault: cannot read the trace %s: %s\n", path,
+			tfs_err_str(err));
+		return err;
+	}
+	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, TRACE_MAGIC, 8)) {
+		fprintf(stderr, "tinyfs: fault: %s is not a tinyfs trace\n", path);
+		fclose(f);
+		return -TFS_ERR_invalid_argument;
+	}
+	while (!ret) {
+		size_t got = fread(&r, 1, sizeof(r), f);
+		struct tfs_fault_trace_entry *e;
+
+		if (!got && feof(f))
+			break; /* between records: the end */
+		if (got != sizeof(r)) {
+			ret = -EIO;
+			break;
+		}
+		if (!grow((void **)&v, &size, n, sizeof(*v))) {
+			ret = -ENOMEM;
+			break;
+		}
+		e = &v[n++];
+		*e = (struct tfs_fault_trace_entry){
+			.index = r.index,
+			.write_index = r.write_index,
+			.op = r.op,
+			.flags = r.flags,
+			.tag = r.tag,
+			.offset = r.offset,
+			.len = r.len,
+			.csum = r.csum,
+			.result = r.result,
+			.action = r.action,
+			.rule = r.rule,
+			.stamp = r.stamp,
+		};
+		if (r.mark_len) {
+			e->mark = calloc(1, r.mark_len + 1);
+			if (!e->mark)
+				ret = -ENOMEM;
+			else if (fread(e->mark, r.mark_len, 1, f) != 1)
+				ret = -EIO;
+		}
+		if (!ret && r.nr_pieces) {
+			e->pieces = calloc(r.nr_pieces, sizeof(*e->pieces));
+			if (!e->pieces)
+				ret = -ENOMEM;
+		}
+		for (unsigned p = 0; p < r.nr_pieces && !ret; p++) {
+			struct trace_piece_rec pr;
+			struct tfs_fault_trace_piece *pc = &e->pieces[p];
+
+			if (fread(&pr, sizeof(pr), 1, f) != 1 || pr.len > (1ULL << 32)) {
+				ret = -EIO;
+				break;
+			}
+			e->nr_pieces++;
+			pc->offset = pr.offset;
+			pc->len = pr.len;
+			if (pr.has_data) {
+				pc->data = malloc(pr.len ?: 1);
+				if (!pc->data)
+					ret = -ENOMEM;
+				else if (fread(pc->data, pr.len, 1, f) != 1)
+					ret = -EIO;
+			}
+		}
+	}
+	fclose(f);
+	if (ret) {
+		if (ret == -EIO)
+			fprintf(stderr, "tinyfs: fault: the trace %s is truncated or damaged\n",
+				path);
+		tfs_fault_trace_free(v, n);
+		return ret;
+	}
+	*entries = v;
+	*nr = n;
+	return 0;
 }
 
 /* ---- the registry of "dev" entries, and vanished paths ---- */

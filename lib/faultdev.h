@@ -232,6 +232,14 @@ struct tfs_fault_trace_entry {
 	enum tfs_fault_action action; /* injected on this op, or none */
 	int rule;		      /* the rule that fired, or -1 */
 	char *mark;		      /* non-NULL: a caller's mark, not an op */
+	/*
+	 * Process-wide order, over every fault device: taken when the op starts
+	 * to run (or the mark is reached).  An op submitted after another
+	 * completed has a larger stamp, so "the entries of every member with a
+	 * stamp below T" is a cut a real instant could have made (a power cut
+	 * stopping every member at once, FAULTS.md check 6).
+	 */
+	u64 stamp;
 	/* What reached the lower device (writes, discards). */
 	unsigned nr_pieces;
 	struct tfs_fault_trace_piece *pieces;
@@ -262,6 +270,16 @@ int tfs_faultdev_replay(struct tfs_bdev *bdev, struct tfs_bdev *target, u64 upto
 int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path);
 /* tfs_faultdev_replay() from a saved trace. */
 int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto);
+
+/*
+ * Loads a saved trace (every entry, marks and pieces with their data) into
+ * *entries[0..*nr), for a harness that builds its own crash images from it
+ * after the device was closed.  Free with tfs_fault_trace_free().
+ * -EIO for a truncated or damaged file, -TFS_ERR_invalid_argument for
+ * something that is not a trace.
+ */
+int tfs_fault_trace_load(const char *path, struct tfs_fault_trace_entry **entries, unsigned *nr);
+void tfs_fault_trace_free(struct tfs_fault_trace_entry *entries, unsigned nr);
 
 /* --- registered rules (specs), used by tfs_bdev_open() --- */
 

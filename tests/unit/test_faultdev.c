@@ -878,6 +878,37 @@ static void test_trace_replay(void **state)
 	 */
 	snprintf(tracepath, sizeof(tracepath), "%s/trace", dir);
 	assert_int_equal(tfs_faultdev_trace_save(f, tracepath), 0);
+	/* Loaded back, the saved trace is the trace: ops, marks, stamps in order, data. */
+	{
+		struct tfs_fault_trace_entry *le;
+		unsigned ln;
+
+		assert_int_equal(tfs_fault_trace_load(tracepath, &le, &ln), 0);
+		assert_int_equal(ln, tfs_faultdev_trace_nr(f));
+		for (unsigned i = 0; i < ln; i++) {
+			const struct tfs_fault_trace_entry *e = tfs_faultdev_trace_entry(f, i);
+
+			assert_int_equal(le[i].index, e->index);
+			assert_int_equal(le[i].write_index, e->write_index);
+			assert_int_equal(le[i].op, e->op);
+			assert_int_equal(le[i].flags, e->flags);
+			assert_int_equal(le[i].csum, e->csum);
+			assert_int_equal(le[i].stamp, e->stamp);
+			assert_true(!i || le[i].stamp > le[i - 1].stamp);
+			assert_int_equal(!!le[i].mark, !!e->mark);
+			if (e->mark)
+				assert_string_equal(le[i].mark, e->mark);
+			assert_int_equal(le[i].nr_pieces, e->nr_pieces);
+			for (unsigned p = 0; p < e->nr_pieces; p++) {
+				assert_int_equal(le[i].pieces[p].len, e->pieces[p].len);
+				assert_int_equal(!!le[i].pieces[p].data, !!e->pieces[p].data);
+				if (e->pieces[p].data)
+					assert_memory_equal(le[i].pieces[p].data, e->pieces[p].data,
+							    e->pieces[p].len);
+			}
+		}
+		tfs_fault_trace_free(le, ln);
+	}
 	for (unsigned k = 0; k <= nr_writes; k++) {
 		memcpy(model, k ? snaps[k - 1] : start, IMG_SIZE);
 		for (unsigned from_file = 0; from_file < 2; from_file++) {
@@ -895,6 +926,13 @@ static void test_trace_replay(void **state)
 	assert_int_equal(truncate(tracepath, 100), 0);
 	assert_int_equal(tfs_bdev_open_uring(img2, 0, &target), 0);
 	assert_int_equal(tfs_fault_trace_replay_file(tracepath, target, UINT64_MAX), -EIO);
+	{
+		struct tfs_fault_trace_entry *le;
+		unsigned ln;
+
+		assert_int_equal(tfs_fault_trace_load(tracepath, &le, &ln), -EIO);
+		assert_null(le);
+	}
 	assert_int_equal(truncate(tracepath, 4), 0);
 	assert_int_equal(tfs_fault_trace_replay_file(tracepath, target, UINT64_MAX),
 			 -TFS_ERR_invalid_argument);
