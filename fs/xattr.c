@@ -389,7 +389,8 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
 		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
 		return -EINVAL;
-	ret = tfs_iget_locked(fs, ino, true, &im);
+	/* A new or bigger value: see tfs_posix_may_grow(). */
+	ret = tfs_posix_may_grow(fs) ?: tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
 	tfs_posix_trans_init(&trans, fs);
