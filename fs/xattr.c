@@ -389,8 +389,7 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
 		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
 		return -EINVAL;
-	/* A new or bigger value: see tfs_posix_may_grow(). */
-	ret = tfs_posix_may_grow(fs) ?: tfs_iget_locked(fs, ino, true, &im);
+	ret = tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
 	tfs_posix_trans_init(&trans, fs);
@@ -400,11 +399,20 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 			ret = -EEXIST;
 			goto out;
 		}
-		ret = delete_chunks(&trans, ino, slot, tfs_bkey_val(&kb.k));
+		const struct tfs_xattr *old = tfs_bkey_val(&kb.k);
+
+		/* A bigger value needs space (tfs_posix_may_grow()); a smaller one does not. */
+		if (size > le32_to_cpu(old->value_len))
+			ret = tfs_posix_may_grow(fs);
+		ret = ret ?: delete_chunks(&trans, ino, slot, old);
 	} else if (ret == -ENODATA) {
 		ssize_t total;
 
 		if (flags & TFS_XATTR_REPLACE)
+			goto out;
+		/* A new xattr: see tfs_posix_may_grow(). */
+		ret = tfs_posix_may_grow(fs);
+		if (ret)
 			goto out;
 		/* listxattr must still fit its VFS limit with the new name. */
 		total = list_names(fs, ino, NULL, 0);

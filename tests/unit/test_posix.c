@@ -452,6 +452,7 @@ static void test_enospc_metadata(void **state)
 		snprintf(name, sizeof(name), "%055u", nr);
 		assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, NULL), 0);
 	}
+	assert_int_equal(tfs_setxattr(T.fs, pt_ino(&T, 1, name), "user.r", w, 200, 0), 0);
 	assert_int_equal(pt_create(&T, 1, "big", &f), 0);
 	pt_fill(w, sizeof(w), 3, 0);
 	while ((n = tfs_write(T.fs, f, w, sizeof(w), off)) > 0)
@@ -470,6 +471,13 @@ static void test_enospc_metadata(void **state)
 	}
 	assert_true(tfs_err_matches(ret, ENOSPC));
 	assert_true(tfs_err_matches(pt_mkdir(&T, 1, "d", NULL), ENOSPC));
+	/* An xattr replaced by one no bigger needs no space (as on ext4); a bigger one does. */
+	snprintf(name, sizeof(name), "%055u", 1499);
+	assert_int_equal(
+		tfs_setxattr(T.fs, pt_ino(&T, 1, name), "user.r", w, 200, TFS_XATTR_REPLACE), 0);
+	assert_int_equal(tfs_setxattr(T.fs, pt_ino(&T, 1, name), "user.r", w, 100, 0), 0);
+	assert_true(tfs_err_matches(tfs_setxattr(T.fs, pt_ino(&T, 1, name), "user.r", w, 4000, 0),
+				    ENOSPC));
 	/* Still writable: no write-back failed (that would make it EROFS). */
 	assert_int_equal(tfs_posix_writable(T.fs), 0);
 	/* Every name made is there; deleting them works and frees space. */
