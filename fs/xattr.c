@@ -394,25 +394,30 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 		return ret;
 	tfs_posix_trans_init(&trans, fs);
 	ret = xattr_find(&trans, im, &n, &slot, &free_slot, &kb);
+	/*
+	 * A new xattr or a bigger value needs space (tfs_posix_may_grow());
+	 * one no bigger does not, even at ENOSPC (as on ext4).
+	 */
+	if ((ret == -ENODATA && !(flags & TFS_XATTR_REPLACE)) ||
+	    (!ret && !(flags & TFS_XATTR_CREATE) &&
+	     size > le32_to_cpu(((const struct tfs_xattr *)tfs_bkey_val(&kb.k))->value_len))) {
+		int err = tfs_posix_may_grow(fs);
+
+		if (err) {
+			ret = err;
+			goto out;
+		}
+	}
 	if (!ret) {
 		if (flags & TFS_XATTR_CREATE) {
 			ret = -EEXIST;
 			goto out;
 		}
-		const struct tfs_xattr *old = tfs_bkey_val(&kb.k);
-
-		/* A bigger value needs space (tfs_posix_may_grow()); a smaller one does not. */
-		if (size > le32_to_cpu(old->value_len))
-			ret = tfs_posix_may_grow(fs);
-		ret = ret ?: delete_chunks(&trans, ino, slot, old);
+		ret = delete_chunks(&trans, ino, slot, tfs_bkey_val(&kb.k));
 	} else if (ret == -ENODATA) {
 		ssize_t total;
 
 		if (flags & TFS_XATTR_REPLACE)
-			goto out;
-		/* A new xattr: see tfs_posix_may_grow(). */
-		ret = tfs_posix_may_grow(fs);
-		if (ret)
 			goto out;
 		/* listxattr must still fit its VFS limit with the new name. */
 		total = list_names(fs, ino, NULL, 0);
@@ -466,6 +471,14 @@ int tfs_removexattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name)
 	      tfs_hash_remove(&trans, &xattr_hash_desc, ino, slot) ?: commit_ctime(&trans, im);
 	tfs_trans_exit(&trans);
 	tfs_iput_unlock(fs, im);
+	/*
+	 * The kernel turns setting an empty ACL (setfacl -b, an ACL equal to
+	 * the mode) into this removal: that there was none is no error (ext4
+	 * and tmpfs return 0).
+	 */
+	if (ret == -ENODATA &&
+	    (n.type == TFS_XATTR_posix_acl_access || n.type == TFS_XATTR_posix_acl_default))
+		ret = 0;
 	return ret;
 }
 

@@ -982,18 +982,8 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	int ret;
-
 	count(tf, TFS_FUSE_OP_removexattr);
-	ret = tfs_removexattr(tf->fs, ino, name);
-	/*
-	 * The kernel turns setting an empty ACL (setfacl -b, or an ACL equal
-	 * to the mode) into this removal; that there was none is no error
-	 * (ext4 and tmpfs return 0).
-	 */
-	if (ret && tfs_err_class(ret) == -ENODATA && !strncmp(name, "system.posix_acl_", 17))
-		ret = 0;
-	reply_err(req, TFS_FUSE_OP_removexattr, ret);
+	reply_err(req, TFS_FUSE_OP_removexattr, tfs_removexattr(tf->fs, ino, name));
 }
 
 /*
