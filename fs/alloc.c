@@ -140,9 +140,15 @@ static void alloc_release_locked(struct tfs_fs *fs)
 static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, u64 *start)
 {
 	u64 per_bucket = d->bucket_size / a->block_size, nb = d->nr_blocks;
-	u64 best = 0, best_start = 0, run = 0, run_start = 0;
+	u64 best = 0, best_start = 0, run = 0, run_start = 0, s;
 
-	for (u64 s = 0; s < nb; s++) {
+	/*
+	 * No run is longer than a bucket: asking for more would never find
+	 * "want" and so look at every block of the member on every call (a
+	 * 1 MiB write or fallocate with 256 KiB buckets: seconds per GiB).
+	 */
+	want = min_t(u64, want, per_bucket);
+	for (s = 0; s < nb; s++) {
 		u64 i = (d->cursor + s) % nb;
 
 		if (!i || !(i % per_bucket))
@@ -166,6 +172,7 @@ static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, 
 				break;
 		}
 	}
+	a->nr_scanned += min_t(u64, s + 1, nb);
 	*start = best_start;
 	return best;
 }

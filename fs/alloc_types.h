@@ -42,6 +42,7 @@ struct tfs_alloc {
 	size_t nr_waiting, size_waiting;
 	u64 reserve; /* blocks per member only metadata may take */
 	u64 nr_allocs, nr_alloc_fail, nr_freed_now, nr_freed_after, nr_released;
+	u64 nr_scanned; /* blocks dev_find_run() looked at (tests bound the search) */
 };
 
 struct tfs_fs;

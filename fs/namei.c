@@ -212,6 +212,10 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 		if (ret != -ENOENT)
 			goto out_trans;
 	}
+	/* A new inode and name: ENOSPC before the reserve for write-back is eaten. */
+	ret = tfs_posix_may_grow(fs);
+	if (ret)
+		goto out_trans;
 	ino = tfs_ino_alloc(fs);
 	new_inode_attrs(fs, ctx, &dir->ui, mode, rdev, &ui);
 	if (target)
@@ -354,6 +358,10 @@ int tfs_link(struct tfs_fs *fs, tfs_ino_t ino, tfs_ino_t newdir, const char *new
 		ret = -EMLINK;
 		goto out;
 	}
+	/* A new name: see tfs_posix_may_grow(). */
+	ret = tfs_posix_may_grow(fs);
+	if (ret)
+		goto out;
 	ui = ims[0]->ui;
 	dui = ims[1]->ui;
 	ui.nlink++;

@@ -366,6 +366,32 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
 	return 0;
 }
 
+/* --- space for metadata --- */
+
+/* Nodes' worth of space (each in every metadata copy) creates leave to write-back. */
+#define GROW_MARGIN_NODES 8
+
+int tfs_posix_may_grow(struct tfs_fs *fs)
+{
+	u64 margin = (u64)GROW_MARGIN_NODES * fs->node_size * fs->metadata_replicas;
+	struct tfs_alloc_usage u;
+
+	tfs_alloc_usage(fs, &u);
+	if (u.free >= margin)
+		return 0;
+	if (u.waiting && tfs_posix_journal(fs)) {
+		/* Space freed by commits not yet durable: make it reusable, once. */
+		int ret = tfs_journal_flush(tfs_posix_journal(fs));
+
+		if (ret)
+			return ret;
+		tfs_alloc_usage(fs, &u);
+		if (u.free >= margin)
+			return 0;
+	}
+	return -TFS_ERR_alloc_no_space;
+}
+
 /* --- errors --- */
 
 void tfs_posix_inconsistent(struct tfs_fs *fs, const char *what)

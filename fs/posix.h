@@ -143,6 +143,19 @@ static inline int tfs_posix_writable(struct tfs_fs *fs)
 	return 0;
 }
 
+/*
+ * 0 when an operation that adds metadata (a new inode, name or xattr) may
+ * go on; -TFS_ERR_alloc_no_space (ENOSPC class) when the space data may
+ * use is below a few btree nodes.  Data allocations stop at the
+ * allocator's reserve, but metadata has no allocation of its own until
+ * write-back: without this check creates at ENOSPC grow the btrees into the
+ * reserve that write-back needs to copy dirty nodes, a checkpoint then
+ * finds no space and the filesystem stops writing.  Removals, truncates and
+ * in-place updates are not gated (they free space).  When freed space waits
+ * for a journal flush, flushes once and looks again.
+ */
+int tfs_posix_may_grow(struct tfs_fs *fs);
+
 /* --- inodes (inode.c) --- */
 
 /* Packs ui as the inode key of ino. */

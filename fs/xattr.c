@@ -394,6 +394,20 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 		return ret;
 	tfs_posix_trans_init(&trans, fs);
 	ret = xattr_find(&trans, im, &n, &slot, &free_slot, &kb);
+	/*
+	 * A new xattr or a bigger value needs space (tfs_posix_may_grow());
+	 * one no bigger does not, even at ENOSPC (as on ext4).
+	 */
+	if ((ret == -ENODATA && !(flags & TFS_XATTR_REPLACE)) ||
+	    (!ret && !(flags & TFS_XATTR_CREATE) &&
+	     size > le32_to_cpu(((const struct tfs_xattr *)tfs_bkey_val(&kb.k))->value_len))) {
+		int err = tfs_posix_may_grow(fs);
+
+		if (err) {
+			ret = err;
+			goto out;
+		}
+	}
 	if (!ret) {
 		if (flags & TFS_XATTR_CREATE) {
 			ret = -EEXIST;
@@ -457,6 +471,14 @@ int tfs_removexattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name)
 	      tfs_hash_remove(&trans, &xattr_hash_desc, ino, slot) ?: commit_ctime(&trans, im);
 	tfs_trans_exit(&trans);
 	tfs_iput_unlock(fs, im);
+	/*
+	 * The kernel turns setting an empty ACL (setfacl -b, an ACL equal to
+	 * the mode) into this removal: that there was none is no error (ext4
+	 * and tmpfs return 0).
+	 */
+	if (ret == -ENODATA &&
+	    (n.type == TFS_XATTR_posix_acl_access || n.type == TFS_XATTR_posix_acl_default))
+		ret = 0;
 	return ret;
 }
 

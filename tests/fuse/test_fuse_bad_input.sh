@@ -11,7 +11,8 @@ img=$tmp/a.img mnt=$tmp/mnt
 new_image "$img" 64M || finish
 mkdir -p "$mnt"
 
-nr_mounts() { grep -c " fuse.tinyfs " /proc/self/mounts; }
+# Only this test's mounts: other tests and users mount and unmount meanwhile.
+nr_mounts() { grep -c "^[^ ]* $tmp/[^ ]* fuse.tinyfs " /proc/self/mounts; }
 
 # refused WANT_STATUS TEXT CMD...: CMD exits WANT_STATUS, stderr has TEXT,
 # no new mount is left.
