@@ -817,18 +817,25 @@ static int write_segment(struct tfs_fs *fs, struct tfs_inode_mem *im, const void
 
 	if (!data)
 		return -ENOMEM;
-	/* Partial blocks: what is there now, merged with the new bytes. */
-	if (head)
+	/*
+	 * Partial blocks: what is there now, merged with the new bytes.  Not
+	 * read when every byte kept lies at or past EOF: those read as zeros
+	 * (extents.h), and data is zeroed.  So an append (the kernel's
+	 * write-back of the last page, from its start to EOF) reads nothing.
+	 */
+	bool read_head = head && (b0 << p->block_bits) < im->ui.size;
+	bool read_tail = tail && (nb > 1 || !read_head) && off + len < im->ui.size;
+
+	if (read_head)
 		ret = read_block(fs, im->ino, b0, data);
-	if (!ret && tail && (nb > 1 || !head))
+	if (!ret && read_tail)
 		ret = read_block(fs, im->ino, b1 - 1, data + (nb - 1) * bs);
 	if (ret) {
 		free(data);
 		return ret;
 	}
-	if (head || tail)
-		__atomic_fetch_add(&p->c.data_blocks_rmw, (head != 0) + (tail != 0),
-				   __ATOMIC_RELAXED);
+	if (read_head || read_tail)
+		__atomic_fetch_add(&p->c.data_blocks_rmw, read_head + read_tail, __ATOMIC_RELAXED);
 	memcpy(data + head, src, len);
 
 	ui.size = max_t(u64, ui.size, off + len);

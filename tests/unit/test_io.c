@@ -708,6 +708,44 @@ static void test_enospc_many_files(void **state)
 }
 
 /*
+ * Appends read nothing back: the bytes of a partial last block past EOF
+ * read as zeros, so a write reaching EOF has nothing there to merge (the
+ * kernel's write-back of the last page sends it from its start to EOF).
+ * A write ending before EOF still merges what follows it.
+ */
+static void test_append_reads_nothing(void **state)
+{
+	struct tfs_file *f = new_file("append");
+	struct tfs_posix *p = tfs_posix(T.fs);
+	u8 w[BS], r[3 * BS], want[3 * BS];
+	u64 rmw0;
+
+	memset(want, 0, sizeof(want));
+	rmw0 = p->c.data_blocks_rmw;
+	for (unsigned i = 1; i <= 40; i++) {
+		/* As the write-back cache sends it: the dirty pages, from the first's start. */
+		u64 size = (u64)i * 200, start = (size - 200) / BS * BS;
+
+		pt_fill(want + size - 200, 200, i, 0);
+		assert_int_equal(tfs_write(T.fs, f, want + start, size - start, start),
+				 size - start);
+	}
+	assert_int_equal(p->c.data_blocks_rmw, rmw0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), 8000);
+	assert_memory_equal(r, want, 8000);
+	/* A write inside the file merges the bytes after it from disk. */
+	pt_fill(w, 100, 99, 0);
+	memcpy(want + 4096, w, 100);
+	assert_int_equal(tfs_write(T.fs, f, w, 100, 4096), 100);
+	assert_int_equal(p->c.data_blocks_rmw, rmw0 + 1);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), 8000);
+	assert_memory_equal(r, want, 8000);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
  * Whole-block writes do their I/O without the inode lock and commit under
  * it: writers racing over the same chunks and a truncating thread must
  * leave every chunk holding exactly one write's bytes (or zeros past a
@@ -810,6 +848,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_many_files, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_block_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append_reads_nothing, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
