@@ -118,10 +118,9 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	unsigned want = tfs_posix_data_replicas(fs), need = tfs_posix_data_replicas_required(fs);
+	u64 cap = max_t(u64, round_down(data_alloc_max(fs), p->block_size), p->block_size);
 	bool flushed = false;
 	s64 ret = -TFS_ERR_alloc_no_space;
-
-	u64 cap = max_t(u64, round_down(data_alloc_max(fs), p->block_size), p->block_size);
 
 	len = min_t(u64, len, cap);
 	/* Fewer members than the data must be on: no change can be made (EROFS class). */
@@ -663,14 +662,14 @@ static void record_wb_error(struct tfs_fs *fs, struct tfs_inode_mem *im, int err
 	tfs_errseq_set(&tfs_posix(fs)->sb_err, -EIO);
 }
 
-/*
- * Rewrites blocks [b0, b0 + nb) with data and commits them with the inode
- * as ui (ui->blocks adjusted here), in one transaction.
- */
 static int commit_written(struct tfs_fs *fs, struct tfs_inode_mem *im, u64 b0, u64 nb,
 			  const u8 *data, struct wblocks *w, struct tfs_inode_unpacked *ui,
 			  u64 *seq);
 
+/*
+ * Rewrites blocks [b0, b0 + nb) with data and commits them with the inode
+ * as ui (ui->blocks adjusted here), in one transaction.
+ */
 static int rewrite_commit(struct tfs_fs *fs, struct tfs_inode_mem *im, u64 b0, u64 nb, u8 *data,
 			  struct tfs_inode_unpacked *ui, u64 *seq)
 {
