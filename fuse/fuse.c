@@ -30,6 +30,7 @@
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -192,6 +193,49 @@ static void fill_open(struct tfs_fuse *tf, struct fuse_file_info *fi, struct tfs
 
 /* --- session --- */
 
+/*
+ * The kernel reads ahead at most the backing device info's read_ahead_kb,
+ * 128 KiB for a FUSE mount, whatever max_readahead the daemon answers (it
+ * takes the smaller).  Raised here through sysfs (root only; the mount's
+ * bdi is "0:N", its st_dev, found in mountinfo: a stat of the mountpoint
+ * would wait for this very INIT): read-ahead then comes in requests as
+ * large as max_readahead, read from the device in one I/O each.  Best
+ * effort: without it reads work, in smaller requests.
+ */
+static void set_read_ahead(struct tfs_fuse *tf, unsigned bytes)
+{
+	char line[4096];
+	struct printbuf path = PRINTBUF;
+	unsigned maj = 0, min = 0;
+	bool found = false;
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	if (!f)
+		return;
+	/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT ...": the last mount on ours is this one. */
+	while (fgets(line, sizeof(line), f)) {
+		char mnt[PATH_MAX];
+		unsigned a, b;
+
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &a, &b, mnt) == 3 &&
+		    !strcmp(mnt, tf->opts->mountpoint) && strstr(line, " - fuse")) {
+			maj = a;
+			min = b;
+			found = true;
+		}
+	}
+	fclose(f);
+	if (!found)
+		return;
+	prt_printf(&path, "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	f = fopen(printbuf_str(&path), "we");
+	printbuf_exit(&path);
+	if (!f)
+		return;
+	fprintf(f, "%u\n", bytes >> 10);
+	fclose(f);
+}
+
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct tfs_fuse *tf = userdata;
@@ -212,12 +256,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	/* Splice only when asked: measured slower than copying here (README). */
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
 	conn->max_write = 1U << 20;
+	conn->max_readahead = 1U << 20;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
 	/* -o max_write=, splice_read, readdirplus=, ... override the above. */
 	if (tf->conn_opts)
 		fuse_apply_conn_info_opts(tf->conn_opts, conn);
+	set_read_ahead(tf, conn->max_readahead);
 	/* Under files_lock: tinyfs stats may read them while the session starts. */
 	pthread_mutex_lock(&tf->files_lock);
 	tf->writeback = conn->want & FUSE_CAP_WRITEBACK_CACHE;

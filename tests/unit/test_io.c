@@ -4,7 +4,8 @@
  * size and alignment, holes, truncate, fallocate's modes, SEEK_DATA and
  * SEEK_HOLE against a byte-and-block model (an fsx-like random run),
  * offsets at the 2^63 limit, checksums catching a flipped byte on disk,
- * copy-on-write never overwriting live data, and ENOSPC.
+ * copy-on-write never overwriting live data, ENOSPC, and whole-block
+ * writes racing each other and truncate (their I/O runs unlocked).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include <linux/falloc.h>
+#include <pthread.h>
 
 #include "fs/extents.h"
 #include "posix_test.h"
@@ -734,6 +736,132 @@ static void test_enospc_many_files(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/*
+ * Appends read nothing back: the bytes of a partial last block past EOF
+ * read as zeros, so a write reaching EOF has nothing there to merge (the
+ * kernel's write-back of the last page sends it from its start to EOF).
+ * A write ending before EOF still merges what follows it.
+ */
+static void test_append_reads_nothing(void **state)
+{
+	struct tfs_file *f = new_file("append");
+	struct tfs_posix *p = tfs_posix(T.fs);
+	u8 w[BS], r[3 * BS], want[3 * BS];
+	u64 rmw0;
+
+	memset(want, 0, sizeof(want));
+	rmw0 = p->c.data_blocks_rmw;
+	for (unsigned i = 1; i <= 40; i++) {
+		/* As the write-back cache sends it: the dirty pages, from the first's start. */
+		u64 size = (u64)i * 200, start = (size - 200) / BS * BS;
+
+		pt_fill(want + size - 200, 200, i, 0);
+		assert_int_equal(tfs_write(T.fs, f, want + start, size - start, start),
+				 size - start);
+	}
+	assert_int_equal(p->c.data_blocks_rmw, rmw0);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), 8000);
+	assert_memory_equal(r, want, 8000);
+	/* A write inside the file merges the bytes after it from disk. */
+	pt_fill(w, 100, 99, 0);
+	memcpy(want + 4096, w, 100);
+	assert_int_equal(tfs_write(T.fs, f, w, 100, 4096), 100);
+	assert_int_equal(p->c.data_blocks_rmw, rmw0 + 1);
+	assert_int_equal(tfs_read(T.fs, f, r, sizeof(r), 0), 8000);
+	assert_memory_equal(r, want, 8000);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
+ * Whole-block writes do their I/O without the inode lock and commit under
+ * it: writers racing over the same chunks and a truncating thread must
+ * leave every chunk holding exactly one write's bytes (or zeros past a
+ * truncate), the size and st_blocks consistent, and fsck clean.
+ */
+#define RACE_CHUNK (64U << 10)
+#define RACE_CHUNKS 16
+#define RACE_WRITERS 4
+#define RACE_WRITES 48
+
+struct race_arg {
+	struct tfs_file *f;
+	unsigned id;
+};
+
+static void *race_writer(void *p)
+{
+	struct race_arg *a = p;
+	u64 *buf = malloc(RACE_CHUNK);
+	unsigned seed = a->id * 7919 + 1;
+
+	for (unsigned i = 0; buf && i < RACE_WRITES; i++) {
+		u64 token = ((u64)(a->id + 1) << 32) | (i + 1);
+		unsigned c = (seed = seed * 1103515245 + 12345) >> 16;
+
+		for (size_t k = 0; k < RACE_CHUNK / 8; k++)
+			buf[k] = token;
+		if (a->id == RACE_WRITERS) {
+			/* The truncating thread: down to a chunk boundary. */
+			struct tfs_setattr sa = { .valid = TFS_SETATTR_SIZE,
+						  .size = (u64)(c % RACE_CHUNKS) * RACE_CHUNK };
+			struct tfs_stat st;
+
+			if (tfs_setattr(T.fs, 0, a->f, &sa, &st))
+				break;
+			continue;
+		}
+		if (tfs_write(T.fs, a->f, buf, RACE_CHUNK, (u64)(c % RACE_CHUNKS) * RACE_CHUNK) !=
+		    RACE_CHUNK)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+static void test_whole_block_race(void **state)
+{
+	struct tfs_file *f = new_file("race");
+	pthread_t th[RACE_WRITERS + 1];
+	struct race_arg args[RACE_WRITERS + 1];
+	u64 *buf = malloc(RACE_CHUNK);
+	struct tfs_stat st;
+	u64 size, blocks = 0;
+
+	assert_non_null(buf);
+	for (unsigned i = 0; i <= RACE_WRITERS; i++) {
+		args[i] = (struct race_arg){ .f = f, .id = i };
+		assert_int_equal(pthread_create(&th[i], NULL, race_writer, &args[i]), 0);
+	}
+	for (unsigned i = 0; i <= RACE_WRITERS; i++)
+		pthread_join(th[i], NULL);
+
+	size = fsize(f);
+	assert_int_equal(size % RACE_CHUNK, 0);
+	for (u64 off = 0; off < size; off += RACE_CHUNK) {
+		bool zero;
+
+		assert_int_equal(tfs_read(T.fs, f, buf, RACE_CHUNK, off), RACE_CHUNK);
+		zero = !buf[0];
+		/* One write's token throughout, or a hole (truncated, then extended past). */
+		for (size_t k = 1; k < RACE_CHUNK / 8; k++)
+			assert_true(buf[k] == buf[0]);
+		if (!zero) {
+			assert_true(buf[0] >> 32 >= 1 && buf[0] >> 32 <= RACE_WRITERS);
+			blocks += RACE_CHUNK / BS;
+		}
+	}
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	/* st_blocks (512-byte units) counts exactly the chunks holding data. */
+	assert_int_equal(st.blocks, blocks * (BS / 512));
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	free(buf);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -749,6 +877,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fsx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_many_files, setup_small, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_block_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_append_reads_nothing, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
