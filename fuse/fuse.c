@@ -683,9 +683,12 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * close(2): the kernel has written its dirty pages before asking.
 	 * Nothing to do: durability is fsync's, and reporting a writeback
 	 * error here would use up the one report fsync owes each descriptor.
+	 * ENOSYS tells the kernel so once (it sets no_flush and never asks
+	 * again): every later close saves a round trip, and still writes its
+	 * pages back and reports their errors as before (fuse_flush()).
 	 */
 	count(tf_of(req), TFS_FUSE_OP_flush);
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, ENOSYS);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
