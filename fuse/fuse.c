@@ -962,6 +962,7 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	struct tfs_fuse *tf = tf_of(req);
 	unsigned tflags = 0;
+	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_setxattr);
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
@@ -972,7 +973,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		tflags |= TFS_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		tflags |= TFS_XATTR_REPLACE;
-	reply_err(req, TFS_FUSE_OP_setxattr, tfs_setxattr(tf->fs, ino, name, value, size, tflags));
+	ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
+	/*
+	 * An access ACL set the permission bits (fs/xattr.c): the kernel's
+	 * cached mode is stale, and with the writeback cache it would not ask
+	 * again (it expects only ctime to change).  Only the attributes (-1).
+	 */
+	if (!ret && !strcmp(name, "system.posix_acl_access"))
+		fuse_lowlevel_notify_inval_inode(tf->se, ino, -1, 0);
+	reply_err(req, TFS_FUSE_OP_setxattr, ret);
 }
 
 /* getxattr and listxattr: size 0 asks for the length, else for the bytes. */
