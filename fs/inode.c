@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "fs/extents.h"
 #include "fs/posix.h"
 #include "lib/errcode.h"
 #include "lib/fault_point.h"
@@ -711,9 +712,17 @@ int tfs_inode_remove(struct tfs_fs *fs, struct tfs_inode_mem *im)
 	 * it there): a crash anywhere below finishes the removal at open.
 	 * The data and xattrs go first, the inode and its orphan key last.
 	 */
-	if (S_ISREG(im->ui.mode))
-		ret = tfs_data_remove_all(fs, im);
-	else if (S_ISDIR(im->ui.mode))
+	if (S_ISREG(im->ui.mode)) {
+		struct tfs_bkey_buf kb;
+		struct tfs_ext e;
+
+		/* No extent at all (an empty file): no transaction for its data. */
+		ret = tfs_ext_find(fs, im->ino, 0, UINT64_MAX, &kb, &e);
+		if (!ret)
+			ret = tfs_data_remove_all(fs, im);
+		else if (ret == -ENOENT)
+			ret = 0;
+	} else if (S_ISDIR(im->ui.mode))
 		ret = tfs_dirents_remove_all(fs, im->ino);
 	ret = ret ?: tfs_xattr_remove_all(fs, im->ino);
 	if (ret)

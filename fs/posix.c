@@ -554,7 +554,13 @@ int tfs_posix_init(struct tfs_fs *fs)
 	pthread_mutex_init(&p->rename_lock, NULL);
 	pthread_mutex_init(&p->syncfs_lock, NULL);
 	p->lru.lru_next = p->lru.lru_prev = &p->lru;
-	p->lru_max = 4096;
+	/*
+	 * Unused inodes kept (a few hundred bytes each: 128k is some 40 MiB at
+	 * most).  A directory of 100k files listed with readdirplus, then
+	 * stat'ed and removed, used to reload every inode twice from the
+	 * btree with 4096.
+	 */
+	p->lru_max = 128 * 1024;
 	p->files.next = p->files.prev = &p->files;
 	p->name_hash = tfs_name_hash_default;
 	fs->posix = p;

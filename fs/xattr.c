@@ -354,13 +354,19 @@ static int delete_chunks(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 slot,
 	return ret;
 }
 
-static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
+/*
+ * Commits trans with im's ctime moved, and its permission bits set to
+ * perm when perm is not -1.
+ */
+static int commit_ctime_perm(struct tfs_btree_trans *trans, struct tfs_inode_mem *im, int perm)
 {
 	struct tfs_inode_unpacked ui = im->ui;
 	u64 seq;
 	int ret;
 
 	ui.ctime = tfs_now_ns();
+	if (perm >= 0)
+		ui.mode = (ui.mode & ~0777U) | (u32)perm;
 	ret = tfs_inode_update(trans, im, &ui) ?: tfs_posix_commit(trans, &seq);
 	/* The whole thing must fit one journal entry. */
 	if (tfs_err_matches(ret, TFS_ERR_journal_entry_too_big))
@@ -368,6 +374,82 @@ static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
 	if (!ret)
 		tfs_inode_committed(im, &ui, seq, false);
 	return ret;
+}
+
+static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
+{
+	return commit_ctime_perm(trans, im, -1);
+}
+
+/*
+ * POSIX ACLs, in the xattr format the kernel passes on (little-endian: a
+ * u32 version 2, then entries of u16 tag, u16 perm, u32 id).  The kernel
+ * does not interpret them for us (no FUSE_POSIX_ACL), so setting an
+ * access ACL must do here what it does on ext4 (posix_acl_update_mode()):
+ * the permission bits follow the ACL (owner, mask or group, other), and an
+ * ACL a mode says all of (no named user or group) is not stored.  `cp -a`
+ * and `cp -p` set permissions this way, after creating the file 0600.
+ */
+enum {
+	ACL_USER_OBJ = 0x01,
+	ACL_USER = 0x02,
+	ACL_GROUP_OBJ = 0x04,
+	ACL_GROUP = 0x08,
+	ACL_MASK = 0x10,
+	ACL_OTHER = 0x20,
+};
+
+/*
+ * The permission bits of an access ACL in value (0 .. 0777) and whether
+ * it says more than they do; -EINVAL if it is not a valid ACL (as
+ * posix_acl_valid(): one owner, owning group and other entry, a mask
+ * whenever there are named entries, perms within rwx).  -ENODATA for an
+ * ACL with no entries: kept as it is.
+ */
+static int acl_perm(const void *value, size_t size, bool *extended)
+{
+	const u8 *v = value;
+	unsigned counts[0x21] = { 0 }, user = 0, group = 0, other = 0, mask = 0;
+	size_t nr;
+
+	if (size < 4 || (size - 4) % 8 || v[0] != 2 || v[1] || v[2] || v[3])
+		return -EINVAL;
+	nr = (size - 4) / 8;
+	if (!nr)
+		return -ENODATA;
+	for (size_t i = 0; i < nr; i++) {
+		const u8 *e = v + 4 + i * 8;
+		unsigned tag = e[0] | e[1] << 8, perm = e[2] | e[3] << 8;
+
+		if (perm & ~7U)
+			return -EINVAL;
+		switch (tag) {
+		case ACL_USER_OBJ:
+			user = perm;
+			break;
+		case ACL_GROUP_OBJ:
+			group = perm;
+			break;
+		case ACL_MASK:
+			mask = perm;
+			break;
+		case ACL_OTHER:
+			other = perm;
+			break;
+		case ACL_USER:
+		case ACL_GROUP:
+			break;
+		default:
+			return -EINVAL;
+		}
+		counts[tag]++;
+	}
+	if (counts[ACL_USER_OBJ] != 1 || counts[ACL_GROUP_OBJ] != 1 || counts[ACL_OTHER] != 1 ||
+	    counts[ACL_MASK] > 1 || ((counts[ACL_USER] || counts[ACL_GROUP]) && !counts[ACL_MASK]))
+		return -EINVAL;
+	*extended = counts[ACL_USER] || counts[ACL_GROUP];
+	/* With a mask, the group bits show the mask (what named entries get at most). */
+	return (int)(user << 6 | (counts[ACL_MASK] ? mask : group) << 3 | other);
 }
 
 int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
@@ -379,6 +461,8 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	struct xattr_name n;
 	u64 slot, free_slot;
 	size_t done;
+	bool extended = false;
+	int perm = -1; /* the permission bits an access ACL sets, or -1 */
 	int ret = xattr_name_parse(name, &n);
 
 	if (ret)
@@ -389,6 +473,13 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
 		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
 		return -EINVAL;
+	if (n.type == TFS_XATTR_posix_acl_access) {
+		perm = acl_perm(value, size, &extended);
+		if (perm == -ENODATA)
+			perm = -1;
+		else if (perm < 0)
+			return perm;
+	}
 	ret = tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
@@ -414,6 +505,17 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 			goto out;
 		}
 		ret = delete_chunks(&trans, ino, slot, tfs_bkey_val(&kb.k));
+		/* Said by the mode alone: the stored one goes (its chunk 0 too). */
+		if (!ret && perm >= 0 && !extended)
+			ret = tfs_hash_remove(&trans, &xattr_hash_desc, ino, slot)
+				      ?: commit_ctime_perm(&trans, im, perm);
+		if (ret || (perm >= 0 && !extended))
+			goto out;
+	} else if (ret == -ENODATA && perm >= 0 && !extended) {
+		/* REPLACE of an ACL never stored: ext4 has none there either. */
+		if (!(flags & TFS_XATTR_REPLACE))
+			ret = commit_ctime_perm(&trans, im, perm);
+		goto out;
 	} else if (ret == -ENODATA) {
 		ssize_t total;
 
@@ -444,7 +546,7 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 		ret = tfs_trans_update(&trans, TFS_BTREE_xattrs, &kb.k);
 	}
 	if (!ret)
-		ret = commit_ctime(&trans, im);
+		ret = commit_ctime_perm(&trans, im, perm);
 out:
 	tfs_trans_exit(&trans);
 	tfs_iput_unlock(fs, im);

@@ -74,6 +74,44 @@ static inline void count(struct tfs_fuse *tf, enum tfs_fuse_op op)
 	atomic_fetch_add_explicit(&tf->nr_ops[op], 1, memory_order_relaxed);
 }
 
+/*
+ * A handler's service time, from its start to its return (the reply sent):
+ * `tinyfs stats MNT fuse` shows the mean and the longest, so a request
+ * that waits in the daemon (a lock, the journal, the device) shows up
+ * apart from the kernel's round trip and the scheduler.
+ */
+struct op_clock {
+	struct tfs_fuse *tf;
+	enum tfs_fuse_op op;
+	u64 start;
+};
+
+static u64 clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000 + (u64)ts.tv_nsec;
+}
+
+static void op_clock_end(struct op_clock *c)
+{
+	u64 d = clock_ns() - c->start;
+	u64 max = atomic_load_explicit(&c->tf->op_max_ns[c->op], memory_order_relaxed);
+
+	atomic_fetch_add_explicit(&c->tf->op_ns[c->op], d, memory_order_relaxed);
+	while (d > max &&
+	       !atomic_compare_exchange_weak_explicit(&c->tf->op_max_ns[c->op], &max, d,
+						      memory_order_relaxed, memory_order_relaxed))
+		;
+}
+
+/* count(), and the handler is timed until it returns. */
+#define count_timed(tf, op)                                                          \
+	struct op_clock op_clock                                                     \
+		__attribute__((cleanup(op_clock_end))) = { (tf), (op), clock_ns() }; \
+	count((tf), (op))
+
 /* The errno a code stands for (positive), counting the failure. */
 static int err_of(struct tfs_fuse *tf, enum tfs_fuse_op op, long ret)
 {
@@ -285,7 +323,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tfs_stat st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_lookup);
+	count_timed(tf, TFS_FUSE_OP_lookup);
 	ret = tfs_lookup(tf->fs, parent, name, strlen(name), &st);
 	if (ret == -ENOENT && tf->opts->negative_timeout > 0) {
 		/* A negative entry the kernel caches (ino 0). */
@@ -310,7 +348,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_forget);
+	count_timed(tf, TFS_FUSE_OP_forget);
 	forget_one(tf, ino, nlookup);
 	fuse_reply_none(req);
 }
@@ -319,7 +357,7 @@ static void op_forget_multi(fuse_req_t req, size_t nr, struct fuse_forget_data *
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_forget_multi);
+	count_timed(tf, TFS_FUSE_OP_forget_multi);
 	for (size_t i = 0; i < nr; i++)
 		forget_one(tf, forgets[i].ino, forgets[i].nlookup);
 	fuse_reply_none(req);
@@ -332,7 +370,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct stat s;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_getattr);
+	count_timed(tf, TFS_FUSE_OP_getattr);
 	ret = tfs_getattr(tf->fs, ino, &st);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_getattr, ret);
@@ -351,7 +389,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	struct stat s;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_setattr);
+	count_timed(tf, TFS_FUSE_OP_setattr);
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		sa.valid |= TFS_SETATTR_MODE;
 		sa.mode = attr->st_mode & 07777;
@@ -422,7 +460,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	char buf[PATH_MAX + 1];
 	ssize_t n;
 
-	count(tf, TFS_FUSE_OP_readlink);
+	count_timed(tf, TFS_FUSE_OP_readlink);
 	n = tfs_readlink(tf->fs, ino, buf, sizeof(buf) - 1);
 	if (n < 0) {
 		reply_err(req, TFS_FUSE_OP_readlink, n);
@@ -439,7 +477,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct tfs_stat st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_mknod);
+	count_timed(tf, TFS_FUSE_OP_mknod);
 	ret = tfs_mknod(tf->fs, &ctx, parent, name, strlen(name), mode, rdev, &st);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_mknod, ret);
@@ -454,7 +492,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct tfs_stat st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_mkdir);
+	count_timed(tf, TFS_FUSE_OP_mkdir);
 	ret = tfs_mkdir(tf->fs, &ctx, parent, name, strlen(name), mode & 07777, &st);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_mkdir, ret);
@@ -469,7 +507,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 	struct tfs_stat st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_symlink);
+	count_timed(tf, TFS_FUSE_OP_symlink);
 	ret = tfs_symlink(tf->fs, &ctx, parent, name, strlen(name), link, &st);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_symlink, ret);
@@ -483,7 +521,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct tfs_stat st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_link);
+	count_timed(tf, TFS_FUSE_OP_link);
 	ret = tfs_link(tf->fs, ino, newparent, newname, strlen(newname), &st);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_link, ret);
@@ -495,7 +533,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_unlink);
+	count_timed(tf, TFS_FUSE_OP_unlink);
 	reply_err(req, TFS_FUSE_OP_unlink, tfs_unlink(tf->fs, parent, name, strlen(name)));
 }
 
@@ -503,7 +541,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_rmdir);
+	count_timed(tf, TFS_FUSE_OP_rmdir);
 	reply_err(req, TFS_FUSE_OP_rmdir, tfs_rmdir(tf->fs, parent, name, strlen(name)));
 }
 
@@ -513,7 +551,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct tfs_fuse *tf = tf_of(req);
 	unsigned tflags = 0;
 
-	count(tf, TFS_FUSE_OP_rename);
+	count_timed(tf, TFS_FUSE_OP_rename);
 	/* RENAME_WHITEOUT and anything newer: not supported. */
 	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
 	    (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) ==
@@ -539,7 +577,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct tfs_file *f;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_open);
+	count_timed(tf, TFS_FUSE_OP_open);
 	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_open, ret);
@@ -571,7 +609,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct tfs_file *f;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_create);
+	count_timed(tf, TFS_FUSE_OP_create);
 	ret = tfs_create(tf->fs, &ctx, parent, name, strlen(name), mode & 07777,
 			 open_flags(tf, fi->flags), &f, &st);
 	if (ret) {
@@ -691,9 +729,12 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * close(2): the kernel has written its dirty pages before asking.
 	 * Nothing to do: durability is fsync's, and reporting a writeback
 	 * error here would use up the one report fsync owes each descriptor.
+	 * ENOSYS tells the kernel so once (it sets no_flush and never asks
+	 * again): every later close saves a round trip, and still writes its
+	 * pages back and reports their errors as before (fuse_flush()).
 	 */
 	count(tf_of(req), TFS_FUSE_OP_flush);
-	fuse_reply_err(req, 0);
+	fuse_reply_err(req, ENOSYS);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -702,7 +743,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct tfs_fuse_file *ff = ff_of(fi);
 	int ret;
 
-	count(tf, TFS_FUSE_OP_release);
+	count_timed(tf, TFS_FUSE_OP_release);
 	file_del(tf, ff);
 	ret = tfs_release(tf->fs, ff->f);
 	free(ff);
@@ -805,7 +846,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_opendir);
+	count_timed(tf, TFS_FUSE_OP_opendir);
 	/* Listings are by position (tfs_readdir), so a directory needs no handle. */
 	fi->fh = 0;
 	if (tf->opts->cache_readdir) {
@@ -899,7 +940,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	struct readdir_ctx c = { .req = req, .tf = tf_of(req), .plus = plus, .size = size };
 	int ret;
 
-	count(c.tf, op);
+	count_timed(c.tf, op);
 	c.buf = malloc(size ?: 1);
 	if (!c.buf) {
 		reply_err(req, op, -ENOMEM);
@@ -941,7 +982,7 @@ static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fus
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_fsyncdir);
+	count_timed(tf, TFS_FUSE_OP_fsyncdir);
 	reply_err(req, TFS_FUSE_OP_fsyncdir, tfs_fsyncdir(tf->fs, ino, datasync));
 }
 
@@ -951,7 +992,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs st;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_statfs);
+	count_timed(tf, TFS_FUSE_OP_statfs);
 	memset(&st, 0, sizeof(st));
 	ret = tfs_statfs(tf->fs, &st);
 	if (ret)
@@ -967,8 +1008,9 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 {
 	struct tfs_fuse *tf = tf_of(req);
 	unsigned tflags = 0;
+	int ret;
 
-	count(tf, TFS_FUSE_OP_setxattr);
+	count_timed(tf, TFS_FUSE_OP_setxattr);
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
 		reply_err(req, TFS_FUSE_OP_setxattr, -EINVAL);
 		return;
@@ -977,7 +1019,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		tflags |= TFS_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		tflags |= TFS_XATTR_REPLACE;
-	reply_err(req, TFS_FUSE_OP_setxattr, tfs_setxattr(tf->fs, ino, name, value, size, tflags));
+	ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
+	/*
+	 * An access ACL set the permission bits (fs/xattr.c): the kernel's
+	 * cached mode is stale, and with the writeback cache it would not ask
+	 * again (it expects only ctime to change).  Only the attributes (-1).
+	 */
+	if (!ret && !strcmp(name, "system.posix_acl_access"))
+		fuse_lowlevel_notify_inval_inode(tf->se, ino, -1, 0);
+	reply_err(req, TFS_FUSE_OP_setxattr, ret);
 }
 
 /* getxattr and listxattr: size 0 asks for the length, else for the bytes. */
@@ -998,7 +1048,7 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	char *buf = NULL;
 	ssize_t n;
 
-	count(tf, TFS_FUSE_OP_getxattr);
+	count_timed(tf, TFS_FUSE_OP_getxattr);
 	if (size && !(buf = malloc(size))) {
 		reply_err(req, TFS_FUSE_OP_getxattr, -ENOMEM);
 		return;
@@ -1014,7 +1064,7 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	char *buf = NULL;
 	ssize_t n;
 
-	count(tf, TFS_FUSE_OP_listxattr);
+	count_timed(tf, TFS_FUSE_OP_listxattr);
 	if (size && !(buf = malloc(size))) {
 		reply_err(req, TFS_FUSE_OP_listxattr, -ENOMEM);
 		return;
@@ -1028,7 +1078,7 @@ static void op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
-	count(tf, TFS_FUSE_OP_removexattr);
+	count_timed(tf, TFS_FUSE_OP_removexattr);
 	reply_err(req, TFS_FUSE_OP_removexattr, tfs_removexattr(tf->fs, ino, name));
 }
 
@@ -1046,7 +1096,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	unsigned bits;
 	int ret;
 
-	count(tf, TFS_FUSE_OP_access);
+	count_timed(tf, TFS_FUSE_OP_access);
 	ret = tfs_getattr(tf->fs, ino, &st);
 	if (ret || mask == F_OK) {
 		reply_err(req, TFS_FUSE_OP_access, ret);
@@ -1185,6 +1235,18 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 		if (e)
 			prt_printf(out, " (%llu errors)", (unsigned long long)e);
 		prt_newline(out);
+	}
+	printbuf_indent_sub(out, 2);
+	/* Handler time, reply included: what the daemon adds to a round trip. */
+	prt_printf(out, "service time:\n");
+	printbuf_indent_add(out, 2);
+	for (unsigned i = 0; i < TFS_FUSE_OP_NR; i++) {
+		u64 n = atomic_load(&tf->nr_ops[i]), ns = atomic_load(&tf->op_ns[i]);
+
+		if (n && ns)
+			prt_printf(out, "%s:\t%llu us mean, %llu us max\n", tfs_fuse_op_names[i],
+				   (unsigned long long)(ns / n / 1000),
+				   (unsigned long long)(atomic_load(&tf->op_max_ns[i]) / 1000));
 	}
 	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);

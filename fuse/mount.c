@@ -370,6 +370,12 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 	prt_str(&fopts, "subtype=tinyfs,fsname=");
 	prt_opt_escaped(&fopts, o->source);
 	prt_str(&fopts, ",default_permissions");
+	/*
+	 * Every listing brings the attributes (libfuse's default, auto, does
+	 * so only for a directory's first batch): a stat or `ls -l` after it
+	 * costs no lookup round trip.  A later -o readdirplus= overrides.
+	 */
+	prt_str(&fopts, ",readdirplus=yes");
 	if (o->allow_other)
 		prt_str(&fopts, ",allow_other");
 	if (o->suid_dev)

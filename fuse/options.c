@@ -426,7 +426,7 @@ void tfs_mount_options_help(FILE *f)
 		"  kernel_lseek         SEEK_DATA/SEEK_HOLE answered by the kernel (no holes)\n"
 		"  libfuse's: exec, noexec, sync, dirsync, noatime, relatime, allow_root,\n"
 		"  auto_unmount, max_read=, max_write=, max_readahead=, max_background=,\n"
-		"  congestion_threshold=, readdirplus=yes|no|auto, splice_read, splice_write,\n"
+		"  congestion_threshold=, readdirplus=yes|no|auto (yes), splice_read, splice_write,\n"
 		"  splice_move, async_dio, time_gran=, ...\n"
 		"  fstab words are ignored: defaults, auto, noauto, user, users, nofail,\n"
 		"  _netdev, x-*, comment=\n");

@@ -144,6 +144,9 @@ struct tfs_fuse {
 
 	_Atomic u64 nr_ops[TFS_FUSE_OP_NR];
 	_Atomic u64 nr_errors[TFS_FUSE_OP_NR];
+	/* Time spent in the handlers that are timed (the metadata ones), in ns. */
+	_Atomic u64 op_ns[TFS_FUSE_OP_NR];
+	_Atomic u64 op_max_ns[TFS_FUSE_OP_NR];
 	_Atomic u64 nr_forget_mismatch;
 	_Atomic u64 nr_wb_errors_deferred; /* writeback EIO left to fsync (see write) */
 	_Atomic u64 bytes_read, bytes_written;

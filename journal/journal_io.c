@@ -213,6 +213,9 @@ static void journal_advance_locked(struct tfs_journal *j)
 		b->state = TFS_JBUF_FREE;
 		j->seq_done = s;
 	}
+	/* An open entry held past its age for a free buffer may close now. */
+	if (j->cur_open)
+		pthread_cond_signal(&j->write_wait);
 	tfs_journal_reclaim_fast_locked(j);
 	tfs_journal_space_update_locked(j);
 	pthread_cond_broadcast(&j->wait);
@@ -522,8 +525,18 @@ void *tfs_journal_write_thread(void *arg)
 			 */
 			bool hold = j->reclaim_flushing ||
 				    (b->u64s_used > b->u64s_normal && j->nr_space_waiters);
+			/*
+			 * Nor while the buffer the entry after it needs is
+			 * still in flight: closed, it would leave no entry to
+			 * reserve in until that write completes, and every
+			 * commit meanwhile would wait for the device
+			 * (journal_max_in_flight).  Open, it takes them; the
+			 * completion wakes us (journal_advance_locked()).
+			 */
+			bool pipeline_full =
+				journal_seq_buf(j, j->cur_seq + 1)->state != TFS_JBUF_FREE;
 
-			if (b->u64s_used && now >= deadline && !hold) {
+			if (b->u64s_used && now >= deadline && !hold && !pipeline_full) {
 				tfs_journal_entry_close_locked(j);
 			} else if (b->must_flush &&
 				   !tfs_journal_flush_in_flight_locked(j, b->seq)) {

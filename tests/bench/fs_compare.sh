@@ -2,7 +2,8 @@
 # fs_compare.sh [FSBENCH]: the file-system benchmark side by side on tinyfs,
 # fuse2fs and kernel ext4 (on a loop device): images of the same size in the
 # same directory (so on the same disk), fsbench.sh on each, then a
-# metadata test at 1k, 10k and 100k files in one directory.  Prints a table
+# metadata test at 1k, 10k and 100k files in one directory (create, readdir,
+# stat, cold `ls -l`, unlink).  Prints a table
 # with ratios.  Not run by `meson test`; run as root (loop devices, page
 # cache drops).
 #
@@ -80,10 +81,11 @@ umount_fs() {
 	rm -f "$work/$fs.img"
 }
 
-# meta N: per-file microseconds for create, readdir, stat, unlink in one directory.
+# meta N: per-file microseconds for create, readdir, stat, a cold `ls -l`,
+# unlink in one directory.
 meta() {
 	python3 - "$mnt/meta$1" "$1" <<'PY'
-import os, sys, time
+import os, subprocess, sys, time
 d, n = sys.argv[1], int(sys.argv[2])
 os.mkdir(d)
 names = [os.path.join(d, "f%07d" % i) for i in range(n)]
@@ -95,9 +97,18 @@ def readdir():
     assert sum(1 for _ in os.scandir(d)) == n
 def stat():
     for x in names: os.stat(x)
+def lsl():
+    # `ls -l` with cold caches: listing, lstat and the two xattr probes per file
+    os.sync(); open("/proc/sys/vm/drop_caches", "w").write("3\n")
+    a = time.perf_counter()
+    subprocess.run(["ls", "-l", d], stdout=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - a) / n * 1e6
 def unlink():
     for x in names: os.unlink(x)
-for name, f in (("create", create), ("readdir", readdir), ("stat", stat), ("unlink", unlink)):
+for name, f in (("create", create), ("readdir", readdir), ("stat", stat), ("ls_l_cold", lsl), ("unlink", unlink)):
+    if f is lsl:
+        print("meta%d_%s_us_per_file %.2f us" % (n, name, lsl()))
+        continue
     print("meta%d_%s_us_per_file %.2f us" % (n, name, t(f)))
 os.rmdir(d)
 PY

@@ -45,6 +45,14 @@ mkdir many && (cd many && seq 1 2000 | xargs touch) || fail "2000 creates"
 [ "$(ls -l many | grep -c '^-')" = 2000 ] || fail "ls -l of 2000 entries"
 rm -r many || fail "rm -r 2000"
 
+# cp -a creates each file 0600 and gives it the source's mode as an access
+# ACL: the mode must follow, at once (the kernel's cached one too).
+mkdir -p src/d && echo x >src/f && chmod 644 src/f && chmod 751 src/d && chmod 700 src &&
+	cp -a src dst || fail "cp -a"
+[ "$(stat -c %a dst/f dst/d dst | tr '\n' ' ')" = "644 751 700 " ] ||
+	fail "cp -a kept modes: $(stat -c %a dst/f dst/d dst | tr '\n' ' ')"
+rm -r src dst
+
 # A file written, closed and removed: the kernel writes its times back
 # after the unlink freed it; that must not fail the next syncfs.
 sync -f . || fail "syncfs before"

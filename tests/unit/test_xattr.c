@@ -134,6 +134,92 @@ static void test_basic(void **state)
 	assert_int_equal(tfs_getxattr(T.fs, 1, "user.dir", buf, sizeof(buf)), 1);
 }
 
+/* An ACL entry in the xattr format (little-endian tag, perm, id). */
+static size_t acl_entry(u8 *p, unsigned tag, unsigned perm, u32 id)
+{
+	p[0] = (u8)tag;
+	p[1] = (u8)(tag >> 8);
+	p[2] = (u8)perm;
+	p[3] = 0;
+	p[4] = (u8)id;
+	p[5] = (u8)(id >> 8);
+	p[6] = (u8)(id >> 16);
+	p[7] = (u8)(id >> 24);
+	return 8;
+}
+
+static u32 perm_of(tfs_ino_t ino)
+{
+	struct tfs_stat st;
+
+	assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
+	return st.mode & 07777;
+}
+
+/*
+ * Setting an access ACL sets the permission bits, as on ext4: `cp -a`
+ * creates a file 0600 and gives it the source's mode as a minimal ACL
+ * (the mode was left 0600 before).  A minimal ACL is not stored; one
+ * with named entries is, and the group bits show its mask.
+ */
+static void test_acl_mode(void **state)
+{
+	u8 acl[64] = { 2, 0, 0, 0 }, buf[64];
+	struct tfs_stat st;
+	size_t n = 4;
+
+	assert_int_equal(pt_mknod(&T, 1, "g", S_IFREG | 04600, &st), 0);
+	n += acl_entry(acl + n, 0x01, 6, ~0U); /* user::rw- */
+	n += acl_entry(acl + n, 0x04, 4, ~0U); /* group::r-- */
+	n += acl_entry(acl + n, 0x20, 4, ~0U); /* other::r-- */
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(perm_of(st.ino), 04644); /* set-ID bits stay */
+	assert_int_equal(tfs_getxattr(T.fs, st.ino, "system.posix_acl_access", buf, sizeof(buf)),
+			 -ENODATA);
+	assert_int_equal(tfs_listxattr(T.fs, st.ino, (char *)buf, sizeof(buf)), 0);
+
+	/* Named entries: stored, group bits from the mask. */
+	n = 4;
+	n += acl_entry(acl + n, 0x01, 7, ~0U);
+	n += acl_entry(acl + n, 0x02, 7, 1000); /* user:1000:rwx */
+	n += acl_entry(acl + n, 0x04, 4, ~0U);
+	n += acl_entry(acl + n, 0x10, 5, ~0U); /* mask::r-x */
+	n += acl_entry(acl + n, 0x20, 0, ~0U);
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(perm_of(st.ino), 04750);
+	assert_int_equal(tfs_getxattr(T.fs, st.ino, "system.posix_acl_access", buf, sizeof(buf)),
+			 (ssize_t)n);
+	assert_memory_equal(buf, acl, n);
+	reopen();
+	assert_int_equal(perm_of(st.ino), 04750);
+
+	/* Back to a minimal one: the stored ACL goes. */
+	n = 4;
+	n += acl_entry(acl + n, 0x01, 6, ~0U);
+	n += acl_entry(acl + n, 0x04, 0, ~0U);
+	n += acl_entry(acl + n, 0x20, 0, ~0U);
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(perm_of(st.ino), 04600);
+	assert_int_equal(tfs_getxattr(T.fs, st.ino, "system.posix_acl_access", NULL, 0), -ENODATA);
+	reopen();
+	assert_int_equal(perm_of(st.ino), 04600);
+	assert_int_equal(tfs_getxattr(T.fs, st.ino, "system.posix_acl_access", NULL, 0), -ENODATA);
+
+	/* Not an ACL: refused, nothing changed. */
+	acl[0] = 1;
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n, 0), -EINVAL);
+	acl[0] = 2;
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n - 1, 0),
+			 -EINVAL);
+	n = 4;
+	n += acl_entry(acl + n, 0x01, 6, ~0U);
+	n += acl_entry(acl + n, 0x02, 6, 1000); /* a named entry without a mask */
+	n += acl_entry(acl + n, 0x04, 0, ~0U);
+	n += acl_entry(acl + n, 0x20, 0, ~0U);
+	assert_int_equal(tfs_setxattr(T.fs, st.ino, "system.posix_acl_access", acl, n, 0), -EINVAL);
+	assert_int_equal(perm_of(st.ino), 04600);
+}
+
 /* Values over many chunks; a replaced value leaves no chunk of the old one. */
 static void test_large_values(void **state)
 {
@@ -244,6 +330,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_large_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_basic, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_large_values, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup_collide, teardown),
