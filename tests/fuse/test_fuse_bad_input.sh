@@ -11,7 +11,9 @@ img=$tmp/a.img mnt=$tmp/mnt
 new_image "$img" 64M || finish
 mkdir -p "$mnt"
 
-nr_mounts() { grep -c " fuse.tinyfs " /proc/self/mounts; }
+# Only this test's own mounts (under $tmp): other tests and users may mount
+# tinyfs elsewhere on the machine meanwhile.
+nr_mounts() { awk -v d="$tmp/" '$3 == "fuse.tinyfs" && index($2, d) == 1' /proc/self/mounts | wc -l; }
 
 # refused WANT_STATUS TEXT CMD...: CMD exits WANT_STATUS, stderr has TEXT,
 # no new mount is left.
