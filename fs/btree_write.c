@@ -68,16 +68,14 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 	}
 	if (new_root) {
 		/*
-		 * Under the tree's lock too: readers of the root key
-		 * (tfs_btree_node_locations() from fsck, to_text) hold only
-		 * that.  Order: roots_lock, then a tree's lock; nobody takes
-		 * roots_lock under a tree's lock.
+		 * Under roots_lock only: readers of the root key take it
+		 * (tfs_btree_node_locations(), tfs_btree_to_text()), some
+		 * while holding the tree's lock, so the tree's lock must not
+		 * be taken here (lock order: a tree's lock, then roots_lock).
 		 */
-		pthread_rwlock_wrlock(&b->lock);
 		b->root_key.k.u64s = 0;
 		tfs_bkey_copy(&b->root_key, new_root);
 		b->have_root_key = true;
-		pthread_rwlock_unlock(&b->lock);
 	}
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
