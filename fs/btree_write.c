@@ -65,9 +65,16 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 		tfs_journal_res_put(fs->j, &res);
 	}
 	if (new_root) {
+		/*
+		 * Under the tree's lock too: readers of root_key (node
+		 * locations, to_text) hold only that one.  Order: roots_lock,
+		 * then a tree lock; the checkpoint calls this holding neither.
+		 */
+		pthread_rwlock_wrlock(&b->lock);
 		b->root_key.k.u64s = 0;
 		tfs_bkey_copy(&b->root_key, new_root);
 		b->have_root_key = true;
+		pthread_rwlock_unlock(&b->lock);
 	}
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		const struct tfs_bkey *k = &fs->btrees[id].root_key.k;
