@@ -57,8 +57,23 @@ int tfs_alloc_init(struct tfs_fs *fs)
 		struct tfs_fs_dev *fd = &fs->devs[i];
 		const struct tfs_member *m;
 
-		if (!fd->present)
+		if (!fd->present) {
+			/*
+			 * A missing member (degraded): no bitmap, nothing allocated
+			 * there, but its geometry from another member's superblock,
+			 * so commits keep its alloc keys in step with the extents.
+			 */
+			for (unsigned k = 0; k < fs->nr_devices && !d->bucket_size; k++)
+				if (fs->devs[k].present) {
+					m = tfs_sb_member(fs->devs[k].sb.sb, i);
+					d->bucket_size = le32_to_cpu(m->bucket_size);
+					d->start = le64_to_cpu(m->first_bucket) * d->bucket_size;
+					d->end = le64_to_cpu(m->nbuckets) * d->bucket_size;
+				}
+			if (d->bucket_size / a->block_size > TFS_ALLOC_MAX_BUCKET_BLOCKS)
+				d->bucket_size = 0; /* refused when the member is present */
 			continue;
+		}
 		m = tfs_sb_member(fd->sb.sb, i);
 		d->bucket_size = le32_to_cpu(m->bucket_size);
 		d->start = le64_to_cpu(m->first_bucket) * d->bucket_size;

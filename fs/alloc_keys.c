@@ -264,7 +264,7 @@ static int extent_deltas(struct trigger *t, const struct tfs_bkey *k, bool set)
 		u32 bsz;
 
 		if (dev >= fs->nr_devices || !(bsz = fs->alloc.devs[dev].bucket_size))
-			continue; /* a missing member: nothing to account there */
+			continue; /* a member of unknown geometry: refused at open */
 		while (len) {
 			u64 in = off % bsz, n = min_t(u64, len, bsz - in);
 			int ret = delta_push(t, (struct blk_delta){ .dev = dev,
@@ -483,8 +483,8 @@ int tfs_alloc_keys_load(struct tfs_fs *fs)
 		u64 base;
 
 		if (k->type != TFS_BKEY_alloc || dev >= fs->nr_devices ||
-		    !(bsz = fs->alloc.devs[dev].bucket_size))
-			continue;
+		    !fs->alloc.devs[dev].bits || !(bsz = fs->alloc.devs[dev].bucket_size))
+			continue; /* a missing member: nothing is allocated there */
 		nr = min_t(u32, le32_to_cpu(a->nr_blocks), bsz / fs->block_size);
 		base = le64_to_cpu(k->offset) * bsz;
 		for (u32 i = 0, j; i < nr; i = j) {

@@ -662,8 +662,6 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u6
 	u64 seq = 0;
 	int ret;
 
-	if (dev < fs->nr_devices && !fs->devs[dev].present)
-		return 0; /* a missing member (degraded): nothing to compare with */
 	if (!nr || bucket * bsz < fs->alloc.devs[dev].start ||
 	    (bucket + 1) * bsz > fs->alloc.devs[dev].end) {
 		fsck_err(c, "alloc %u:%llu: no such bucket of a present member", dev,
