@@ -16,6 +16,7 @@
 
 #include "fs/btree_internal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 #include "lib/trace.h"
 
@@ -106,7 +107,7 @@ struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
 	pthread_mutex_unlock(&c->lock);
 
 	if (!n) {
-		char *p = malloc(c->node_bytes);
+		char *p = tfs_fault("alloc:btree_node") ? NULL : malloc(c->node_bytes);
 
 		if (!p)
 			return NULL;

@@ -508,11 +508,25 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 			     void *ctx)
 {
 	struct tfs_btree *b = &fs->btrees[id];
+	struct tfs_bkey_buf root;
+	bool have_root;
 	int ret = 0;
 
+	/*
+	 * The root key is set by log_roots() under roots_lock, not the tree's
+	 * lock (it must not wait for the tree lock while it holds roots_lock
+	 * and a journal reservation): read it under roots_lock.  Reading it
+	 * under b->lock raced with a checkpoint (TSan saw it from fsck).
+	 */
+	pthread_mutex_lock(&fs->roots_lock);
+	have_root = b->have_root_key && b->root_key.k.type == TFS_BKEY_btree_ptr;
+	if (have_root)
+		tfs_bkey_copy(&root, &b->root_key.k);
+	pthread_mutex_unlock(&fs->roots_lock);
+
 	pthread_rwlock_rdlock(&b->lock);
-	if (b->have_root_key && b->root_key.k.type == TFS_BKEY_btree_ptr)
-		ret = fn(ctx, tfs_bkey_val(&b->root_key.k));
+	if (have_root)
+		ret = fn(ctx, tfs_bkey_val(&root.k));
 	ret = ret ?: node_locations(b->root, fn, ctx);
 	pthread_rwlock_unlock(&b->lock);
 	return ret;
@@ -554,11 +568,14 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 		   (unsigned long long)c->nodes_written);
 	prt_printf(out, "nodes read:\t%llu (%llu failed)\n", (unsigned long long)c->nodes_read,
 		   (unsigned long long)c->node_read_errors);
+	/* Under roots_lock, as in tfs_btree_node_locations(). */
+	pthread_mutex_lock(&b->fs->roots_lock);
 	if (b->have_root_key) {
 		prt_str(out, "root:\t");
 		tfs_bkey_to_text(out, &b->root_key.k);
 		prt_newline(out);
 	}
+	pthread_mutex_unlock(&b->fs->roots_lock);
 	printbuf_indent_sub(out, 2);
 	pthread_rwlock_unlock(&b->lock);
 }

@@ -29,6 +29,7 @@
 #include "fs/btree_key_cache.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 #include "lib/rcu.h"
 #include "lib/shrinker.h"
@@ -169,7 +170,7 @@ static size_t kc_entry_bytes(const struct kc_entry *e)
 
 static struct kc_key *kc_key_alloc(struct tfs_btree_key_cache *kc, unsigned u64s)
 {
-	struct kc_key *k = malloc(kc_key_bytes(u64s));
+	struct kc_key *k = tfs_fault("alloc:key_cache") ? NULL : malloc(kc_key_bytes(u64s));
 
 	if (!k)
 		return NULL;

@@ -34,6 +34,7 @@
 #include "fs/btree_internal.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 /* --- building transactions --- */
@@ -62,8 +63,11 @@ static int trans_grow(struct tfs_btree_trans *trans, unsigned u64s)
 {
 	if (trans->nr_updates == trans->size_updates) {
 		unsigned size = trans->size_updates ? trans->size_updates * 2 : 8;
-		struct tfs_trans_update *u = realloc(trans->updates, size * sizeof(*u));
+		struct tfs_trans_update *u;
 
+		if (tfs_fault("alloc:trans"))
+			return -TFS_ERR_ENOMEM_fault_injected;
+		u = realloc(trans->updates, size * sizeof(*u));
 		if (!u)
 			return -ENOMEM;
 		trans->updates = u;

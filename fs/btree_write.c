@@ -24,6 +24,7 @@
 #include "lib/bdev.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 /*
@@ -308,7 +309,7 @@ static int ckpt_write(struct ckpt *c)
 
 	for (unsigned i = 0; i < c->nr; i++)
 		nr_bios += c->nodes[i].nr_runs;
-	bios = calloc(nr_bios ?: 1, sizeof(*bios));
+	bios = tfs_fault("alloc:node_write_bios") ? NULL : calloc(nr_bios ?: 1, sizeof(*bios));
 	if (!bios)
 		return -ENOMEM;
 	struct tfs_bio **list = calloc(nr_bios ?: 1, sizeof(*list));
@@ -343,32 +344,64 @@ static int ckpt_write(struct ckpt *c)
 		pthread_cond_wait(&c->done, &c->lock);
 	pthread_mutex_unlock(&c->lock);
 
-	for (unsigned i = 0, k = 0; i < c->nr; i++)
-		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++) {
-			if (!bios[k].result)
-				continue;
-			struct printbuf name = PRINTBUF;
-			struct tfs_btree_loc one = { .nr = 1 };
+	/*
+	 * A copy counts once its write and the flush of its member after it
+	 * both succeeded: durable before the root entry that refers to it is
+	 * written.  A member whose every write failed is not flushed.
+	 */
+	bool flush_failed[TFS_MAX_DEVICES] = { false };
 
-			one.ptrs[0].dev = c->nodes[i].runs[r].dev;
-			one.ptrs[0].offset = c->nodes[i].runs[r].offset;
-			tfs_btree_node_loc_to_text(&name, fs, b->id, c->nodes[i].n->level, &one);
-			fprintf(stderr, "%s: write failed: %s\n", printbuf_str(&name),
-				tfs_err_str(bios[k].result));
-			printbuf_exit(&name);
-			ret = ret ?: -TFS_ERR_btree_node_write;
-		}
-	/* Durable before the root entry that refers to them is written. */
-	for (unsigned d = 0; !ret && d < TFS_MAX_DEVICES; d++)
+	memset(written, 0, sizeof(written));
+	for (unsigned i = 0, k = 0; i < c->nr; i++)
+		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++)
+			if (!bios[k].result)
+				written[c->nodes[i].runs[r].dev] = true;
+	for (unsigned d = 0; d < TFS_MAX_DEVICES; d++)
 		if (written[d]) {
 			int r = tfs_bdev_flush(fs->devs[d].bdev);
 
 			if (r) {
 				fprintf(stderr, "%s: flush after btree %s node writes failed: %s\n",
 					fs->devs[d].path, tfs_btree_id_str(b->id), tfs_err_str(r));
-				ret = -TFS_ERR_btree_node_write;
+				flush_failed[d] = true;
 			}
 		}
+
+	/*
+	 * A node is written when at least metadata_replicas_required of its
+	 * copies are (FAULTS.md: one of two members failing is no error).  The
+	 * failed copies stay in its pointer: a read that meets one fails its
+	 * checksum and takes the next copy, and the next write-back of the
+	 * node puts every copy down again.  Failing every node write instead
+	 * made a member's failure stop the whole filesystem (read-only after a
+	 * few checkpoints) although the other member held every node.
+	 */
+	for (unsigned i = 0, k = 0; i < c->nr; i++) {
+		unsigned good = 0, need = max_t(unsigned, fs->metadata_replicas_required, 1);
+
+		for (unsigned r = 0; r < c->nodes[i].nr_runs; r++, k++) {
+			unsigned dev = c->nodes[i].runs[r].dev;
+
+			if (!bios[k].result && !flush_failed[dev]) {
+				good++;
+				continue;
+			}
+			if (!bios[k].result)
+				continue; /* its flush failure was said above */
+
+			struct printbuf name = PRINTBUF;
+			struct tfs_btree_loc one = { .nr = 1 };
+
+			one.ptrs[0].dev = dev;
+			one.ptrs[0].offset = c->nodes[i].runs[r].offset;
+			tfs_btree_node_loc_to_text(&name, fs, b->id, c->nodes[i].n->level, &one);
+			fprintf(stderr, "%s: write failed: %s\n", printbuf_str(&name),
+				tfs_err_str(bios[k].result));
+			printbuf_exit(&name);
+		}
+		if (good < min_t(unsigned, need, c->nodes[i].nr_runs) || !good)
+			ret = -TFS_ERR_btree_node_write;
+	}
 	free(list);
 	free(bios);
 	return ret;

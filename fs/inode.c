@@ -13,6 +13,7 @@
 
 #include "fs/posix.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 /* --- the inode key --- */
@@ -415,6 +416,8 @@ int tfs_iget(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_inode_mem **ret)
 			break;
 		/* Allocate without the lock, then look again. */
 		pthread_mutex_unlock(&p->table_lock);
+		if (tfs_fault("alloc:inode"))
+			return -TFS_ERR_ENOMEM_fault_injected;
 		new = calloc(1, sizeof(*new));
 		if (!new)
 			return -ENOMEM;

@@ -27,6 +27,7 @@
 #include "lib/checksum.h"
 #include "lib/errcode.h"
 #include "lib/errseq.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 /* Old extents one transaction handles at most (keeps it far below a journal entry). */
@@ -469,7 +470,7 @@ static int write_blocks(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *da
 	ret = -ENOMEM;
 	for (unsigned i = 0; i < w->nr; i++)
 		nr_bios += w->pieces[i].nr_ptrs;
-	bios = calloc(nr_bios, sizeof(*bios));
+	bios = tfs_fault("alloc:write_bios") ? NULL : calloc(nr_bios, sizeof(*bios));
 	if (!bios)
 		goto err;
 	nr_bios = 0;

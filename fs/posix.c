@@ -15,6 +15,7 @@
 #include "fs/posix.h"
 #include "fs/str_hash.h"
 #include "lib/errcode.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 int tfs_create_locked(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
@@ -133,7 +134,7 @@ tfs_ino_t tfs_file_ino(const struct tfs_file *f)
 static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
 {
 	struct tfs_posix *p = tfs_posix(fs);
-	struct tfs_file *f = calloc(1, sizeof(*f));
+	struct tfs_file *f = tfs_fault("alloc:file") ? NULL : calloc(1, sizeof(*f));
 
 	if (!f)
 		return -ENOMEM;

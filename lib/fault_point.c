@@ -58,6 +58,8 @@ static void arm_to_text(struct printbuf *out, const struct tfs_fault_arm *a)
 		break;
 	case TFS_FAULT_ALWAYS:
 		prt_str(out, "always");
+		if (a->nth > 1)
+			prt_printf(out, " nth=%llu", (unsigned long long)a->nth);
 		break;
 	}
 	if (a->times)
@@ -78,7 +80,8 @@ static bool should_fire(struct tfs_fault_point *p)
 	case TFS_FAULT_PROBABILITY:
 		return splitmix64(&p->rng) % 1000000 < p->arm.ppm;
 	case TFS_FAULT_ALWAYS:
-		return true;
+		/* From the nth hit on: a persistent failure that starts there. */
+		return p->hits_since_arm >= n;
 	}
 	return false;
 }
@@ -100,6 +103,7 @@ bool tfs_fault_point_hit(struct tfs_fault_point *p)
 	fire = should_fire(p);
 	if (fire) {
 		p->fired++;
+		p->fired_ever++;
 
 		PRINTBUF_ONSTACK(repro, 128);
 		arm_to_text(&repro, &p->arm);
@@ -150,7 +154,7 @@ void tfs_fault_points_reset(void)
 	pthread_mutex_lock(&fault_lock);
 	for_each_fault_point (p, i) {
 		disarm_locked(p);
-		p->hits = p->hits_since_arm = p->fired = 0;
+		p->hits = p->hits_since_arm = p->fired = p->fired_ever = 0;
 	}
 	update_active();
 	pthread_mutex_unlock(&fault_lock);
@@ -236,7 +240,8 @@ unsigned tfs_fault_points_never(struct printbuf *out, bool by_hits)
 				continue;
 			if (j < i)
 				first = false;
-			seen |= by_hits ? q->hits != 0 : q->fired != 0;
+			/* fired_ever: re-arming zeroes fired, not whether it ever fired. */
+			seen |= by_hits ? q->hits != 0 : q->fired_ever != 0;
 		}
 		if (!first || seen)
 			continue;
@@ -323,7 +328,13 @@ static int parse_point_entry(char **w, unsigned nr, bool apply, struct printbuf 
 				 !strcmp(w[i], "nth") || !strcmp(w[i], "every") ||
 				 !strcmp(w[i], "prob");
 
-		if (mode_word && have_mode) {
+		/* "always nth=N" (either order): every hit from the Nth on. */
+		bool always_nth =
+			have_mode &&
+			((!strcmp(w[i], "nth") && arm.mode == TFS_FAULT_ALWAYS && !arm.nth) ||
+			 (!strcmp(w[i], "always") && arm.mode == TFS_FAULT_ONESHOT && arm.nth));
+
+		if (mode_word && have_mode && !always_nth) {
 			prt_printf(err, "fault point %s: more than one mode ('%s' after another)",
 				   w[0], w[i]);
 			return -TFS_ERR_fault_spec_invalid;
@@ -338,7 +349,8 @@ static int parse_point_entry(char **w, unsigned nr, bool apply, struct printbuf 
 		} else if (!strcmp(w[i], "always") && !val) {
 			arm.mode = TFS_FAULT_ALWAYS;
 		} else if (!strcmp(w[i], "nth") && val && !parse_u64(val, &v) && v) {
-			arm.mode = TFS_FAULT_ONESHOT;
+			if (!always_nth)
+				arm.mode = TFS_FAULT_ONESHOT;
 			arm.nth = v;
 		} else if (!strcmp(w[i], "every") && val && !parse_u64(val, &v) && v) {
 			arm.mode = TFS_FAULT_EVERY_NTH;
@@ -362,7 +374,7 @@ static int parse_point_entry(char **w, unsigned nr, bool apply, struct printbuf 
 		} else {
 			prt_printf(
 				err,
-				"fault point %s: bad word '%s%s%s' (want oneshot, always, nth=N, every=N, prob=P, seed=S, times=T)",
+				"fault point %s: bad word '%s%s%s' (want oneshot, always, nth=N, always nth=N, every=N, prob=P, seed=S, times=T)",
 				w[0], w[i], val ? "=" : "", val ?: "");
 			return -TFS_ERR_fault_spec_invalid;
 		}

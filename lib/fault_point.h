@@ -26,7 +26,8 @@
  *
  * oneshot fires at the next hit, nth=N at the Nth hit after arming (once),
  * every=N at every Nth hit, prob=P (0..1) with probability P from seed S,
- * always at every hit; times=T stops after T fires.  Other entry kinds (the
+ * always at every hit (with nth=N: every hit from the Nth on, a failure that
+ * persists from there); times=T stops after T fires.  Other entry kinds (the
  * fault device's "dev" rules) are handed to the parser registered for them.
  */
 
@@ -41,12 +42,12 @@ enum tfs_fault_mode {
 	TFS_FAULT_ONESHOT,     /* fire once, at hit number `nth` (1 = next) */
 	TFS_FAULT_EVERY_NTH,   /* fire at every nth hit */
 	TFS_FAULT_PROBABILITY, /* fire with probability ppm / 1e6 */
-	TFS_FAULT_ALWAYS,      /* fire at every hit */
+	TFS_FAULT_ALWAYS,      /* fire at every hit from hit number `nth` (0, 1: the next) */
 };
 
 struct tfs_fault_arm {
 	enum tfs_fault_mode mode;
-	u64 nth;   /* ONESHOT and EVERY_NTH; 0 means 1 */
+	u64 nth;   /* ONESHOT, EVERY_NTH and ALWAYS; 0 means 1 */
 	u32 ppm;   /* PROBABILITY: parts per million */
 	u64 seed;  /* PROBABILITY */
 	u64 times; /* most fires before disarming; 0: no limit */
@@ -61,7 +62,8 @@ struct tfs_fault_point {
 	struct tfs_fault_arm arm;
 	u64 hits; /* hits while counting or armed */
 	u64 hits_since_arm;
-	u64 fired;
+	u64 fired;	/* since armed */
+	u64 fired_ever; /* since tfs_fault_points_reset(): for tfs_fault_points_never() */
 	u64 rng;
 };
 
@@ -95,7 +97,10 @@ void tfs_fault_points_reset(void);
 /* Counts hits of every point even when unarmed (for coverage reports). */
 void tfs_fault_points_count(bool on);
 
-/* Sum of fires over every site named name; -1 if there is no such point. */
+/*
+ * Sum of fires over every site named name since it was last armed; -1 if
+ * there is no such point.
+ */
 s64 tfs_fault_point_fired(const char *name);
 /* Sum of hits over every site named name; -1 if there is no such point. */
 s64 tfs_fault_point_hits(const char *name);
@@ -108,7 +113,8 @@ const struct tfs_fault_point *tfs_fault_point_nth(unsigned i);
 void tfs_fault_points_to_text(struct printbuf *out);
 
 /*
- * The names (one per line, each once) of the points that never fired, or,
+ * The names (one per line, each once) of the points that never fired since
+ * the last tfs_fault_points_reset() (whatever arming came between), or,
  * with by_hits, were never hit (counting on); returns how many.  A harness
  * that must reach every point requires 0.
  */

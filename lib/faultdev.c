@@ -492,6 +492,13 @@ struct fault_dev {
 
 static const struct tfs_bdev_ops fault_ops;
 
+/*
+ * Faults injected by every fault device of this process, closed ones
+ * included: a harness that lets tfs_fs_stop() close the devices still
+ * learns whether the stop met a fault.
+ */
+static u64 nr_injected_all;
+
 static struct fault_dev *to_fd(struct tfs_bdev *bdev)
 {
 	return bdev->private;
@@ -641,6 +648,11 @@ s64 tfs_faultdev_rule_matched(struct tfs_bdev *bdev, unsigned i)
 u64 tfs_faultdev_nr_injected(struct tfs_bdev *bdev)
 {
 	return __atomic_load_n(&to_fd(bdev)->nr_injected, __ATOMIC_RELAXED);
+}
+
+u64 tfs_faultdev_nr_injected_all(void)
+{
+	return __atomic_load_n(&nr_injected_all, __ATOMIC_RELAXED);
 }
 
 bool tfs_faultdev_frozen(struct tfs_bdev *bdev)
@@ -1428,6 +1440,7 @@ static void run_bio(struct fault_dev *d, struct tfs_bio *bio)
 			.sector = d->sector,
 		};
 		d->nr_injected++;
+		__atomic_add_fetch(&nr_injected_all, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&d->lock);
 

@@ -171,6 +171,12 @@ s64 tfs_faultdev_rule_fired(struct tfs_bdev *bdev, unsigned i);
 s64 tfs_faultdev_rule_matched(struct tfs_bdev *bdev, unsigned i);
 /* Faults injected so far, over every rule. */
 u64 tfs_faultdev_nr_injected(struct tfs_bdev *bdev);
+/*
+ * Faults injected so far by every fault device this process made, closed
+ * ones included (an error loop learns whether an operation that ends by
+ * closing the devices, tfs_fs_stop(), reached its fault).
+ */
+u64 tfs_faultdev_nr_injected_all(void);
 
 /*
  * Pauses the worker: bios queue up and nothing runs until unpaused.  Tests

@@ -97,6 +97,16 @@ static void test_every_nth_and_times(void **state)
 	assert_int_equal(tfs_fault_point_arm("test:a", &arm), 0);
 	assert_int_equal(fires(probe_a, 40), 3);
 	assert_int_equal(tfs_fault_point_fired("test:a"), 3);
+	/* The spec form, either order. */
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2 always"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always nth=2"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always every=2"),
+			 -TFS_ERR_fault_spec_invalid);
 }
 
 static void test_probability_seeded(void **state)
@@ -290,6 +300,63 @@ static void test_never_fired(void **state)
 	printbuf_exit(&out);
 }
 
+/*
+ * A point that fired stays "fired" for tfs_fault_points_never() when it is
+ * armed again and does not fire then: an error loop arms every point many
+ * times and asks at the end which never fired (arming used to zero it).
+ */
+static void test_never_fired_survives_rearm(void **state)
+{
+	struct printbuf out = PRINTBUF;
+
+	assert_int_equal(
+		tfs_fault_point_arm("test:b", &(struct tfs_fault_arm){ .mode = TFS_FAULT_ONESHOT }),
+		0);
+	assert_true(probe_b());
+	assert_int_equal(tfs_fault_point_fired("test:b"), 1);
+	assert_int_equal(
+		tfs_fault_point_arm("test:b",
+				    &(struct tfs_fault_arm){ .mode = TFS_FAULT_ONESHOT, .nth = 5 }),
+		0);
+	assert_false(probe_b());
+	/* Since the arming: 0; over the process: once. */
+	assert_int_equal(tfs_fault_point_fired("test:b"), 0);
+	tfs_fault_points_never(&out, false);
+	assert_null(strstr(printbuf_str(&out), "test:b\n"));
+	assert_non_null(strstr(printbuf_str(&out), "test:a\n"));
+	/* tfs_fault_points_reset() forgets it. */
+	tfs_fault_points_reset();
+	printbuf_reset(&out);
+	tfs_fault_points_never(&out, false);
+	assert_non_null(strstr(printbuf_str(&out), "test:b\n"));
+	printbuf_exit(&out);
+}
+
+/* always with nth: every hit from the nth on (a persistent failure from there). */
+static void test_always_from_nth(void **state)
+{
+	assert_int_equal(
+		tfs_fault_point_arm("test:a",
+				    &(struct tfs_fault_arm){ .mode = TFS_FAULT_ALWAYS, .nth = 3 }),
+		0);
+	assert_false(probe_a());
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_true(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_fault_point_fired("test:a"), 3);
+	/* The spec form, either order. */
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2 always"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always nth=2"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always every=2"),
+			 -TFS_ERR_fault_spec_invalid);
+}
+
 static void test_from_opt(void **state)
 {
 	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2"), 0);
@@ -345,6 +412,8 @@ int main(void)
 		cmocka_unit_test_setup(test_env, reset),
 		cmocka_unit_test_setup(test_never_fired, reset),
 		cmocka_unit_test_setup(test_from_opt, reset),
+		cmocka_unit_test_setup(test_never_fired_survives_rearm, reset),
+		cmocka_unit_test_setup(test_always_from_nth, reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -282,6 +282,25 @@ static void test_op_tag_range_filters(void **state)
 	free(b);
 }
 
+/* The process-wide count goes on over closed devices (an error loop's unmount). */
+static void test_nr_injected_all(void **state)
+{
+	u64 before = tfs_faultdev_nr_injected_all();
+	struct tfs_bdev *f = fresh(2);
+
+	rule(f, "write nth=2 fail=EIO");
+	assert_int_equal(wr(f, 0, 4096, 1, 0), 0);
+	assert_int_equal(wr(f, 0, 4096, 1, 0), -EIO);
+	assert_int_equal(wr(f, 0, 4096, 1, 0), 0);
+	tfs_bdev_close(f);
+	assert_int_equal(tfs_faultdev_nr_injected_all(), before + 1);
+	f = fresh(3);
+	rule(f, "flush always fail=EIO");
+	assert_int_equal(tfs_bdev_flush(f), -EIO);
+	tfs_bdev_close(f);
+	assert_int_equal(tfs_faultdev_nr_injected_all(), before + 2);
+}
+
 static void test_every_times_prob(void **state)
 {
 	struct tfs_bdev *f = fresh(3);
@@ -1614,6 +1633,7 @@ int main(void)
 		cmocka_unit_test(test_rule_parse),
 		cmocka_unit_test(test_nth_of_type_and_overall),
 		cmocka_unit_test(test_op_tag_range_filters),
+		cmocka_unit_test(test_nr_injected_all),
 		cmocka_unit_test(test_every_times_prob),
 		cmocka_unit_test(test_fail_drop),
 		cmocka_unit_test(test_tear),
