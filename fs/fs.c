@@ -246,7 +246,10 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	}
 	memcpy(o->uuid, fs->uuid, 16);
 	o->block_size = fs->block_size;
-	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
+	/*
+	 * Reclaim's checkpoints need a root entry (one for all the trees it
+	 * writes back in a run: btree_write.c) and one more entry from the reserve.
+	 */
 	o->reserved_buckets = 2;
 	/*
 	 * mkfs: entries close only when asked to, never on age, so the same
