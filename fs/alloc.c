@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fs/alloc.h"
+#include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
@@ -56,8 +57,23 @@ int tfs_alloc_init(struct tfs_fs *fs)
 		struct tfs_fs_dev *fd = &fs->devs[i];
 		const struct tfs_member *m;
 
-		if (!fd->present)
+		if (!fd->present) {
+			/*
+			 * A missing member (degraded): no bitmap, nothing allocated
+			 * there, but its geometry from another member's superblock,
+			 * so commits keep its alloc keys in step with the extents.
+			 */
+			for (unsigned k = 0; k < fs->nr_devices && !d->bucket_size; k++)
+				if (fs->devs[k].present) {
+					m = tfs_sb_member(fs->devs[k].sb.sb, i);
+					d->bucket_size = le32_to_cpu(m->bucket_size);
+					d->start = le64_to_cpu(m->first_bucket) * d->bucket_size;
+					d->end = le64_to_cpu(m->nbuckets) * d->bucket_size;
+				}
+			if (d->bucket_size / a->block_size > TFS_ALLOC_MAX_BUCKET_BLOCKS)
+				d->bucket_size = 0; /* refused when the member is present */
 			continue;
+		}
 		m = tfs_sb_member(fd->sb.sb, i);
 		d->bucket_size = le32_to_cpu(m->bucket_size);
 		d->start = le64_to_cpu(m->first_bucket) * d->bucket_size;
@@ -66,6 +82,12 @@ int tfs_alloc_init(struct tfs_fs *fs)
 			d->end = round_down(fd->bdev->size, d->bucket_size);
 		if (d->end <= d->start)
 			continue;
+		if (d->bucket_size / a->block_size > TFS_ALLOC_MAX_BUCKET_BLOCKS) {
+			/* An alloc key's bitmap covers one bucket (fs/fs_format.h). */
+			fprintf(stderr, "member %u: %u blocks per bucket (at most %u supported)\n",
+				i, d->bucket_size / a->block_size, TFS_ALLOC_MAX_BUCKET_BLOCKS);
+			return -TFS_ERR_invalid_sb_options;
+		}
 		d->nr_blocks = (d->end - d->start) / a->block_size;
 		d->bits = calloc(DIV_ROUND_UP(d->nr_blocks, 64), sizeof(u64));
 		if (!d->bits)
@@ -376,6 +398,8 @@ void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs)
 		   (unsigned long long)a->nr_allocs, (unsigned long long)a->nr_alloc_fail,
 		   (unsigned long long)a->nr_freed_now, (unsigned long long)a->nr_freed_after,
 		   (unsigned long long)a->nr_released, a->nr_waiting);
-	printbuf_indent_sub(out, 2);
 	pthread_mutex_unlock(&a->lock);
+	/* The on-disk counters: btree lookups, so not under the allocator's lock. */
+	tfs_acct_to_text(out, fs);
+	printbuf_indent_sub(out, 2);
 }

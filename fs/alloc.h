@@ -8,8 +8,9 @@
  * The unit is the filesystem block (the superblock's block_size).  Each
  * member's usable space is its buckets from first_bucket on, less its
  * journal buckets.  The allocator keeps, per member, which blocks are in
- * use, in memory; open rebuilds it from what references space (every btree
- * node pointer and every extent), so no space is ever leaked by a crash.
+ * use, in memory; open builds it from what references space on disk (every
+ * btree node pointer, and the alloc keys for file data: see the end of this
+ * file), so no space is ever leaked by a crash.
  *
  * Invariants:
  *  - Space is handed out only if free and not waiting: blocks freed by a
@@ -77,5 +78,54 @@ void tfs_alloc_usage(struct tfs_fs *fs, struct tfs_alloc_usage *u);
 
 /* Per member: capacity, used, waiting, free, reserve. */
 void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs);
+
+/* --- alloc and accounting keys (fs/alloc_keys.c; formats in fs/fs_format.h) --- */
+
+/*
+ * On disk, the alloc btree records which blocks file data uses (one alloc
+ * key per bucket holding any) and the accounting counters (user blocks per
+ * member, inodes).  Btree node space is not recorded: open derives it from
+ * the node pointers.  The in-memory allocator above is built at open from
+ * the journal buckets, the node pointers and the alloc keys, never from the
+ * extents (open does not read extents leaves).
+ *
+ * Invariant, at every durable point (every journal prefix replay can end
+ * at): the alloc keys hold exactly the blocks the extents reference, and
+ * the accounting keys the sums.  Kept by the commit trigger below, which
+ * queues the alloc and accounting updates in the transaction that changes
+ * the extents (or inodes), so they go into the same journal entry.
+ * Space tfs_alloc() handed out but no commit references is free on disk: a
+ * crash frees it.
+ */
+
+struct tfs_btree_trans;
+enum tfs_acct_kind;
+
+/*
+ * The commit trigger's btrees: the alloc btree's bit when trans has updates
+ * of the extents or inodes btree (and is not a key cache flush), else 0.
+ * tfs_trans_commit() locks these with the transaction's own.
+ */
+unsigned tfs_alloc_trigger_btrees(const struct tfs_btree_trans *trans, unsigned flags);
+
+/*
+ * The commit trigger: called by tfs_trans_commit() with every btree of the
+ * transaction and tfs_alloc_trigger_btrees() locked exclusively, before its
+ * journal reservation, with only the caller's updates queued.  Compares
+ * each final extents and inodes update with the key the leaf holds and
+ * queues (tfs_trans_update) the alloc and accounting keys that change.  0,
+ * -ENOMEM or a node read error; the caller drops what it queued on failure.
+ */
+int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags);
+
+/* Open: marks the blocks of every alloc key used in the allocator. */
+int tfs_alloc_keys_load(struct tfs_fs *fs);
+
+/* An accounting counter (0 when it has no key).  0 or a read error. */
+int tfs_acct_read(struct tfs_fs *fs, enum tfs_acct_kind kind, unsigned dev, u64 *v);
+/* "user_blocks", "inodes"; NULL for an unknown kind. */
+const char *tfs_acct_kind_str(unsigned kind);
+/* The counters, one line each. */
+void tfs_acct_to_text(struct printbuf *out, struct tfs_fs *fs);
 
 #endif /* TFS_FS_ALLOC_H */

@@ -17,7 +17,7 @@
 /* One member: a bitmap of its blocks from `start` on. */
 struct tfs_alloc_dev {
 	bool present;	 /* a member the allocator may use */
-	u32 bucket_size; /* bytes */
+	u32 bucket_size; /* bytes (also for a missing member: its alloc keys) */
 	u64 start, end;	 /* bytes: first_bucket .. nbuckets */
 	u64 nr_blocks;	 /* (end - start) / block_size */
 	u64 *bits;	 /* 1: in use, waiting, or a journal bucket */

@@ -218,6 +218,7 @@ extern const struct tfs_bkey_ops tfs_bkey_ops_xattr __attribute__((weak));
 extern const struct tfs_bkey_ops tfs_bkey_ops_alloc __attribute__((weak));
 extern const struct tfs_bkey_ops tfs_bkey_ops_orphan __attribute__((weak));
 extern const struct tfs_bkey_ops tfs_bkey_ops_inline_data __attribute__((weak));
+extern const struct tfs_bkey_ops tfs_bkey_ops_accounting __attribute__((weak));
 
 static const struct tfs_bkey_ops *bkey_ops(unsigned type)
 {
@@ -242,6 +243,8 @@ static const struct tfs_bkey_ops *bkey_ops(unsigned type)
 		return &tfs_bkey_ops_inline_data;
 	case TFS_BKEY_cookie:
 		return NULL; /* opaque: the generic checks and hex */
+	case TFS_BKEY_accounting:
+		return &tfs_bkey_ops_accounting;
 	}
 	return NULL;
 }
@@ -259,7 +262,7 @@ static unsigned btree_allowed_types(enum tfs_btree_id id)
 	case TFS_BTREE_xattrs:
 		return 1U << TFS_BKEY_xattr;
 	case TFS_BTREE_alloc:
-		return 1U << TFS_BKEY_alloc;
+		return 1U << TFS_BKEY_alloc | 1U << TFS_BKEY_accounting;
 	case TFS_BTREE_orphans:
 		return 1U << TFS_BKEY_orphan;
 	case TFS_BTREE_NR:

@@ -106,7 +106,8 @@ int tfs_bpos_parse(const char *s, struct tfs_bpos *pos);
 	x(alloc,	6)	\
 	x(orphan,	7)	\
 	x(inline_data,	8)	\
-	x(cookie,	9)
+	x(cookie,	9)	\
+	x(accounting,	10)
 /* clang-format on */
 
 enum tfs_btree_id {

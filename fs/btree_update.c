@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/alloc.h"
 #include "fs/btree_internal.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
@@ -176,9 +177,14 @@ static int plan_item_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* (Re)builds p from the queued updates; the key cache state p->kc is kept. */
 static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 {
+	struct tfs_key_cache_commit kc = p->kc;
+
+	free(p->items);
 	memset(p, 0, sizeof(*p));
+	p->kc = kc;
 	p->items = malloc(trans->nr_updates * sizeof(*p->items));
 	if (!p->items)
 		return -ENOMEM;
@@ -389,8 +395,11 @@ int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq)
 	struct tfs_journal_res res = { 0 };
 	unsigned res_flags = (flags & TFS_TRANS_RESERVED ? TFS_JOURNAL_RES_RESERVED : 0);
 	bool have_res = false;
-	struct plan p;
-	int ret;
+	struct plan p = { 0 };
+	/* What the caller queued: the alloc trigger's updates come after (see below). */
+	unsigned nr_base = trans->nr_updates, mask = 0;
+	size_t mem_base = trans->mem_used;
+	int ret = 0;
 
 	trans->seq = 0;
 	if (seq)
@@ -399,11 +408,27 @@ int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq)
 		return 0;
 	if (fs->read_only || !fs->j)
 		return -TFS_ERR_fs_read_only;
-	ret = plan_build(trans, &p);
-	if (ret)
-		return ret;
+	for (unsigned i = 0; i < trans->nr_updates; i++)
+		mask |= 1U << trans->updates[i].id;
+	mask |= tfs_alloc_trigger_btrees(trans, flags); /* alloc hook */
 retry:
-	lock_btrees(fs, p.btrees);
+	lock_btrees(fs, mask);
+	/*
+	 * Alloc hook (fs/alloc.h, "alloc and accounting keys"): with the trees
+	 * locked, queue the alloc and accounting keys the caller's extents and
+	 * inodes updates change, so they go in this journal entry.  Each pass
+	 * recomputes them from the trees as they are now.
+	 */
+	trans->nr_updates = nr_base;
+	trans->mem_used = mem_base;
+	ret = tfs_alloc_trigger(trans, flags) ?: plan_build(trans, &p);
+	if (!ret && have_res && res.u64s < p.res_u64s) {
+		/* The trigger's keys grew since the reservation was sized: again, without it. */
+		unlock_btrees(fs, mask);
+		tfs_journal_res_put(fs->j, &res);
+		have_res = false;
+		goto retry;
+	}
 	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
 		if (p.btrees & (1U << id))
 			ret = fit_btree(trans, &fs->btrees[id], &p);
@@ -412,7 +437,7 @@ retry:
 		ret = tfs_btree_key_cache_commit_prep(fs->key_cache, &p.kc, trans->updates,
 						      trans->nr_updates, flags);
 	if (ret) {
-		unlock_btrees(fs, p.btrees);
+		unlock_btrees(fs, mask);
 		if (have_res)
 			tfs_journal_res_put(fs->j, &res); /* unfilled: zeros, skipped by replay */
 		goto out;
@@ -424,7 +449,7 @@ retry:
 		 * would order the tree unlike the journal (replay would end
 		 * differently).  Released unfilled; again, from the top.
 		 */
-		unlock_btrees(fs, p.btrees);
+		unlock_btrees(fs, mask);
 		tfs_journal_res_put(fs->j, &res);
 		have_res = false;
 		goto retry;
@@ -434,7 +459,7 @@ retry:
 					  res_flags | TFS_JOURNAL_RES_NONBLOCK);
 		if (ret && tfs_err_matches(ret, EAGAIN) && !(flags & TFS_TRANS_NONBLOCK)) {
 			/* Wait for the journal with no tree locked, then redo the fit. */
-			unlock_btrees(fs, p.btrees);
+			unlock_btrees(fs, mask);
 			ret = tfs_journal_res_get(fs->j, &res, p.res_u64s, res_flags);
 			if (ret)
 				goto out;
@@ -442,7 +467,7 @@ retry:
 			goto retry;
 		}
 		if (ret) {
-			unlock_btrees(fs, p.btrees);
+			unlock_btrees(fs, mask);
 			goto out;
 		}
 		have_res = true;
@@ -452,7 +477,7 @@ retry:
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (p.btrees & (1U << id))
 			apply_btree(trans, &fs->btrees[id], &p, &res);
-	unlock_btrees(fs, p.btrees);
+	unlock_btrees(fs, mask);
 	tfs_journal_res_put(fs->j, &res);
 
 	trans->seq = res.seq;
@@ -461,6 +486,11 @@ retry:
 	tfs_trans_reset(trans);
 	tfs_btree_cache_check_budget(fs);
 out:
+	if (ret) {
+		/* Only the caller's updates stay queued. */
+		trans->nr_updates = nr_base;
+		trans->mem_used = mem_base;
+	}
 	tfs_btree_key_cache_commit_done(fs->key_cache, &p.kc); /* key cache hook */
 	free(p.items);
 	return ret;

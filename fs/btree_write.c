@@ -583,11 +583,23 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
-	if (!ret)
+	/*
+	 * Others wait here until the new tree is durable.  Reclaim does not:
+	 * it writes back every tree pinning the seqs it frees, one after the
+	 * other, and their root entries must share one journal entry (still
+	 * open while reclaim runs its callbacks) -- a flushed entry per tree
+	 * would cost a block of the reserve per tree for every bucket freed,
+	 * more than reserved_buckets holds with six trees in a small journal.
+	 * Not waiting is safe: the old copies are freed only once root_seq
+	 * is durable (tfs_alloc_free_after()), and no durable entry can
+	 * record a last_seq past the keys written back here without the root
+	 * entry (root_seq is older, or the same entry) being durable too.
+	 */
+	if (!ret && !reclaim)
 		ret = tfs_journal_flush_seq(fs->j, root_seq);
 
 	/*
-	 * 5. Only now may the old copies be reused.  If the root entry failed
+	 * 5. Only now may the old copies be reused (after root_seq).  If the root entry failed
 	 * the journal is dead: the new nodes are written and in memory the tree
 	 * points at them, but the old ones stay allocated (the next open's
 	 * rebuild frees what nothing refers to).

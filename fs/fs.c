@@ -12,7 +12,8 @@
  *     else the clean section;
  *  4. read the roots (and interior nodes), replay every key from last_seq on
  *     into the trees (replay is idempotent: applying a key the tree already
- *     holds changes nothing), rebuild the allocator from node pointers;
+ *     holds changes nothing), rebuild the allocator from node pointers
+ *     and alloc keys (no extents leaf is read);
  *  5. (read-write) clear the clean flag, start the journal after what was
  *     read, pin the replayed seqs in their trees, log the roots, and only
  *     then tell the journal replay is done.
@@ -253,7 +254,10 @@ static int fs_journal_devs(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsign
 	}
 	memcpy(o->uuid, fs->uuid, 16);
 	o->block_size = fs->block_size;
-	/* Reclaim's checkpoints need root entries (and one more entry) from the reserve. */
+	/*
+	 * Reclaim's checkpoints need a root entry (one for all the trees it
+	 * writes back in a run: btree_write.c) and one more entry from the reserve.
+	 */
 	o->reserved_buckets = 2;
 	/*
 	 * mkfs: entries close only when asked to, never on age, so the same
@@ -496,14 +500,12 @@ static void fs_mark_tree(struct tfs_fs *fs, struct tfs_btree *b, struct tfs_bnod
 
 /*
  * Everything that references space: every node (of the durable tree, and
- * those replay dropped, which it still refers to) and every extent.
+ * those replay dropped, which it still refers to), from the node pointers
+ * (interior nodes are in memory), and file data, from the alloc keys
+ * (fs/alloc.h): the extents leaves are not read.
  */
 static int fs_alloc_rebuild(struct tfs_fs *fs)
 {
-	struct tfs_btree_iter iter;
-	const struct tfs_bkey *k;
-	int ret;
-
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		struct tfs_btree *b = &fs->btrees[id];
 
@@ -511,35 +513,7 @@ static int fs_alloc_rebuild(struct tfs_fs *fs)
 		for (unsigned i = 0; i < b->pending_free.nr; i++)
 			fs_mark_loc(fs, id, 0, &b->pending_free.locs[i]);
 	}
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
-	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
-	     ret = tfs_btree_iter_next(&iter, &k)) {
-		const struct tfs_extent *e = tfs_bkey_val(k);
-
-		if (k->type != TFS_BKEY_extent || tfs_bkey_val_bytes(k) < sizeof(*e) ||
-		    tfs_bkey_val_bytes(k) < sizeof(*e) + e->nr_ptrs * sizeof(e->ptrs[0]))
-			continue;
-		for (unsigned p = 0; p < e->nr_ptrs; p++) {
-			struct tfs_alloc_run run = {
-				.dev = le32_to_cpu(e->ptrs[p].dev),
-				.offset = le64_to_cpu(e->ptrs[p].offset),
-				.len = (u64)le32_to_cpu(e->nr_blocks) * fs->block_size,
-			};
-
-			if (tfs_alloc_mark_used(fs, &run)) {
-				struct printbuf t = PRINTBUF;
-
-				tfs_bkey_to_text(&t, k);
-				fprintf(stderr,
-					"extent %s: pointer %u: space referenced twice or "
-					"outside usable space\n",
-					printbuf_str(&t), p);
-				printbuf_exit(&t);
-			}
-		}
-	}
-	tfs_btree_iter_exit(&iter);
-	return ret;
+	return tfs_alloc_keys_load(fs);
 }
 
 /* --- replay --- */

@@ -205,4 +205,87 @@ struct tfs_orphan {
 };
 static_assert(sizeof(struct tfs_orphan) == 8, "orphan value");
 
+/* --- alloc (btree alloc: types alloc and accounting) --- */
+
+/*
+ * Alloc keys, position {member, bucket} (bucket = byte offset / the
+ * member's bucket size): which blocks of that bucket file data (extents)
+ * references.  A bucket no extent uses has no key.  Btree nodes are not
+ * recorded here: their space is derived at open from the node pointers
+ * (interior nodes are read at open anyway).  Alloc keys are changed only by
+ * the commit trigger (fs/alloc_keys.c), in the same transaction, so in the
+ * same journal entry, as the extent keys that take or release the space:
+ * at every durable point they agree with the extents.
+ *
+ * bits: bit i (of word i / 64, LSB first) is block i of the bucket;
+ * nr_blocks = bucket size / block size, bits past it are zero; used is the
+ * number of bits set (at least 1).
+ */
+/* clang-format off */
+#define TFS_ALLOC_DATA_TYPES(x)	\
+	x(free,		0)	\
+	x(user,		1)
+/* clang-format on */
+
+enum tfs_alloc_data_type {
+#define x(n, nr) TFS_ALLOC_DATA_##n = nr,
+	TFS_ALLOC_DATA_TYPES(x)
+#undef x
+	TFS_ALLOC_DATA_NR
+};
+
+/* Most blocks per bucket an alloc key's bitmap covers (its value stays within a key). */
+#define TFS_ALLOC_MAX_BUCKET_BLOCKS 32768
+
+struct tfs_alloc_key {
+	u8 data_type;	  /* enum tfs_alloc_data_type: user */
+	u8 pad0;	  /* zero */
+	__le16 pad1;	  /* zero */
+	__le32 nr_blocks; /* blocks per bucket: bits in the bitmap */
+	__le32 used;	  /* bits set */
+	__le32 pad2;	  /* zero */
+	__le64 bits[];	  /* DIV_ROUND_UP(nr_blocks, 64) words */
+};
+static_assert(sizeof(struct tfs_alloc_key) == 16, "alloc value");
+
+static inline size_t tfs_alloc_key_val_bytes(unsigned nr_blocks)
+{
+	return sizeof(struct tfs_alloc_key) + DIV_ROUND_UP(nr_blocks, 64) * 8;
+}
+
+/*
+ * Accounting keys (type accounting, btree alloc), position
+ * {TFS_ACCT_INODE, kind << 32 | member}: filesystem-wide counters, changed
+ * by the same trigger in the same transaction as what they count, so they
+ * are exact at every durable point and replay restores them with the keys.
+ *   user_blocks: blocks of member `member` that extents reference (the sum
+ *                of its alloc keys' used);
+ *   inodes:      inode keys in the inodes btree (member 0).
+ * A counter at zero has no key.
+ */
+#define TFS_ACCT_INODE 0xffffffffULL
+
+/* clang-format off */
+#define TFS_ACCT_KINDS(x)	\
+	x(user_blocks,	1)	\
+	x(inodes,	2)
+/* clang-format on */
+
+enum tfs_acct_kind {
+#define x(n, nr) TFS_ACCT_##n = nr,
+	TFS_ACCT_KINDS(x)
+#undef x
+	TFS_ACCT_KIND_NR
+};
+
+static inline struct tfs_bpos tfs_acct_pos(enum tfs_acct_kind kind, unsigned dev)
+{
+	return TFS_POS(TFS_ACCT_INODE, (u64)kind << 32 | dev);
+}
+
+struct tfs_accounting {
+	__le64 value;
+};
+static_assert(sizeof(struct tfs_accounting) == 8, "accounting value");
+
 #endif /* TFS_FS_FS_FORMAT_H */

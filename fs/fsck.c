@@ -12,6 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs/alloc.h"
+#include "fs/alloc_types.h"
+#include "fs/fs_format.h"
+#include "fs/fs_types.h"
 #include "fs/fsck.h"
 #include "fs/posix.h"
 #include "lib/printbuf.h"
@@ -476,6 +480,372 @@ out:
 	return 0;
 }
 
+/* --- allocation: alloc keys and accounting against the extents and nodes --- */
+
+/* Blocks [first, first + nr) of one bucket that an extent uses. */
+struct fsck_blk {
+	u32 dev;
+	u32 first, nr;
+	u64 bucket;
+	tfs_ino_t ino;
+	u64 off;
+};
+
+static int blk_cmp(const void *a, const void *b)
+{
+	const struct fsck_blk *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->bucket != y->bucket)
+		return x->bucket < y->bucket ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+struct fsck_alloc {
+	struct fsck_blk *blks;
+	size_t nr, size;
+	u64 user_blocks[TFS_MAX_DEVICES];
+	u64 inodes;
+};
+
+/* Every extent's blocks, bucket by bucket (what the alloc keys must hold). */
+static int alloc_collect(struct fsck *c, struct fsck_alloc *a)
+{
+	struct tfs_fs *fs = c->fs;
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *x = tfs_bkey_val(k);
+
+		if (k->type != TFS_BKEY_extent)
+			continue;
+		for (unsigned i = 0; i < x->nr_ptrs && !ret; i++) {
+			u32 dev = le32_to_cpu(x->ptrs[i].dev), bsz;
+			u64 off = le64_to_cpu(x->ptrs[i].offset);
+			u64 len = (u64)le32_to_cpu(x->nr_blocks) * fs->block_size;
+
+			if (dev >= fs->nr_devices || !(bsz = fs->alloc.devs[dev].bucket_size))
+				continue; /* past the device: check_extents said so */
+			while (len && !ret) {
+				u64 in = off % bsz, n = min_t(u64, len, bsz - in);
+
+				ret = grow((void **)&a->blks, &a->size, a->nr, sizeof(*a->blks));
+				if (ret)
+					break;
+				a->blks[a->nr++] = (struct fsck_blk){
+					.dev = dev,
+					.bucket = off / bsz,
+					.first = (u32)(in / fs->block_size),
+					.nr = (u32)(n / fs->block_size),
+					.ino = le64_to_cpu(k->inode),
+					.off = le64_to_cpu(k->offset),
+				};
+				off += n;
+				len -= n;
+			}
+		}
+	}
+	tfs_btree_iter_exit(&iter);
+	if (ret)
+		return ret;
+	if (a->nr)
+		qsort(a->blks, a->nr, sizeof(*a->blks), blk_cmp);
+
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
+		a->inodes += k->type == TFS_BKEY_inode;
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+static bool bit(const u64 *w, u32 i)
+{
+	return w[i / 64] & (1ULL << (i % 64));
+}
+
+/* The blocks of w (a bucket's difference) as "3..5" lines, with the owner when known. */
+static void alloc_say_runs(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32 nr,
+			   const struct fsck_blk *b, size_t nr_b, bool leaked)
+{
+	for (u32 i = 0, j; i < nr; i = j) {
+		if (!bit(w, i)) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < nr && bit(w, j); j++)
+			;
+		if (leaked) {
+			fsck_err(
+				c,
+				"alloc %u:%llu: blocks %u..%u marked used, but no extent references "
+				"them (leaked)",
+				dev, (unsigned long long)bucket, i, j - 1);
+			continue;
+		}
+		for (size_t x = 0; x < nr_b; x++)
+			if (b[x].first <= i && i < b[x].first + b[x].nr) {
+				fsck_err(
+					c,
+					"alloc %u:%llu: blocks %u..%u used by extent %llu:%llu are "
+					"not marked used",
+					dev, (unsigned long long)bucket, i, j - 1,
+					(unsigned long long)b[x].ino, (unsigned long long)b[x].off);
+				break;
+			}
+	}
+}
+
+/* Gives the allocator in memory what a repaired bucket now says. */
+static void alloc_mem_fix(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32 nr, bool leaked,
+			  u64 seq)
+{
+	struct tfs_fs *fs = c->fs;
+
+	for (u32 i = 0, j; i < nr; i = j) {
+		struct tfs_alloc_run run;
+
+		if (!bit(w, i)) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < nr && bit(w, j); j++)
+			;
+		run = (struct tfs_alloc_run){
+			.dev = dev,
+			.offset =
+				bucket * fs->alloc.devs[dev].bucket_size + (u64)i * fs->block_size,
+			.len = (u64)(j - i) * fs->block_size,
+		};
+		if (leaked)
+			tfs_alloc_free_after(fs, &run,
+					     seq); /* reusable once the repair is durable */
+		else
+			tfs_alloc_mark_used(fs, &run); /* already used (a node) was said by open */
+	}
+}
+
+static int commit_one(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_bpos del, u64 *seq)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_trans_init(&trans, fs);
+	ret = (k ? tfs_trans_update(&trans, TFS_BTREE_alloc, k)
+		 : tfs_trans_delete(&trans, TFS_BTREE_alloc, del))
+		      ?: tfs_trans_commit(&trans, 0, seq);
+	tfs_trans_exit(&trans);
+	return ret;
+}
+
+/*
+ * One bucket: the alloc key k (NULL: none) against the extents' blocks
+ * b[0..nr_b).  Each difference is a line; -y writes the key the extents
+ * say (or deletes it), one transaction.
+ */
+static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u64 bucket,
+			      const struct tfs_bkey *k, const struct fsck_blk *b, size_t nr_b)
+{
+	struct tfs_fs *fs = c->fs;
+	u32 bsz = dev < fs->nr_devices ? fs->alloc.devs[dev].bucket_size : 0;
+	u32 nr = bsz ? bsz / fs->block_size : 0, words = DIV_ROUND_UP(nr, 64);
+	u64 want[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 },
+					       have[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 };
+	u64 leaked[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64], missing[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64];
+	unsigned found = c->res->found, used = 0;
+	struct tfs_bkey_buf buf;
+	bool any_leaked = false, any_missing = false;
+	u64 seq = 0;
+	int ret;
+
+	if (!nr || bucket * bsz < fs->alloc.devs[dev].start ||
+	    (bucket + 1) * bsz > fs->alloc.devs[dev].end) {
+		fsck_err(c, "alloc %u:%llu: no such bucket of a present member", dev,
+			 (unsigned long long)bucket);
+		if (!may_repair(c)) {
+			c->res->left++;
+			return 0;
+		}
+		ret = commit_one(fs, NULL, TFS_POS(dev, bucket), &seq);
+		if (!ret) {
+			c->res->fixed++;
+			fsck_say(c, "fixed: alloc %u:%llu removed", dev,
+				 (unsigned long long)bucket);
+		} else {
+			c->res->left++;
+		}
+		return 0;
+	}
+	for (size_t x = 0; x < nr_b; x++)
+		for (u32 i = b[x].first; i < b[x].first + b[x].nr && i < nr; i++)
+			want[i / 64] |= 1ULL << (i % 64);
+	if (k) {
+		const struct tfs_alloc_key *a = tfs_bkey_val(k);
+
+		if (le32_to_cpu(a->nr_blocks) != nr)
+			fsck_err(c, "alloc %u:%llu: nr_blocks %u, the bucket has %u", dev,
+				 (unsigned long long)bucket, le32_to_cpu(a->nr_blocks), nr);
+		for (u32 i = 0; i < min_t(u32, nr, le32_to_cpu(a->nr_blocks)); i++)
+			if (le64_to_cpu(a->bits[i / 64]) & (1ULL << (i % 64)))
+				have[i / 64] |= 1ULL << (i % 64);
+	}
+	for (u32 w = 0; w < words; w++) {
+		leaked[w] = have[w] & ~want[w];
+		missing[w] = want[w] & ~have[w];
+		any_leaked |= !!leaked[w];
+		any_missing |= !!missing[w];
+		used += (unsigned)__builtin_popcountll(want[w]);
+	}
+	fa->user_blocks[dev] += used; /* a block two extents use counts once */
+	if (any_leaked)
+		alloc_say_runs(c, dev, bucket, leaked, nr, b, nr_b, true);
+	if (any_missing) {
+		if (!k)
+			fsck_err(c,
+				 "alloc %u:%llu: no alloc key, but extent %llu:%llu uses blocks "
+				 "of the bucket",
+				 dev, (unsigned long long)bucket, (unsigned long long)b[0].ino,
+				 (unsigned long long)b[0].off);
+		else
+			alloc_say_runs(c, dev, bucket, missing, nr, b, nr_b, false);
+	}
+	if (c->res->found == found)
+		return 0;
+	if (!may_repair(c)) {
+		c->res->left += c->res->found - found;
+		return 0;
+	}
+	if (used) {
+		struct tfs_alloc_key *a = tfs_bkey_init(&buf, TFS_BKEY_alloc, TFS_POS(dev, bucket),
+							tfs_alloc_key_val_bytes(nr));
+
+		a->data_type = TFS_ALLOC_DATA_user;
+		a->nr_blocks = cpu_to_le32(nr);
+		a->used = cpu_to_le32(used);
+		for (u32 w = 0; w < words; w++)
+			a->bits[w] = cpu_to_le64(want[w]);
+	}
+	ret = commit_one(fs, used ? &buf.k : NULL, TFS_POS(dev, bucket), &seq);
+	if (ret) {
+		c->res->left += c->res->found - found;
+		fsck_say(c, "not fixed: alloc %u:%llu: %s", dev, (unsigned long long)bucket,
+			 tfs_err_str(ret));
+		return 0;
+	}
+	c->res->fixed += c->res->found - found;
+	fsck_say(c, "fixed: alloc %u:%llu rewritten from the extents (%u blocks used)", dev,
+		 (unsigned long long)bucket, used);
+	alloc_mem_fix(c, dev, bucket, leaked, nr, true, seq);
+	alloc_mem_fix(c, dev, bucket, missing, nr, false, seq);
+	return 0;
+}
+
+/* One counter: its key against the value counted. */
+static void acct_check(struct fsck *c, enum tfs_acct_kind kind, unsigned dev, u64 want)
+{
+	struct tfs_bkey_buf buf;
+	u64 have, seq;
+	int ret = tfs_acct_read(c->fs, kind, dev, &have);
+
+	if (ret || have == want)
+		return;
+	if (kind == TFS_ACCT_inodes)
+		fsck_err(c, "accounting inodes: %llu, the inodes btree holds %llu",
+			 (unsigned long long)have, (unsigned long long)want);
+	else
+		fsck_err(c, "accounting %s member %u: %llu blocks, extents use %llu",
+			 tfs_acct_kind_str(kind), dev, (unsigned long long)have,
+			 (unsigned long long)want);
+	if (!may_repair(c)) {
+		c->res->left++;
+		return;
+	}
+	if (want) {
+		struct tfs_accounting *a = tfs_bkey_init(&buf, TFS_BKEY_accounting,
+							 tfs_acct_pos(kind, dev), sizeof(*a));
+
+		a->value = cpu_to_le64(want);
+	}
+	ret = commit_one(c->fs, want ? &buf.k : NULL, tfs_acct_pos(kind, dev), &seq);
+	if (ret) {
+		c->res->left++;
+		fsck_say(c, "not fixed: accounting %s: %s", tfs_acct_kind_str(kind),
+			 tfs_err_str(ret));
+		return;
+	}
+	c->res->fixed++;
+	fsck_say(c, "fixed: accounting %s member %u set to %llu", tfs_acct_kind_str(kind), dev,
+		 (unsigned long long)want);
+}
+
+/*
+ * The alloc keys hold exactly the blocks extents use (a merge of both,
+ * sorted by member and bucket), and the accounting keys the sums.  Run
+ * after the repairs that remove extents, from a fresh pass.  Two owners of
+ * one block are check_extents()'s overlap lines.
+ */
+static int check_alloc(struct fsck *c)
+{
+	struct fsck_alloc a = { 0 };
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	size_t i = 0;
+	int ret = alloc_collect(c, &a);
+
+	if (ret)
+		goto out;
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_alloc, TFS_POS_MIN,
+			    TFS_POS(TFS_MAX_DEVICES, 0));
+	for (ret = tfs_btree_iter_peek(&iter, &k);; ret = tfs_btree_iter_next(&iter, &k)) {
+		struct tfs_bpos kp = k ? tfs_bkey_pos(k) : TFS_POS(TFS_MAX_DEVICES, 0);
+		struct tfs_bkey_buf kb;
+
+		if (ret)
+			break;
+		if (k)
+			tfs_bkey_copy(&kb, k);
+		/* Buckets extents use that come before the key: no key for them. */
+		while (i < a.nr && tfs_bpos_cmp(TFS_POS(a.blks[i].dev, a.blks[i].bucket), kp) < 0) {
+			size_t j = i + 1;
+
+			while (j < a.nr && a.blks[j].dev == a.blks[i].dev &&
+			       a.blks[j].bucket == a.blks[i].bucket)
+				j++;
+			ret = alloc_check_bucket(c, &a, a.blks[i].dev, a.blks[i].bucket, NULL,
+						 &a.blks[i], j - i);
+			if (ret)
+				break;
+			i = j;
+		}
+		if (ret || !k)
+			break;
+		if (kb.k.type != TFS_BKEY_alloc)
+			continue;
+		size_t j = i;
+
+		while (j < a.nr && a.blks[j].dev == kp.inode && a.blks[j].bucket == kp.offset)
+			j++;
+		ret = alloc_check_bucket(c, &a, (u32)kp.inode, kp.offset, &kb.k, &a.blks[i], j - i);
+		i = j;
+		if (ret)
+			break;
+		/* A repair committed meanwhile: next() still moves past kp, never back. */
+	}
+	tfs_btree_iter_exit(&iter);
+	if (ret)
+		goto out;
+	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++)
+		acct_check(c, TFS_ACCT_user_blocks, dev, a.user_blocks[dev]);
+	acct_check(c, TFS_ACCT_inodes, 0, a.inodes);
+out:
+	free(a.blks);
+	return ret;
+}
+
 /* --- reachability --- */
 
 static int edge_cmp(const void *a, const void *b)
@@ -765,6 +1135,8 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 		?: check_extents(&c) ?: mark_reachable(&c);
 	if (!ret)
 		check_inodes(&c);
+	if (!ret)
+		ret = check_alloc(&c); /* after the repairs that remove extents */
 	if (!ret && c.opts->verbose)
 		fsck_say(&c,
 			 "%llu inodes, %llu dirents, %llu extents, %llu orphans: %u problems, "

@@ -21,7 +21,14 @@
  *    do not overlap within a file, hold the blocks the inode counts, lie
  *    inside their member device and overlap neither other files' extents
  *    nor btree nodes (tfs_btree_node_locations());
- *  - orphan keys name existing inodes; an "unlinked" orphan has nlink 0.
+ *  - orphan keys name existing inodes; an "unlinked" orphan has nlink 0;
+ *  - allocation (run last, after the repairs that remove extents): each
+ *    alloc key holds exactly the blocks of its bucket that extents use
+ *    ("blocks 3..5 marked used, but no extent references them (leaked)",
+ *    "blocks 8..8 used by extent INO:OFF are not marked used", "no alloc
+ *    key, but extent ..."); two owners of one block are the overlap lines
+ *    above, naming both; the accounting keys equal the sums (user blocks per
+ *    member, inode keys).
  *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
  * a crash during repair leaves the old or the repaired state), each said
@@ -33,7 +40,10 @@
  *  - inodes with nlink > 0 that nothing names go into /lost+found (made
  *    when missing) as "#INO";
  *  - orphan keys of missing inodes are removed; blocks is recounted;
- *    extents of no file are removed.
+ *    extents of no file are removed;
+ *  - a wrong alloc key is rewritten from the extents (or removed), a wrong
+ *    counter set to the count, each its own transaction; the allocator in
+ *    memory follows (leaked space reusable once the repair is durable).
  * Not repaired (counted as left): node/key corruption, overlapping or
  * out-of-device extents, unreachable directory cycles.
  *

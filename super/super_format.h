@@ -34,12 +34,16 @@
 /*
  * Format versions: x(name, nr).  2: the btree node size in the fixed part,
  * the filesystem uuid in the layout (layout version 2), the journal field
- * as bucket ranges.  Nothing of version 1 was ever in use: this build reads
- * version 2 only.
+ * as bucket ranges.  3: the alloc btree records the blocks file data uses
+ * and accounting keys the usage counters (fs/fs_format.h); open no longer
+ * finds data space from the extents, so a version 2 filesystem (no alloc
+ * keys) would open with its data space free.  Nothing older was ever in
+ * use: this build reads version 3 only.
  */
 #define TFS_SB_VERSIONS(x)	\
 	x(initial, 1)		\
-	x(btree_node_size, 2)
+	x(btree_node_size, 2)	\
+	x(alloc_keys, 3)
 /* clang-format on */
 
 enum tfs_sb_version {
@@ -50,7 +54,7 @@ enum tfs_sb_version {
 };
 
 #define TFS_SB_VERSION_CURRENT (TFS_SB_VERSION_NR - 1)
-#define TFS_SB_VERSION_MIN TFS_SB_VERSION_btree_node_size
+#define TFS_SB_VERSION_MIN TFS_SB_VERSION_alloc_keys
 
 #define TFS_SB_LAYOUT_OFFSET 3584 /* bytes: sector 7 */
 #define TFS_SB_LAYOUT_SIZE 512

@@ -548,6 +548,73 @@ static void test_locations_during_checkpoints(void **state)
 	template_cleanup();
 }
 
+/*
+ * Journal reclaim writes back every tree that pins the oldest seq, and each
+ * write-back needs a root entry from the journal's reserve (the last
+ * reserved_buckets of each member, which only reclaim may use).  Those root
+ * entries must share one journal entry: when each took (and flushed) an
+ * entry of its own, reclaim needed a block of the reserve per tree to free
+ * one bucket, and once the alloc btree made a sixth tree pinned by every
+ * data write, the reserve (6 blocks with 16 KiB buckets) could run out
+ * before the oldest bucket was freed: the last checkpoint's root entry got
+ * journal_full, forever, and every commit waited for space
+ * (tests/fault/errloop_io hung in its template about 1 run in 8).
+ */
+static void test_reclaim_root_entries_share_an_entry(void **state)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	struct tfs_journal *j;
+	struct ft t;
+	u64 seq, before, after;
+
+	fresh_copy(&t, 1);
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(&t), 0);
+	j = t.fs->j;
+	/* Every tree pins one seq, which is durable. */
+	tfs_trans_init(&trans, t.fs);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		wl_key(&buf, id, 1);
+		assert_int_equal(tfs_trans_update(&trans, id, &buf.k), 0);
+	}
+	assert_int_equal(tfs_trans_commit(&trans, 0, &seq), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(tfs_fs_flush_seq(t.fs, seq), 0);
+
+	pthread_mutex_lock(&j->lock);
+	before = j->nr_entries;
+	pthread_mutex_unlock(&j->lock);
+	/* Reclaim writes back all of them (the roots pin too, if that old). */
+	assert_int_equal(tfs_journal_flush_pins(j, seq), 0);
+	pthread_mutex_lock(&j->lock);
+	after = j->nr_entries;
+	pthread_mutex_unlock(&j->lock);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		assert_int_equal(t.fs->btrees[id].nr_dirty, 0);
+	/* One root entry for all of them, and at most one more (a progress entry). */
+	if (after - before > 2)
+		fail_msg("reclaim wrote back %u trees in %llu journal entries", TFS_BTREE_NR,
+			 (unsigned long long)(after - before));
+	assert_int_equal(ft_stop(&t), 0);
+	/* Everything is there after a reopen. */
+	assert_int_equal(ft_open(&t), 0);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		const struct tfs_bkey *k;
+		struct tfs_btree_iter iter;
+
+		wl_key(&buf, id, 1);
+		tfs_btree_iter_init(&iter, t.fs, id, tfs_bkey_pos(&buf.k), tfs_bkey_pos(&buf.k));
+		assert_int_equal(tfs_btree_iter_peek(&iter, &k), 0);
+		assert_non_null(k);
+		assert_memory_equal(k, &buf.k, tfs_bkey_bytes(&buf.k));
+		tfs_btree_iter_exit(&iter);
+	}
+	assert_int_equal(ft_stop(&t), 0);
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +624,7 @@ int main(void)
 		cmocka_unit_test(test_durable_commits_no_writeback),
 		cmocka_unit_test(test_node_write_one_replica_fails),
 		cmocka_unit_test(test_locations_during_checkpoints),
+		cmocka_unit_test(test_reclaim_root_entries_share_an_entry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
