@@ -1994,12 +1994,11 @@ int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path)
 	return 0;
 }
 
-int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto)
+/* Opens a saved trace and checks its magic; 0 or a code (printed). */
+static int trace_file_open(const char *path, FILE **fp)
 {
 	FILE *f = fopen(path, "r");
 	char magic[8];
-	struct trace_rec r;
-	int ret = 0;
 
 	if (!f) {
 		int err = -errno; /* before fprintf can change it */
@@ -2013,6 +2012,18 @@ int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 u
 		fclose(f);
 		return -TFS_ERR_invalid_argument;
 	}
+	*fp = f;
+	return 0;
+}
+
+int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto)
+{
+	FILE *f;
+	struct trace_rec r;
+	int ret = trace_file_open(path, &f);
+
+	if (ret)
+		return ret;
 	while (!ret) {
 		size_t got = fread(&r, 1, sizeof(r), f);
 		bool apply;
@@ -2069,27 +2080,16 @@ void tfs_fault_trace_free(struct tfs_fault_trace_entry *entries, unsigned nr)
 
 int tfs_fault_trace_load(const char *path, struct tfs_fault_trace_entry **entries, unsigned *nr)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f;
 	struct tfs_fault_trace_entry *v = NULL;
 	unsigned n = 0, size = 0;
-	char magic[8];
 	struct trace_rec r;
-	int ret = 0;
+	int ret = trace_file_open(path, &f);
 
 	*entries = NULL;
 	*nr = 0;
-	if (!f) {
-		int err = -errno; /* before fprintf can change it */
-
-		fprintf(stderr, "tinyfs: fault: cannot read the trace %s: %s\n", path,
-			tfs_err_str(err));
-		return err;
-	}
-	if (fread(magic, 8, 1, f) != 1 || memcmp(magic, TRACE_MAGIC, 8)) {
-		fprintf(stderr, "tinyfs: fault: %s is not a tinyfs trace\n", path);
-		fclose(f);
-		return -TFS_ERR_invalid_argument;
-	}
+	if (ret)
+		return ret;
 	while (!ret) {
 		size_t got = fread(&r, 1, sizeof(r), f);
 		struct tfs_fault_trace_entry *e;

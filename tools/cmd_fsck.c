@@ -3,19 +3,79 @@
  * tinyfs fsck: checks a filesystem (fs/fsck.h) and, with -y, repairs it.
  * Exit codes as e2fsck's, not the other subcommands' (fsck(8) reads them).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs/fs.h"
 #include "fs/fsck.h"
+#include "fuse/ctl.h"
 #include "lib/errcode.h"
+#include "lib/printbuf.h"
 #include "tools/cmd.h"
 
 #define USAGE "[-n|-y] [-v] DEV..."
 
 #define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
 #define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
+
+/*
+ * umount returns before the daemon has written everything back and let go
+ * of the members; meanwhile its lock file in the run directory says
+ * "stopping PID ..." (fuse/mount.c).  fsck right after an unmount waits for
+ * that daemon, as a mount does, instead of failing on the exclusive open.
+ * A daemon still serving is not waited for: the open then says busy.
+ */
+static void wait_for_stopping_daemons(char *const *devs, unsigned nr)
+{
+	struct printbuf dir = PRINTBUF;
+
+	tfs_ctl_run_dir(&dir);
+	for (unsigned i = 0; i < nr && !dir.allocation_failure; i++) {
+		struct printbuf path = PRINTBUF;
+		struct stat st;
+		int fd = -1;
+
+		if (stat(devs[i], &st))
+			continue;
+		prt_printf(&path, "%s/member-%llx-%llx.lock", printbuf_str(&dir),
+			   (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+		if (!path.allocation_failure)
+			fd = open(printbuf_str(&path), O_RDONLY | O_CLOEXEC);
+		printbuf_exit(&path);
+		if (fd < 0)
+			continue;
+		/* At most a minute: a daemon stuck writing back is then reported busy. */
+		for (unsigned tries = 0; tries < 600; tries++) {
+			char state[64] = "";
+			ssize_t n;
+
+			if (!flock(fd, LOCK_SH | LOCK_NB)) {
+				flock(fd, LOCK_UN);
+				break;
+			}
+			if (errno != EWOULDBLOCK)
+				break;
+			n = pread(fd, state, sizeof(state) - 1, 0);
+			state[n > 0 ? n : 0] = '\0';
+			if (strncmp(state, "stopping ", 9))
+				break;
+			if (tries == 10)
+				fprintf(stderr,
+					"tinyfs fsck: waiting for the daemon that served %s to finish "
+					"writing back\n",
+					devs[i]);
+			usleep(100 * 1000);
+		}
+		close(fd);
+	}
+	printbuf_exit(&dir);
+}
 
 static void fsck_usage(FILE *f)
 {
@@ -83,6 +143,7 @@ static int cmd_fsck(int argc, char **argv)
 	tfs_fs_opts_default(&opts);
 	opts.read_only = !o.repair;
 	opts.verbose = o.verbose;
+	wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind));
 	/* A mounted filesystem holds its members' locks: the open fails with EBUSY. */
 	ret = tfs_fs_open((const char *const *)argv + optind, (unsigned)(argc - optind), &opts,
 			  &fs);

@@ -5,6 +5,7 @@
 # fsync counter moves), then persistence: unmount, mount again, compare.
 #   test_fuse_ops.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
+src=$(cd "$(dirname "$0")/../.." && pwd) # the source tree: something to copy
 
 img=$tmp/a.img mnt=$tmp/mnt
 new_image "$img" 256M || finish
@@ -99,5 +100,12 @@ cmp -s "$tmp/names.before" "$tmp/names.after" || fail "names changed across unmo
 [ "$(readlink "$mnt/sym")" = a/b/c/file ] || fail "symlink after remount"
 [ "$(stat -c %a:%u:%g "$mnt/a/long")" = 640:1234:5678 ] || fail "modes/owners after remount"
 [ "$(stat -c %s "$mnt/sparse")" = 67108864 ] || fail "sparse size after remount"
-tfs_umount "$mnt"
+
+# As a user runs it: `umount` returns before the daemon has written back and
+# let go of the image; an fsck right after waits for it (not "busy", exit 8).
+cp -a "$src/lib" "$mnt/lib-copy" || fail "copy before the unmount"
+pid=$(daemon_pid "$mnt")
+umount "$mnt" || fail "umount"
+"$tinyfs" fsck -n "$img" >"$tmp/fsck.out" 2>&1 || { fail "fsck right after umount: exit $?"; cat "$tmp/fsck.out"; }
+wait_gone "$pid"
 finish
