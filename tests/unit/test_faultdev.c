@@ -490,19 +490,26 @@ static void order_end_io(struct tfs_bio *bio)
 	pthread_mutex_unlock(&o->lock);
 }
 
+/* A 4096-byte bio of block i (buf: its data) whose completion o records. */
+static struct tfs_bio order_bio(struct tfs_bdev *f, enum tfs_bio_op op, unsigned i, u8 *buf,
+				struct order *o)
+{
+	return (struct tfs_bio){
+		.bdev = f,
+		.op = op,
+		.offset = (u64)i * 4096,
+		.buf = buf,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = o,
+	};
+}
+
 static void submit_reads(struct tfs_bdev *f, struct tfs_bio *bios, u8 *buf, unsigned nr,
 			 struct order *o)
 {
 	for (unsigned i = 0; i < nr; i++) {
-		bios[i] = (struct tfs_bio){
-			.bdev = f,
-			.op = TFS_OP_read,
-			.offset = (u64)i * 4096,
-			.buf = buf + i * 4096,
-			.len = 4096,
-			.end_io = order_end_io,
-			.private = o,
-		};
+		bios[i] = order_bio(f, TFS_OP_read, i, buf + i * 4096, o);
 		tfs_bio_submit(&bios[i]);
 	}
 }
@@ -1369,15 +1376,7 @@ static void test_powercut_completion_order(void **state)
 		rule(f, "write nth=1 reorder");
 		tfs_faultdev_pause(f, true);
 		for (unsigned i = 0; i < 2; i++) {
-			w[i] = (struct tfs_bio){
-				.bdev = f,
-				.op = TFS_OP_write,
-				.offset = (u64)i * 4096,
-				.buf = b + i * 4096,
-				.len = 4096,
-				.end_io = order_end_io,
-				.private = &o,
-			};
+			w[i] = order_bio(f, TFS_OP_write, i, b + i * 4096, &o);
 			tfs_bio_submit(&w[i]);
 		}
 		tfs_faultdev_pause(f, false);
@@ -1525,15 +1524,7 @@ static void test_powercut_paused(void **state)
 	struct tfs_bdev *f = fresh(150);
 	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	u8 *b = buf_new(f, 4096, 3);
-	struct tfs_bio w = {
-		.bdev = f,
-		.op = TFS_OP_write,
-		.offset = 4096,
-		.buf = b,
-		.len = 4096,
-		.end_io = order_end_io,
-		.private = &o,
-	};
+	struct tfs_bio w = order_bio(f, TFS_OP_write, 1, b, &o);
 
 	tfs_faultdev_pause(f, true);
 	tfs_bio_submit(&w);
@@ -1553,15 +1544,7 @@ static void test_held_after_powercut(void **state)
 	struct tfs_bdev *f = fresh(160);
 	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	u8 *b = buf_new(f, 4096, 4);
-	struct tfs_bio w = {
-		.bdev = f,
-		.op = TFS_OP_write,
-		.offset = 4096,
-		.buf = b,
-		.len = 4096,
-		.end_io = order_end_io,
-		.private = &o,
-	};
+	struct tfs_bio w = order_bio(f, TFS_OP_write, 1, b, &o);
 
 	rule(f, "write nth=1 delay=100000");
 	tfs_bio_submit(&w);
