@@ -136,10 +136,14 @@ static int parse_errno(const char *s, int *err)
 	return 0;
 }
 
-/* "read,fua": true and *mask set if every item is an op name. */
-static bool parse_ops(const char *w, unsigned *mask)
+/*
+ * "a,b,...": true and *mask set (bit i for names[i]) if every item is one of
+ * names[0..nr), or "any" (no bit) when any_ok.
+ */
+static bool parse_name_list(const char *s, const char *const *names, unsigned nr, bool any_ok,
+			    unsigned *mask)
 {
-	char *copy = strdup(w), *save = NULL;
+	char *copy = strdup(s), *save = NULL;
 	bool ok = copy != NULL;
 	unsigned m = 0;
 
@@ -147,12 +151,12 @@ static bool parse_ops(const char *w, unsigned *mask)
 	     t = strtok_r(NULL, ",", &save)) {
 		unsigned i;
 
-		if (!strcmp(t, "any"))
+		if (any_ok && !strcmp(t, "any"))
 			continue;
-		for (i = 0; i < ARRAY_SIZE(match_op_names); i++)
-			if (!strcmp(t, match_op_names[i]))
+		for (i = 0; i < nr; i++)
+			if (!strcmp(t, names[i]))
 				break;
-		if (i == ARRAY_SIZE(match_op_names))
+		if (i == nr)
 			ok = false;
 		else
 			m |= 1u << i;
@@ -163,28 +167,16 @@ static bool parse_ops(const char *w, unsigned *mask)
 	return ok;
 }
 
+/* "read,fua": true and *mask set if every item is an op name (or "any"). */
+static bool parse_ops(const char *w, unsigned *mask)
+{
+	return parse_name_list(w, match_op_names, ARRAY_SIZE(match_op_names), true, mask);
+}
+
+/* "btree,journal": true and *mask set if every item is a tag name, and there is one. */
 static bool parse_tags(const char *s, unsigned *mask)
 {
-	char *copy = strdup(s), *save = NULL;
-	bool ok = copy != NULL;
-	unsigned m = 0;
-
-	for (char *t = ok ? strtok_r(copy, ",", &save) : NULL; t && ok;
-	     t = strtok_r(NULL, ",", &save)) {
-		unsigned i;
-
-		for (i = 0; i < TFS_TAG_NR; i++)
-			if (!strcmp(t, tfs_bio_tag_names[i]))
-				break;
-		if (i == TFS_TAG_NR)
-			ok = false;
-		else
-			m |= 1u << i;
-	}
-	free(copy);
-	if (ok)
-		*mask = m;
-	return ok && m;
+	return parse_name_list(s, tfs_bio_tag_names, TFS_TAG_NR, false, mask) && *mask;
 }
 
 static int parse_action(struct tfs_fault_rule *r, const char *name, const char *val,

@@ -200,6 +200,8 @@ static void test_rule_parse(void **state)
 		"powercut=random:3",
 		"write bogus fail",
 		"tag=metadata fail",
+		"tag=any fail", /* "any" is for ops only */
+		"tag=, fail",	/* no tag named */
 	};
 
 	for (unsigned i = 0; i < ARRAY_SIZE(good); i++) {
