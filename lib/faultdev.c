@@ -258,7 +258,7 @@ static bool rule_fires(struct rule_state *s)
 	if (n < first)
 		return false;
 	if (r->ppm)
-		return splitmix64(&s->rng) % 1000000 < r->ppm;
+		return tfs_fault_rand(&s->rng) % 1000000 < r->ppm;
 	if (r->every)
 		return !((n - first) % r->every);
 	return n == first;
@@ -472,7 +472,7 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 			return ret;
 		if (a == TFS_FAULT_ACT_corrupt) {
 			u64 at = x->act.arg ? (x->act.arg - 1) % bio->len
-					    : splitmix64(&d->rng) % bio->len;
+					    : tfs_fault_rand(&d->rng) % bio->len;
 
 			((u8 *)bio->buf)[at] ^= 0xff;
 		}
@@ -494,14 +494,14 @@ static int exec_op(struct fault_dev *d, struct tfs_bio *bio, struct exec *x)
 					land[s] = true;
 			} else {
 				for (unsigned s = 0; s < nr; s++)
-					land[s] = splitmix64(&d->rng) & 1;
-				land[splitmix64(&d->rng) % nr] = false;
+					land[s] = tfs_fault_rand(&d->rng) & 1;
+				land[tfs_fault_rand(&d->rng) % nr] = false;
 			}
 		} else if (a == TFS_FAULT_ACT_short) {
 			land_len = short_len(bio->offset, bio->len, x->act.arg, sector);
 		} else if (a == TFS_FAULT_ACT_corrupt) {
 			u64 at = x->act.arg ? (x->act.arg - 1) % bio->len
-					    : splitmix64(&d->rng) % bio->len;
+					    : tfs_fault_rand(&d->rng) % bio->len;
 
 			copy = tfs_bdev_alloc_buf(d->lower, bio->len);
 			if (!copy)

@@ -119,7 +119,7 @@ int faultdev_build_crash_image(struct fault_dev *d, enum tfs_powercut_policy pol
 	case TFS_POWERCUT_none:
 		break;
 	case TFS_POWERCUT_prefix: {
-		u64 k = keep ? (keep < n ? keep : n) : splitmix64(&d->rng) % (n + 1);
+		u64 k = keep ? (keep < n ? keep : n) : tfs_fault_rand(&d->rng) % (n + 1);
 
 		for (unsigned i = 0; i < k; i++)
 			kept[order[i]] = true;
@@ -127,7 +127,7 @@ int faultdev_build_crash_image(struct fault_dev *d, enum tfs_powercut_policy pol
 	}
 	case TFS_POWERCUT_random:
 		for (unsigned i = 0; i < n; i++)
-			kept[i] = splitmix64(&d->rng) & 1;
+			kept[i] = tfs_fault_rand(&d->rng) & 1;
 		break;
 	case TFS_POWERCUT_torn:
 		for (unsigned i = 0; i < n; i++) {
@@ -151,9 +151,9 @@ int faultdev_build_crash_image(struct fault_dev *d, enum tfs_powercut_policy pol
 			goto out;
 		}
 		for (unsigned s = 0; s < nr_torn_sectors; s++)
-			torn_sectors[s] = splitmix64(&d->rng) & 1;
+			torn_sectors[s] = tfs_fault_rand(&d->rng) & 1;
 		/* Torn means not whole: at least one sector stays old. */
-		torn_sectors[splitmix64(&d->rng) % nr_torn_sectors] = false;
+		torn_sectors[tfs_fault_rand(&d->rng) % nr_torn_sectors] = false;
 	}
 
 	for (unsigned i = n; i-- > 0;) {

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "lib/fault_point.h"
 #include "lib/faultdev.h"
 #include "lib/types.h"
 
@@ -89,16 +90,6 @@ struct fault_dev {
 static inline struct fault_dev *to_fd(struct tfs_bdev *bdev)
 {
 	return bdev->private;
-}
-
-/* The seeded generator behind every random choice: the same seed, the same choices. */
-static inline u64 splitmix64(u64 *state)
-{
-	u64 z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
 }
 
 /*
