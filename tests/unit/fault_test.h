@@ -3,33 +3,21 @@
 #define TFS_TESTS_UNIT_FAULT_TEST_H
 
 /*
- * What the tests that inject faults share: arming fault specs and rules
- * with the parser's complaint printed (a typo in a test's spec shows why it
- * failed), and capturing stderr around a call, to check the messages a
- * failure prints (each printed once, where it is understood).
+ * What the tests that inject faults share: adding rules with the parser's
+ * complaint printed (a typo in a test's rule shows why it failed; for whole
+ * specs, tfs_faults_from_opt() does the same), and capturing stderr around
+ * a call, to check the messages a failure prints (each printed once, where
+ * it is understood).
  *
- * No cmocka here (every fixture header includes this): the callers assert
+ * No cmocka here (the fixture headers include it too): the callers assert
  * on the results; a capture that cannot be set up aborts.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "lib/fault_point.h"
 #include "lib/faultdev.h"
 #include "lib/printbuf.h"
-
-/* Registers fault specs (TFS_FAULTS syntax); 0, or the error, printed with why. */
-static inline int fault_test_arm(const char *spec)
-{
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faults_parse(spec, &err);
-
-	if (ret)
-		fprintf(stderr, "spec %s: %s\n", spec, printbuf_str(&err));
-	printbuf_exit(&err);
-	return ret;
-}
 
 /*
  * Adds a rule ("write tag=data nth=1 fail=EIO") to fault device b; the

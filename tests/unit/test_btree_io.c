@@ -71,7 +71,7 @@ static void open_faulty(struct ft *t)
 	for (unsigned i = 0; i < t->nr; i++)
 		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%sdev %s trace=off",
 			 i ? "; " : "", t->path[i]);
-	assert_int_equal(fault_test_arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_io", spec), 0);
 	assert_int_equal(ft_open(t), 0);
 }
 

@@ -235,7 +235,7 @@ static void open_copy(struct ft *t, unsigned nr, const char *rule)
 	tfs_faultdev_registry_reset();
 	if (rule) {
 		snprintf(spec, sizeof(spec), "dev %s trace=off %s", t->path[0], rule);
-		assert_int_equal(fault_test_arm(spec), 0);
+		assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	}
 	assert_int_equal(ft_open(t), 0);
 }
@@ -279,7 +279,7 @@ static u64 pc_one(unsigned nr, u64 cut, enum tfs_powercut_policy policy)
 		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec),
 			 "; dev %s seed=%llu trace=off", t.path[1],
 			 (unsigned long long)(cut * 17 + policy));
-	assert_int_equal(fault_test_arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	if (tfs_fs_open(t.paths, t.nr, &t.opts, &t.fs)) {
 		/* The cut came during the open (its superblock write): nothing acknowledged. */
 		assert_true(cut > 0);
