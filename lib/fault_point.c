@@ -31,15 +31,6 @@ static void update_active(void)
 	__atomic_store_n(&tfs_fault_points_active, counting || nr_armed, __ATOMIC_RELEASE);
 }
 
-static u64 splitmix64(u64 *state)
-{
-	u64 z = (*state += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
 static void arm_to_text(struct printbuf *out, const struct tfs_fault_arm *a)
 {
 	switch (a->mode) {
@@ -78,7 +69,7 @@ static bool should_fire(struct tfs_fault_point *p)
 	case TFS_FAULT_EVERY_NTH:
 		return !(p->hits_since_arm % n);
 	case TFS_FAULT_PROBABILITY:
-		return splitmix64(&p->rng) % 1000000 < p->arm.ppm;
+		return tfs_fault_rand(&p->rng) % 1000000 < p->arm.ppm;
 	case TFS_FAULT_ALWAYS:
 		/* From the nth hit on: a persistent failure that starts there. */
 		return p->hits_since_arm >= n;

@@ -88,6 +88,20 @@ bool tfs_fault_point_hit(struct tfs_fault_point *p);
 			tfs_fault_point_hit(&_tfs_fp);                                   \
 	})
 
+/*
+ * The seeded generator behind every random choice a fault makes (fault
+ * points here, fault devices in lib/faultdev.h): splitmix64, advancing
+ * *state; the same seed gives the same choices on every run.
+ */
+static inline u64 tfs_fault_rand(u64 *state)
+{
+	u64 z = (*state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
 /* Arms every site named name.  -TFS_ERR_fault_point_unknown if none. */
 int tfs_fault_point_arm(const char *name, const struct tfs_fault_arm *arm);
 /* Disarms name; -TFS_ERR_fault_point_unknown if no such point. */

@@ -35,108 +35,25 @@
  * down, the failed run included (as submitted).  A write whose pre-image
  * cannot be read fails before anything reaches the lower.
  *
- * Rules.  Each rule matches ops (by op, tag, offset range), counts the ops it
- * matches, and fires on some of them (the nth, every k-th, with a seeded
- * probability; at most `times` times); the first rule that fires on an op
- * acts on it.  Every fire prints one line on stderr with the spec that
+ * Rules (lib/fault_rule.h) say which ops get which fault; the first rule
+ * that fires on an op acts on it, and every fire prints the spec that
  * reproduces it.  One seed per device drives every random choice.
  *
- * Specs (TFS_FAULTS, tools' --fault, tfs_faults_parse(),
- * tfs_faultdev_add_rule_str()): an entry of kind "dev", then the device, then
- * words:
- *
- *	dev DEV [seed=S] [sector=512|4096] [trace=on|off] [tracefile=PATH] [RULE]
- *	RULE := [OPS] [tag=T[,T...]] [range=A-B] [nth=N] [every=K] [prob=P]
- *		[times=T] ACTION
- *	OPS := read|write|flush|fua|discard|any[,...]
- *	ACTION := fail[=ERRNO] | drop | tear[=SECTORS] | corrupt[=BYTE]
- *		| short[=BYTES] | delay=MS | reorder[=K] | vanish
- *		| powercut[=none|prefix|prefix:K|random|torn]
- *
- * DEV is a path (as given to tfs_bdev_open(), or the same file by another
- * name), "#N" for the Nth device tfs_bdev_open() opens in this process (from
- * 0), or "*" for every device.  See README.md, "Fault injection".
+ * The API is in four headers, all included here: this one (the device),
+ * lib/fault_rule.h (rules and their spec words), lib/fault_trace.h (the
+ * trace, its replay and its file) and lib/fault_registry.h (the "dev" spec
+ * entries of TFS_FAULTS that tfs_bdev_open() applies).
  */
 
 #include <stdbool.h>
 
 #include "lib/bdev.h"
+#include "lib/fault_registry.h"
+#include "lib/fault_rule.h"
+#include "lib/fault_trace.h"
 #include "lib/types.h"
 
 struct printbuf;
-
-/* clang-format off */
-#define TFS_FAULT_ACTIONS(x)	\
-	x(none)			\
-	x(fail)			\
-	x(drop)			\
-	x(tear)			\
-	x(corrupt)		\
-	x(short)		\
-	x(delay)		\
-	x(reorder)		\
-	x(vanish)		\
-	x(powercut)
-
-#define TFS_POWERCUT_POLICIES(x)	\
-	x(none)			\
-	x(prefix)		\
-	x(random)		\
-	x(torn)
-/* clang-format on */
-
-enum tfs_fault_action {
-#define x(n) TFS_FAULT_ACT_##n,
-	TFS_FAULT_ACTIONS(x)
-#undef x
-	TFS_FAULT_ACT_NR
-};
-
-enum tfs_powercut_policy {
-#define x(n) TFS_POWERCUT_##n,
-	TFS_POWERCUT_POLICIES(x)
-#undef x
-	TFS_POWERCUT_NR
-};
-
-extern const char *const tfs_fault_action_names[];
-extern const char *const tfs_powercut_policy_names[];
-
-/* Bit in tfs_fault_rule.ops for writes with TFS_BIO_FUA ("fua"). */
-#define TFS_FAULT_MATCH_FUA (1u << TFS_OP_NR)
-
-struct tfs_fault_rule {
-	/* Matching: every given condition must hold. */
-	unsigned ops;	/* 1 << TFS_OP_x, TFS_FAULT_MATCH_FUA; 0: any op */
-	unsigned tags;	/* 1 << TFS_TAG_x; 0: any tag */
-	u64 start, end; /* the op must overlap [start, end); end 0: anywhere */
-	/* Firing, among the ops the rule matches (counted from 1). */
-	u64 nth;   /* the first op that may fire; 0: 1 (or `every`) */
-	u64 every; /* then every k-th after it; 0: only the nth */
-	u32 ppm;   /* or: each op from the nth on, with this probability */
-	u64 times; /* most fires; 0: no limit (a bare nth fires once) */
-	/* Acting. */
-	enum tfs_fault_action action;
-	int err; /* fail: the errno (positive); 0: EIO */
-	/*
-	 * tear: sectors written (a prefix; 0: a seeded subset); corrupt: the
-	 * byte flipped (0: seeded; else offset + 1); short: bytes done (0:
-	 * half the sectors); delay: milliseconds; reorder: how many later
-	 * completions overtake this one (0: 1); powercut prefix: writes kept
-	 * (0: seeded), given as prefix:K.
-	 */
-	u64 arg;
-	enum tfs_powercut_policy policy;
-};
-
-/* A fault rule, as spec words (the part after "dev DEV"). */
-void tfs_fault_rule_to_text(struct printbuf *out, const struct tfs_fault_rule *rule);
-
-/*
- * Parses the RULE words of a spec (see the top) into rule.  Returns 0,
- * -TFS_ERR_fault_spec_invalid with err saying why.
- */
-int tfs_fault_rule_parse(const char *words, struct tfs_fault_rule *rule, struct printbuf *err);
 
 /* --- the device --- */
 
@@ -211,103 +128,7 @@ void tfs_faultdev_crash_info(struct tfs_bdev *bdev, struct tfs_faultdev_crash *i
 /* Writes (and bytes) in the volatile cache now: completed, not durable. */
 unsigned tfs_faultdev_nr_unflushed(struct tfs_bdev *bdev);
 
-/* --- the trace --- */
-
-struct tfs_fault_trace_piece {
-	u64 offset;
-	u64 len;
-	void *data; /* NULL: zeroes (a discard) */
-};
-
-struct tfs_fault_trace_entry {
-	u64 index;	 /* op number on this device, from 1; 0 for a mark */
-	u64 write_index; /* writes and discards so far, this one included */
-	enum tfs_bio_op op;
-	unsigned flags;
-	enum tfs_bio_tag tag;
-	u64 offset;
-	u64 len;
-	u32 csum;   /* crc32c of the data written (as submitted) or read (as returned) */
-	int result; /* what end_io got */
-	enum tfs_fault_action action; /* injected on this op, or none */
-	int rule;		      /* the rule that fired, or -1 */
-	char *mark;		      /* non-NULL: a caller's mark, not an op */
-	/*
-	 * Process-wide order, over every fault device: taken when the op starts
-	 * to run (or the mark is reached).  An op submitted after another
-	 * completed has a larger stamp, so "the entries of every member with a
-	 * stamp below T" is a cut a real instant could have made (a power cut
-	 * stopping every member at once, FAULTS.md check 6).
-	 */
-	u64 stamp;
-	/* What reached the lower device (writes, discards). */
-	unsigned nr_pieces;
-	struct tfs_fault_trace_piece *pieces;
-};
-
 /* Adds a mark to the trace, after every op submitted before it. */
 void tfs_faultdev_mark(struct tfs_bdev *bdev, const char *label);
-/* Entries so far (ops and marks); the i-th, valid until close. */
-unsigned tfs_faultdev_trace_nr(struct tfs_bdev *bdev);
-const struct tfs_fault_trace_entry *tfs_faultdev_trace_entry(struct tfs_bdev *bdev, unsigned i);
-/* Writes and discards traced so far (the last write_index). */
-u64 tfs_faultdev_nr_writes(struct tfs_bdev *bdev);
-/* One line per entry: index, device, op, offset, length, flags, tag, csum, result, fault. */
-void tfs_faultdev_trace_to_text(struct printbuf *out, struct tfs_bdev *bdev);
-
-/*
- * Replays the traced writes with write_index <= upto (UINT64_MAX: all) onto
- * target, exactly as they reached the lower device (torn, corrupted, short
- * writes included; dropped ones not), then flushes target.  Onto a copy of
- * the starting image this rebuilds the device as it was after that write.
- */
-int tfs_faultdev_replay(struct tfs_bdev *bdev, struct tfs_bdev *target, u64 upto);
-
-/*
- * Saves the trace to a file (tracefile=PATH does it at close), so a workload
- * run by another process (mkfs.tinyfs, a FUSE mount) can be replayed.
- */
-int tfs_faultdev_trace_save(struct tfs_bdev *bdev, const char *path);
-/* tfs_faultdev_replay() from a saved trace. */
-int tfs_fault_trace_replay_file(const char *path, struct tfs_bdev *target, u64 upto);
-
-/*
- * Loads a saved trace (every entry, marks and pieces with their data) into
- * *entries[0..*nr), for a harness that builds its own crash images from it
- * after the device was closed.  Free with tfs_fault_trace_free().
- * -EIO for a truncated or damaged file, -TFS_ERR_invalid_argument for
- * something that is not a trace.
- */
-int tfs_fault_trace_load(const char *path, struct tfs_fault_trace_entry **entries, unsigned *nr);
-void tfs_fault_trace_free(struct tfs_fault_trace_entry *entries, unsigned nr);
-
-/* --- registered rules (specs), used by tfs_bdev_open() --- */
-
-/*
- * Parses one "dev" entry's words (after the kind) and, with apply, registers
- * it; the parser tfs_faults_parse() calls for kind "dev".
- */
-int tfs_faultdev_parse_entry(char **words, unsigned nr, bool apply, struct printbuf *err);
-
-/*
- * Called by tfs_bdev_open() before opening: -TFS_ERR_bdev_vanished (printed)
- * if a fault device over path vanished in this process.
- */
-int tfs_faultdev_open_check(const char *path);
-
-/*
- * Called by tfs_bdev_open() with the device it opened: counts the open
- * (for "#N"), and when registered entries match, stacks a fault device
- * owning lower; else *ret = lower.
- */
-int tfs_faultdev_stack_registered(struct tfs_bdev *lower, struct tfs_bdev **ret);
-
-/* Remembers that path vanished: tfs_bdev_open() of it fails from now on. */
-void tfs_faultdev_mark_vanished(const char *path);
-
-/* Forgets every registered entry, vanished path and the open count. */
-void tfs_faultdev_registry_reset(void);
-/* The registered entries, one per line, as spec text. */
-void tfs_faultdev_registry_to_text(struct printbuf *out);
 
 #endif /* TFS_LIB_FAULTDEV_H */

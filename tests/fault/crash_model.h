@@ -428,11 +428,6 @@ static inline void cm_model_apply(struct cm_run *r, const struct cm_op *op, unsi
 		TOUCH(ai);
 		break;
 	}
-	case CM_rmdir:
-		cm_drop_name(s, a);
-		TOUCH(ai);
-		TOUCH(pa);
-		break;
 	case CM_link: {
 		int pb = cm_parent(s, op->p2, &last);
 
@@ -441,6 +436,7 @@ static inline void cm_model_apply(struct cm_run *r, const struct cm_op *op, unsi
 		TOUCH(pb);
 		break;
 	}
+	case CM_rmdir:
 	case CM_unlink:
 		cm_drop_name(s, a);
 		TOUCH(ai);

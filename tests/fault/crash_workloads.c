@@ -225,6 +225,24 @@ static void test_random(void **state)
 	assert_int_equal(failed, 0);
 }
 
+/*
+ * Runs the named workloads of list (NULL-terminated; every name must parse)
+ * under every policy; the failures, a known failure counting apart.
+ */
+static u64 run_named(const char *class, const char *const *list)
+{
+	u64 failed = 0;
+
+	H.rotate_policies = false;
+	for (unsigned i = 0; list[i]; i++) {
+		unsigned ops[CM_MAXOPS], nr = parse_workload(list[i], ops, CM_MAXOPS);
+
+		assert_true(nr > 0);
+		failed += workload(class, ops, nr, i);
+	}
+	return failed;
+}
+
 /* Workloads that found bugs (each with what it found): every form runs them. */
 static const char *const regressions[] = {
 	NULL,
@@ -232,18 +250,9 @@ static const char *const regressions[] = {
 
 static void test_regressions(void **state)
 {
-	u64 failed = 0;
-
 	if (only())
 		skip();
-	H.rotate_policies = false;
-	for (unsigned i = 0; regressions[i]; i++) {
-		unsigned ops[CM_MAXOPS], nr = parse_workload(regressions[i], ops, CM_MAXOPS);
-
-		assert_true(nr > 0);
-		failed += workload("regress", ops, nr, i);
-	}
-	assert_int_equal(failed, 0);
+	assert_int_equal(run_named("regress", regressions), 0);
 }
 
 /*
@@ -353,13 +362,7 @@ static void test_known_failures(void **state)
 {
 	if (only())
 		skip();
-	H.rotate_policies = false;
-	for (unsigned i = 0; known_failures[i]; i++) {
-		unsigned ops[CM_MAXOPS], nr = parse_workload(known_failures[i], ops, CM_MAXOPS);
-
-		assert_true(nr > 0);
-		workload("known", ops, nr, i);
-	}
+	run_named("known", known_failures);
 	fprintf(stderr, "known failures: %llu workloads, %llu still fail\n",
 		(unsigned long long)known_seen, (unsigned long long)known_failed);
 	/* Every one that ran still fails; one that passes is fixed: move it to regressions. */

@@ -23,6 +23,8 @@
 #include "lib/faultdev.h"
 #include "lib/printbuf.h"
 
+#include "fault_test.h"
+
 #define JT_MAX_DEVS 4
 #define JT_MAX_BUCKETS 256
 
@@ -227,12 +229,8 @@ static inline bool jt_wait_ondisk(struct tfs_journal *j, u64 s)
 /* Arms one fault rule on a fault device; the rule text must parse. */
 static inline int jt_add_rule(struct tfs_bdev *b, const char *words)
 {
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faultdev_add_rule_str(b, words, &err);
+	int ret = fault_test_add_rule(b, words);
 
-	if (ret < 0)
-		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
-	printbuf_exit(&err);
 	return ret < 0 ? ret : 0;
 }
 

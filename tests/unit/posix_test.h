@@ -31,6 +31,7 @@
 #include "super/format.h"
 #include "super/super.h"
 
+#include "fault_test.h"
 #include "image_test.h"
 
 #define PT_MAX_DEVS 4
@@ -210,13 +211,7 @@ static inline struct tfs_bdev *pt_bdev(struct pt *t, unsigned i)
 /* Adds a fault rule ("write tag=data nth=1 fail=EIO") to member i. */
 static inline int pt_rule(struct pt *t, unsigned i, const char *words)
 {
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faultdev_add_rule_str(pt_bdev(t, i), words, &err);
-
-	if (ret < 0)
-		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
-	printbuf_exit(&err);
-	return ret;
+	return fault_test_add_rule(pt_bdev(t, i), words);
 }
 
 /* Convenience wrappers over fs.h with C strings. */

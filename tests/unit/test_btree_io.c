@@ -20,6 +20,7 @@
 
 #include "fs/btree_internal.h"
 #include "fs/btree_io.h"
+#include "fault_test.h"
 #include "fs_test.h"
 #include "lib/fault_point.h"
 #include "lib/faultdev.h"
@@ -61,17 +62,6 @@ static void make_fs(struct ft *t, unsigned nr)
 	assert_int_equal(ft_stop(t), 0);
 }
 
-static int arm(const char *spec)
-{
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faults_parse(spec, &err);
-
-	if (ret)
-		fprintf(stderr, "spec %s: %s\n", spec, printbuf_str(&err));
-	printbuf_exit(&err);
-	return ret;
-}
-
 /* Opens t with a (rule-less) fault device over every member. */
 static void open_faulty(struct ft *t)
 {
@@ -81,19 +71,14 @@ static void open_faulty(struct ft *t)
 	for (unsigned i = 0; i < t->nr; i++)
 		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "%sdev %s trace=off",
 			 i ? "; " : "", t->path[i]);
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_io", spec), 0);
 	assert_int_equal(ft_open(t), 0);
 }
 
+/* Adds a rule to b; it must parse. */
 static void add_rule(struct tfs_bdev *b, const char *words)
 {
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faultdev_add_rule_str(b, words, &err);
-
-	if (ret < 0)
-		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
-	assert_true(ret >= 0);
-	printbuf_exit(&err);
+	assert_true(fault_test_add_rule(b, words) >= 0);
 }
 
 /* Every key, by lookup and by a scan: 0 or the first error. */
@@ -126,59 +111,39 @@ static int check_all_keys(struct tfs_fs *fs)
 	return ret;
 }
 
-/* Captures stderr around a call, into buf. */
-struct capture {
-	int saved, fd;
-	char path[64];
-};
-
-static void capture_start(struct capture *c)
+/*
+ * With rule on member 0 of the open t, reading every key fails with want,
+ * and what is printed names the node ("btree xattrs level 0 node at 0x")
+ * and why; once the rule is gone the same calls succeed (nothing was
+ * poisoned).
+ */
+static void read_fault_named(struct ft *t, const char *rule, int want, const char *why)
 {
-	snprintf(c->path, sizeof(c->path), "/tmp/tfs-stderr-XXXXXX");
-	c->fd = mkstemp(c->path);
-	assert_true(c->fd >= 0);
-	fflush(stderr);
-	c->saved = dup(2);
-	dup2(c->fd, 2);
-}
+	struct stderr_capture cap;
+	char *msg;
+	int ret;
 
-static char *capture_end(struct capture *c)
-{
-	static char text[8192];
-	ssize_t n;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	n = pread(c->fd, text, sizeof(text) - 1, 0);
-	text[n > 0 ? n : 0] = 0;
-	close(c->fd);
-	unlink(c->path);
-	fputs(text, stderr);
-	return text;
+	add_rule(t->fs->devs[0].bdev, rule);
+	stderr_capture_start(&cap);
+	ret = check_all_keys(t->fs);
+	msg = stderr_capture_end(&cap);
+	assert_int_equal(ret, want);
+	assert_non_null(strstr(msg, "btree xattrs level 0 node at 0x"));
+	assert_non_null(strstr(msg, why));
+	tfs_faultdev_clear_rules(t->fs->devs[0].bdev);
+	assert_int_equal(check_all_keys(t->fs), 0);
 }
 
 static void test_read_fails(void **state)
 {
 	struct ft t;
-	struct capture cap;
-	char *msg;
 
 	make_fs(&t, 1);
 	open_faulty(&t);
 	/* The interior nodes were read at open; the leaves are not in memory. */
 	assert_true(t.fs->btrees[TFS_BTREE_xattrs].root->level >= 1);
-	add_rule(t.fs->devs[0].bdev, "read tag=btree every=1 fail=EIO");
-	capture_start(&cap);
-	int ret = check_all_keys(t.fs);
-
-	msg = capture_end(&cap);
-	assert_int_equal(ret, -TFS_ERR_btree_node_read);
-	assert_non_null(strstr(msg, "btree xattrs level 0 node at 0x"));
-	assert_non_null(strstr(msg, "read failed"));
-	/* The device reads again: the same calls work, nothing was poisoned. */
-	tfs_faultdev_clear_rules(t.fs->devs[0].bdev);
-	assert_int_equal(check_all_keys(t.fs), 0);
+	read_fault_named(&t, "read tag=btree every=1 fail=EIO", -TFS_ERR_btree_node_read,
+			 "read failed");
 	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
 	ft_cleanup(&t);
 	tfs_faultdev_registry_reset();
@@ -187,22 +152,12 @@ static void test_read_fails(void **state)
 static void test_read_corrupt(void **state)
 {
 	struct ft t;
-	struct capture cap;
-	char *msg;
 
 	make_fs(&t, 1);
 	open_faulty(&t);
 	/* A byte of every node read is flipped (in the keys: the checksum catches it). */
-	add_rule(t.fs->devs[0].bdev, "read tag=btree every=1 corrupt=200");
-	capture_start(&cap);
-	int ret = check_all_keys(t.fs);
-
-	msg = capture_end(&cap);
-	assert_int_equal(ret, -TFS_ERR_btree_node_invalid);
-	assert_non_null(strstr(msg, "btree xattrs level 0 node at 0x"));
-	assert_non_null(strstr(msg, "bad checksum"));
-	tfs_faultdev_clear_rules(t.fs->devs[0].bdev);
-	assert_int_equal(check_all_keys(t.fs), 0);
+	read_fault_named(&t, "read tag=btree every=1 corrupt=200", -TFS_ERR_btree_node_invalid,
+			 "bad checksum");
 	ft_cleanup(&t);
 	tfs_faultdev_registry_reset();
 }
@@ -230,7 +185,7 @@ static void test_read_corrupt_replica(void **state)
 static void test_open_corrupt_root(void **state)
 {
 	struct ft t;
-	struct capture cap;
+	struct stderr_capture cap;
 	struct tfs_btree_loc loc;
 	char *msg;
 	int fd, ret;
@@ -251,9 +206,9 @@ static void test_open_corrupt_root(void **state)
 	struct stat before, after;
 
 	assert_int_equal(stat(t.path[0], &before), 0);
-	capture_start(&cap);
+	stderr_capture_start(&cap);
 	ret = tfs_fs_open(t.paths, t.nr, &t.opts, &t.fs);
-	msg = capture_end(&cap);
+	msg = stderr_capture_end(&cap);
 	assert_int_equal(ret, -TFS_ERR_btree_node_invalid);
 	assert_null(t.fs);
 	assert_non_null(strstr(msg, "btree xattrs level 1 node at 0x"));

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 
+#include "fault_test.h"
 #include "fs_test.h"
 #include "lib/fault_point.h"
 #include "lib/faultdev.h"
@@ -162,17 +163,6 @@ static unsigned matching_prefix(wl_state st, unsigned acked)
 	return 0;
 }
 
-static int arm(const char *spec)
-{
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faults_parse(spec, &err);
-
-	if (ret)
-		fprintf(stderr, "spec %s: %s\n", spec, printbuf_str(&err));
-	printbuf_exit(&err);
-	return ret;
-}
-
 /* Templates: one mkfs per member count, copied for each run. */
 static struct ft tmpl[3];
 
@@ -233,6 +223,36 @@ static void fresh_copy(struct ft *t, unsigned nr)
 	t->fs = NULL;
 }
 
+/*
+ * A fresh copy of the nr-member template in t, opened; with rule, through a
+ * fault device over member 0 that has it (the registry is reset first).
+ */
+static void open_copy(struct ft *t, unsigned nr, const char *rule)
+{
+	char spec[256];
+
+	fresh_copy(t, nr);
+	tfs_faultdev_registry_reset();
+	if (rule) {
+		snprintf(spec, sizeof(spec), "dev %s trace=off %s", t->path[0], rule);
+		assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
+	}
+	assert_int_equal(ft_open(t), 0);
+}
+
+/* Reopens the stopped t without faults: it holds commits 1..n, no more, no less. */
+static void reopen_expect(struct ft *t, unsigned n)
+{
+	wl_state st;
+
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(t), 0);
+	read_state(t->fs, st);
+	assert_memory_equal(st, prefix_state[n], sizeof(wl_state));
+	ft_cleanup(t);
+	template_cleanup();
+}
+
 static struct {
 	unsigned runs, beyond_acked, cut_in_open;
 } pc_stats;
@@ -259,7 +279,7 @@ static u64 pc_one(unsigned nr, u64 cut, enum tfs_powercut_policy policy)
 		snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec),
 			 "; dev %s seed=%llu trace=off", t.path[1],
 			 (unsigned long long)(cut * 17 + policy));
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	if (tfs_fs_open(t.paths, t.nr, &t.opts, &t.fs)) {
 		/* The cut came during the open (its superblock write): nothing acknowledged. */
 		assert_true(cut > 0);
@@ -356,27 +376,16 @@ static void commit_flushed(struct tfs_fs *fs, unsigned from, unsigned to)
 static void test_node_write_fails_once(void **state)
 {
 	struct ft t;
-	char spec[256];
-	wl_state st;
 
 	wl_prefix_states();
-	fresh_copy(&t, 1);
-	tfs_faultdev_registry_reset();
-	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree nth=1 fail=EIO", t.path[0]);
-	assert_int_equal(arm(spec), 0);
-	assert_int_equal(ft_open(&t), 0);
+	open_copy(&t, 1, "write tag=btree nth=1 fail=EIO");
 	commit_flushed(t.fs, 1, NCOMMITS);
 	assert_int_equal(tfs_btree_write_all(t.fs), 0);
 	assert_int_equal(tfs_faultdev_rule_fired(t.fs->devs[0].bdev, 0), 1);
 	assert_true(ft_btree_counter_sum(t.fs, checkpoint_errors) >= 1);
 	assert_int_equal(tfs_journal_error(t.fs->j), 0);
 	assert_int_equal(ft_stop(&t), 0);
-	tfs_faultdev_registry_reset();
-	assert_int_equal(ft_open(&t), 0);
-	read_state(t.fs, st);
-	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
-	ft_cleanup(&t);
-	template_cleanup();
+	reopen_expect(&t, NCOMMITS);
 }
 
 /*
@@ -387,18 +396,12 @@ static void test_node_write_fails_once(void **state)
 static void test_node_write_fails_always(void **state)
 {
 	struct ft t;
-	char spec[256];
 	struct tfs_btree_trans trans;
 	wl_state st, scratch;
 	int ret;
 
 	wl_prefix_states();
-	fresh_copy(&t, 1);
-	tfs_faultdev_registry_reset();
-	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
-		 t.path[0]);
-	assert_int_equal(arm(spec), 0);
-	assert_int_equal(ft_open(&t), 0);
+	open_copy(&t, 1, "write tag=btree every=1 fail=EIO");
 	commit_flushed(t.fs, 1, 6);
 	ret = tfs_btree_write_all(t.fs);
 	assert_true(ret < 0);
@@ -413,12 +416,7 @@ static void test_node_write_fails_always(void **state)
 	read_state(t.fs, st);
 	assert_memory_equal(st, prefix_state[6], sizeof(wl_state));
 	assert_true(ft_stop(&t) < 0);
-	tfs_faultdev_registry_reset();
-	assert_int_equal(ft_open(&t), 0);
-	read_state(t.fs, st);
-	assert_memory_equal(st, prefix_state[6], sizeof(wl_state));
-	ft_cleanup(&t);
-	template_cleanup();
+	reopen_expect(&t, 6);
 }
 
 /*
@@ -473,16 +471,10 @@ static void test_durable_commits_no_writeback(void **state)
 static void test_node_write_one_replica_fails(void **state)
 {
 	struct ft t;
-	char spec[256];
 	wl_state st;
 
 	wl_prefix_states();
-	fresh_copy(&t, 2);
-	tfs_faultdev_registry_reset();
-	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
-		 t.path[0]);
-	assert_int_equal(arm(spec), 0);
-	assert_int_equal(ft_open(&t), 0);
+	open_copy(&t, 2, "write tag=btree every=1 fail=EIO");
 	for (unsigned round = 0; round < 6; round++) {
 		commit_flushed(t.fs, round + 1, round + 1);
 		assert_int_equal(tfs_btree_write_all(t.fs), 0);
@@ -493,12 +485,7 @@ static void test_node_write_one_replica_fails(void **state)
 	read_state(t.fs, st);
 	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
 	ft_stop(&t); /* may fail: member 0's superblock write fails too */
-	tfs_faultdev_registry_reset();
-	assert_int_equal(ft_open(&t), 0);
-	read_state(t.fs, st);
-	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
-	ft_cleanup(&t);
-	template_cleanup();
+	reopen_expect(&t, NCOMMITS);
 }
 
 static int count_loc(void *ctx, const struct tfs_btree_ptr *ptr)
@@ -533,9 +520,7 @@ static void test_locations_during_checkpoints(void **state)
 	void *res;
 
 	wl_prefix_states();
-	fresh_copy(&t, 1);
-	tfs_faultdev_registry_reset();
-	assert_int_equal(ft_open(&t), 0);
+	open_copy(&t, 1, NULL);
 	assert_int_equal(pthread_create(&th, NULL, locations_loop, t.fs), 0);
 	for (unsigned i = 1; i <= NCOMMITS; i++) {
 		commit_flushed(t.fs, i, i);
@@ -568,9 +553,7 @@ static void test_reclaim_root_entries_share_an_entry(void **state)
 	struct ft t;
 	u64 seq, before, after;
 
-	fresh_copy(&t, 1);
-	tfs_faultdev_registry_reset();
-	assert_int_equal(ft_open(&t), 0);
+	open_copy(&t, 1, NULL);
 	j = t.fs->j;
 	/* Every tree pins one seq, which is durable. */
 	tfs_trans_init(&trans, t.fs);

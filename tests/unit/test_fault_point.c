@@ -49,6 +49,23 @@ static unsigned fires(bool (*f)(void), unsigned n)
 	return c;
 }
 
+/*
+ * "always" with nth=2, in either order, fires from the 2nd hit of test:a
+ * on; "always" with every= is refused.
+ */
+static void check_always_nth_spec(void)
+{
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2 always"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always nth=2"), 0);
+	assert_false(probe_a());
+	assert_true(probe_a());
+	assert_int_equal(tfs_faults_from_opt("test", "point test:a always every=2"),
+			 -TFS_ERR_fault_spec_invalid);
+}
+
 static void test_registered_statically(void **state)
 {
 	bool seen_a = false, seen_b = false, seen_alloc = false;
@@ -98,15 +115,7 @@ static void test_every_nth_and_times(void **state)
 	assert_int_equal(fires(probe_a, 40), 3);
 	assert_int_equal(tfs_fault_point_fired("test:a"), 3);
 	/* The spec form, either order. */
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2 always"), 0);
-	assert_false(probe_a());
-	assert_true(probe_a());
-	assert_true(probe_a());
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a always nth=2"), 0);
-	assert_false(probe_a());
-	assert_true(probe_a());
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a always every=2"),
-			 -TFS_ERR_fault_spec_invalid);
+	check_always_nth_spec();
 }
 
 static void test_probability_seeded(void **state)
@@ -346,15 +355,7 @@ static void test_always_from_nth(void **state)
 	assert_true(probe_a());
 	assert_int_equal(tfs_fault_point_fired("test:a"), 3);
 	/* The spec form, either order. */
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a nth=2 always"), 0);
-	assert_false(probe_a());
-	assert_true(probe_a());
-	assert_true(probe_a());
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a always nth=2"), 0);
-	assert_false(probe_a());
-	assert_true(probe_a());
-	assert_int_equal(tfs_faults_from_opt("test", "point test:a always every=2"),
-			 -TFS_ERR_fault_spec_invalid);
+	check_always_nth_spec();
 }
 
 static void test_from_opt(void **state)

@@ -27,6 +27,8 @@
 #include "lib/faultdev.h"
 #include "lib/printbuf.h"
 
+#include "fault_test.h"
+
 #define IMG_SIZE (1u << 20)
 #define SECT 512
 
@@ -118,15 +120,10 @@ static struct tfs_bdev *fresh(u64 seed)
 	return f;
 }
 
+/* Adds a rule to f; it must parse. */
 static void rule(struct tfs_bdev *f, const char *words)
 {
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faultdev_add_rule_str(f, words, &err);
-
-	if (ret < 0)
-		print_error("rule '%s': %s\n", words, printbuf_str(&err));
-	assert_true(ret >= 0);
-	printbuf_exit(&err);
+	assert_true(fault_test_add_rule(f, words) >= 0);
 }
 
 static u8 *buf_new(struct tfs_bdev *f, size_t len, unsigned seed)
@@ -200,6 +197,8 @@ static void test_rule_parse(void **state)
 		"powercut=random:3",
 		"write bogus fail",
 		"tag=metadata fail",
+		"tag=any fail", /* "any" is for ops only */
+		"tag=, fail",	/* no tag named */
 	};
 
 	for (unsigned i = 0; i < ARRAY_SIZE(good); i++) {
@@ -490,19 +489,26 @@ static void order_end_io(struct tfs_bio *bio)
 	pthread_mutex_unlock(&o->lock);
 }
 
+/* A 4096-byte bio of block i (buf: its data) whose completion o records. */
+static struct tfs_bio order_bio(struct tfs_bdev *f, enum tfs_bio_op op, unsigned i, u8 *buf,
+				struct order *o)
+{
+	return (struct tfs_bio){
+		.bdev = f,
+		.op = op,
+		.offset = (u64)i * 4096,
+		.buf = buf,
+		.len = 4096,
+		.end_io = order_end_io,
+		.private = o,
+	};
+}
+
 static void submit_reads(struct tfs_bdev *f, struct tfs_bio *bios, u8 *buf, unsigned nr,
 			 struct order *o)
 {
 	for (unsigned i = 0; i < nr; i++) {
-		bios[i] = (struct tfs_bio){
-			.bdev = f,
-			.op = TFS_OP_read,
-			.offset = (u64)i * 4096,
-			.buf = buf + i * 4096,
-			.len = 4096,
-			.end_io = order_end_io,
-			.private = o,
-		};
+		bios[i] = order_bio(f, TFS_OP_read, i, buf + i * 4096, o);
 		tfs_bio_submit(&bios[i]);
 	}
 }
@@ -1075,35 +1081,30 @@ static void test_spec_env_stacking(void **state)
 static void test_repro_line(void **state)
 {
 	struct tfs_bdev *f = fresh(60), *g;
-	char logpath[160], line[1024] = "", *spec, *end;
-	int saved = dup(2), fd;
-	FILE *log;
+	struct stderr_capture cap;
+	char *line, *repro, *nl, *spec, *end;
 	u8 *b = tfs_bdev_alloc_buf(f, 4096);
 	struct printbuf err = PRINTBUF;
 	unsigned nth;
 
-	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
-	fd = open(logpath, O_CREAT | O_RDWR | O_TRUNC, 0600);
-	assert_true(fd >= 0);
 	rule(f, "write tag=btree prob=0.5 fail=ENOSPC");
-	fflush(stderr);
-	dup2(fd, 2);
+	stderr_capture_start(&cap);
 	for (nth = 1; nth <= 20; nth++)
 		if (tfs_bdev_write(f, b, 4096, 0, 0, TFS_TAG_btree))
 			break;
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	close(fd);
+	line = stderr_capture_end(&cap);
 	assert_int_equal(tfs_faultdev_nr_injected(f), 1);
 	tfs_bdev_close(f);
 
-	log = fopen(logpath, "r");
-	assert_non_null(log);
-	while (fgets(line, sizeof(line), log) && !strstr(line, "reproduce with"))
-		;
-	fclose(log);
-	unlink(logpath);
+	/* The line that says how to reproduce the fault. */
+	repro = strstr(line, "reproduce with");
+	assert_non_null(repro);
+	while (repro > line && repro[-1] != '\n')
+		repro--;
+	line = repro;
+	nl = strchr(line, '\n');
+	if (nl)
+		*nl = '\0';
 	spec = strstr(line, "TFS_FAULTS='");
 	assert_non_null(spec);
 	spec += strlen("TFS_FAULTS='");
@@ -1369,15 +1370,7 @@ static void test_powercut_completion_order(void **state)
 		rule(f, "write nth=1 reorder");
 		tfs_faultdev_pause(f, true);
 		for (unsigned i = 0; i < 2; i++) {
-			w[i] = (struct tfs_bio){
-				.bdev = f,
-				.op = TFS_OP_write,
-				.offset = (u64)i * 4096,
-				.buf = b + i * 4096,
-				.len = 4096,
-				.end_io = order_end_io,
-				.private = &o,
-			};
+			w[i] = order_bio(f, TFS_OP_write, i, b + i * 4096, &o);
 			tfs_bio_submit(&w[i]);
 		}
 		tfs_faultdev_pause(f, false);
@@ -1525,15 +1518,7 @@ static void test_powercut_paused(void **state)
 	struct tfs_bdev *f = fresh(150);
 	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	u8 *b = buf_new(f, 4096, 3);
-	struct tfs_bio w = {
-		.bdev = f,
-		.op = TFS_OP_write,
-		.offset = 4096,
-		.buf = b,
-		.len = 4096,
-		.end_io = order_end_io,
-		.private = &o,
-	};
+	struct tfs_bio w = order_bio(f, TFS_OP_write, 1, b, &o);
 
 	tfs_faultdev_pause(f, true);
 	tfs_bio_submit(&w);
@@ -1553,15 +1538,7 @@ static void test_held_after_powercut(void **state)
 	struct tfs_bdev *f = fresh(160);
 	struct order o = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	u8 *b = buf_new(f, 4096, 4);
-	struct tfs_bio w = {
-		.bdev = f,
-		.op = TFS_OP_write,
-		.offset = 4096,
-		.buf = b,
-		.len = 4096,
-		.end_io = order_end_io,
-		.private = &o,
-	};
+	struct tfs_bio w = order_bio(f, TFS_OP_write, 1, b, &o);
 
 	rule(f, "write nth=1 delay=100000");
 	tfs_bio_submit(&w);
@@ -1635,30 +1612,18 @@ static void test_failed_write_undone(void **state)
 static void test_preimage_failure_reported_once(void **state)
 {
 	struct tfs_bdev *f = fresh(31);
-	char errpath[160];
-	int saved = dup(2), fd;
+	struct stderr_capture cap;
 
 	assert_int_equal(truncate(img, IMG_SIZE / 2), 0);
-	snprintf(errpath, sizeof(errpath), "%s/stderr", dir);
-	fd = open(errpath, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	assert_true(fd >= 0 && saved >= 0);
-	fflush(stderr);
-	dup2(fd, 2);
+	stderr_capture_start(&cap);
 	int ret = wr(f, IMG_SIZE - 4096, 4096, 5, 0);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
+	char *text = stderr_capture_end(&cap);
+
 	assert_true(ret < 0);
-
-	char text[4096] = { 0 };
-	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
-
-	close(fd);
-	unlink(errpath);
-	assert_true(n > 0);
+	assert_true(text[0]);
 	unsigned lines = 0;
-	for (ssize_t i = 0; i < n; i++)
-		lines += text[i] == '\n';
+	for (char *c = text; *c; c++)
+		lines += *c == '\n';
 	if (lines != 1 || !strstr(text, "write at offset 1044480 length 4096 failed"))
 		fail_msg("want one line naming the write, got:\n%s", text);
 	tfs_bdev_close(f);

@@ -22,17 +22,6 @@ static u64 writes_submitted(struct tfs_bdev *b)
 	return __atomic_load_n(&b->counters.ios[TFS_OP_write], __ATOMIC_ACQUIRE);
 }
 
-static void add_rule(struct tfs_bdev *b, const char *words)
-{
-	struct printbuf err = PRINTBUF;
-	int ret = tfs_faultdev_add_rule_str(b, words, &err);
-
-	if (ret < 0)
-		fprintf(stderr, "rule %s: %s\n", words, printbuf_str(&err));
-	assert_true(ret >= 0);
-	printbuf_exit(&err);
-}
-
 /*
  * Replicas 2/2.  S fails on dev 0 and its dev 1 copy completes late, so S+1
  * completes first; S+2 also fails (and completes before S).  err_seq ends at
@@ -60,9 +49,9 @@ static void test_err_seq_out_of_order(void **state)
 	s0 = tfs_journal_cur_seq(t.j);
 	assert_int_equal(tfs_journal_flushed_seq_ondisk(t.j), s0);
 
-	add_rule(t.bdev[0], "write tag=journal nth=1 fail=EIO");
-	add_rule(t.bdev[0], "write tag=journal nth=3 fail=EIO");
-	add_rule(t.bdev[1], "write tag=journal nth=1 delay=150");
+	assert_int_equal(jt_add_rule(t.bdev[0], "write tag=journal nth=1 fail=EIO"), 0);
+	assert_int_equal(jt_add_rule(t.bdev[0], "write tag=journal nth=3 fail=EIO"), 0);
+	assert_int_equal(jt_add_rule(t.bdev[1], "write tag=journal nth=1 delay=150"), 0);
 	tfs_faultdev_pause(t.bdev[0], true);
 	tfs_faultdev_pause(t.bdev[1], true);
 	u64 base = writes_submitted(t.bdev[0]);
@@ -115,7 +104,7 @@ static void test_err_seq_flush_fails(void **state)
 	assert_int_equal(jt_start_fault(&t), 0);
 	s1 = jt_commit(t.j, 1, 1, 0);
 	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
-	add_rule(t.bdev[0], "fua tag=journal nth=1 fail=EIO");
+	assert_int_equal(jt_add_rule(t.bdev[0], "fua tag=journal nth=1 fail=EIO"), 0);
 	s2 = jt_commit(t.j, 2, 2, 0);
 	assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_write);
 	assert_int_equal(tfs_journal_err_seq(t.j), s2);
@@ -157,7 +146,7 @@ static void test_replicas(void **state)
 	t.opts.metadata_replicas = 2;
 	t.opts.metadata_replicas_required = 1;
 	assert_int_equal(jt_start_fault(&t), 0);
-	add_rule(t.bdev[1], "write tag=journal every=1 fail=EIO");
+	assert_int_equal(jt_add_rule(t.bdev[1], "write tag=journal every=1 fail=EIO"), 0);
 	for (unsigned i = 0; i < 10; i++) {
 		s = jt_commit(t.j, i, i, 0);
 		assert_true(s > 0);
@@ -172,7 +161,7 @@ static void test_replicas(void **state)
 	assert_int_equal(tfs_faultdev_rule_fired(t.bdev[1], 0), 1);
 
 	/* Now the last one fails too: read-only, EROFS for changes. */
-	add_rule(t.bdev[0], "write tag=journal every=1 fail=EIO");
+	assert_int_equal(jt_add_rule(t.bdev[0], "write tag=journal every=1 fail=EIO"), 0);
 	s64 s2 = jt_commit(t.j, 20, 20, 0);
 
 	assert_int_equal(tfs_journal_flush_seq(t.j, s2), -TFS_ERR_journal_write);
@@ -458,7 +447,7 @@ static void pc_one(unsigned nr, u64 cut, enum tfs_powercut_policy policy, u64 *n
 	if (cut) {
 		snprintf(rule, sizeof(rule), "write tag=journal nth=%llu powercut=%s",
 			 (unsigned long long)cut, tfs_powercut_policy_names[policy]);
-		add_rule(t.bdev[0], rule);
+		assert_int_equal(jt_add_rule(t.bdev[0], rule), 0);
 	}
 	assert_int_equal(jt_init_start(&t, NULL), 0);
 	unsigned acked = pc_workload(&t);
@@ -566,6 +555,22 @@ static void test_read_absurd_span(void **state)
 }
 
 /*
+ * Starts t (through fault devices with fault) writing entries within 1 ms
+ * but flushing only on demand, then makes seq *s1 (key 1, pinned by
+ * t->log_pin) durable and seq *s2 (key 2) written but not flushed.
+ */
+static void start_durable_then_written(struct jt *t, bool fault, s64 *s1, s64 *s2)
+{
+	t->opts.write_delay_ms = 1;
+	t->opts.flush_delay_ms = 1000000;
+	assert_int_equal(fault ? jt_start_fault(t) : jt_start(t), 0);
+	*s1 = jt_commit_pinned(t, 1, 1, 0);
+	assert_int_equal(tfs_journal_flush_seq(t->j, *s1), 0);
+	*s2 = jt_commit(t->j, 2, 2, 0);
+	assert_true(jt_wait_ondisk(t->j, *s2));
+}
+
+/*
  * Replicas 1 over 2 members: a NO_FLUSH entry lands on dev 0, dev 0 goes
  * read-only, and the flush entry on dev 1 must still flush dev 0's cache, or
  * flush_seq's success is a lie after a power cut.
@@ -573,17 +578,10 @@ static void test_read_absurd_span(void **state)
 static void test_flush_reaches_unwritable_member(void **state)
 {
 	struct jt t;
+	s64 s1, s2;
 
 	jt_images(&t, 2, 8, 64 << 10);
-	t.opts.write_delay_ms = 1;
-	t.opts.flush_delay_ms = 1000000;
-	assert_int_equal(jt_start_fault(&t), 0);
-	s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
-
-	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
-	s64 s2 = jt_commit(t.j, 2, 2, 0);
-
-	assert_true(jt_wait_ondisk(t.j, s2));
+	start_durable_then_written(&t, true, &s1, &s2);
 	assert_true(tfs_faultdev_nr_unflushed(t.bdev[0]) + tfs_faultdev_nr_unflushed(t.bdev[1]) >
 		    0);
 	assert_int_equal(tfs_journal_dev_set_writable(t.j, 0, false), 0);
@@ -604,39 +602,6 @@ static void test_flush_reaches_unwritable_member(void **state)
 	jt_cleanup(&t);
 }
 
-/* Captures stderr around a call (the messages a failure prints). */
-struct capture {
-	int saved, fd;
-	char path[64];
-};
-
-static void capture_start(struct capture *c)
-{
-	snprintf(c->path, sizeof(c->path), "/tmp/tfs-stderr-XXXXXX");
-	c->fd = mkstemp(c->path);
-	assert_true(c->fd >= 0);
-	fflush(stderr);
-	c->saved = dup(2);
-	dup2(c->fd, 2);
-}
-
-/* The captured text (static), echoed to stderr. */
-static char *capture_end(struct capture *c)
-{
-	static char text[8192];
-	ssize_t n;
-
-	fflush(stderr);
-	dup2(c->saved, 2);
-	close(c->saved);
-	n = pread(c->fd, text, sizeof(text) - 1, 0);
-	text[n > 0 ? n : 0] = 0;
-	close(c->fd);
-	unlink(c->path);
-	fputs(text, stderr);
-	return text;
-}
-
 /*
  * A journal read that fails is printed once, by the journal (device, bucket,
  * ring index, offset), not a second time by the device.  The device vanishes
@@ -649,7 +614,7 @@ static void test_read_error_printed_once(void **state)
 	struct jt t;
 	struct tfs_journal_read *r = NULL;
 	struct printbuf err = PRINTBUF;
-	struct capture cap;
+	struct stderr_capture cap;
 	unsigned journal_lines = 0;
 
 	jt_images(&t, 1, 8, 16 << 10);
@@ -659,9 +624,9 @@ static void test_read_error_printed_once(void **state)
 	assert_int_equal(jt_open_bdevs(&t), 0);
 	assert_int_equal(jt_wrap_faultdevs(&t), 0);
 	assert_int_equal(jt_add_rule(t.bdev[0], "read tag=journal nth=4 vanish"), 0);
-	capture_start(&cap);
+	stderr_capture_start(&cap);
 	assert_true(jt_read(&t, &r, &err) < 0);
-	char *printed = capture_end(&cap);
+	char *printed = stderr_capture_end(&cap);
 
 	for (char *l = printed, *nl; *l; l = nl + 1) {
 		nl = strchr(l, '\n');
@@ -880,17 +845,10 @@ static void test_flush_seq_untrusted_after_recovery(void **state)
 	struct jt t;
 	struct tfs_journal_read *r;
 	struct printbuf err = PRINTBUF;
+	s64 s1, s2;
 
 	jt_images(&t, 1, 8, 64 << 10);
-	t.opts.write_delay_ms = 1;
-	t.opts.flush_delay_ms = 1000000;
-	assert_int_equal(jt_start(&t), 0);
-	s64 s1 = jt_commit_pinned(&t, 1, 1, 0);
-
-	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
-	s64 s2 = jt_commit(t.j, 2, 2, 0);
-
-	assert_true(jt_wait_ondisk(t.j, s2));
+	start_durable_then_written(&t, false, &s1, &s2);
 	s64 s3 = jt_commit(t.j, 3, 3, 0);
 
 	assert_true(jt_wait_ondisk(t.j, s3));
