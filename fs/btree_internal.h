@@ -106,6 +106,16 @@ void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n);
 void tfs_btree_free_nodes(struct tfs_btree *b);
 /* Memory the cache holds now (bytes). */
 size_t tfs_btree_cache_bytes(struct tfs_fs *fs);
+/*
+ * Before taking a tree lock for an operation that may read (or split) up to
+ * nr_nodes nodes: makes room for them under the budget shared with the key
+ * cache, so that the allocations under the lock, where the scan cannot free
+ * that tree's nodes, find it.  Lock-free unless the caches are within
+ * nr_nodes nodes of the budget.  No lock held.
+ */
+void tfs_btree_cache_make_room(struct tfs_fs *fs, unsigned nr_nodes);
+/* Nodes a read makes room for (a path: deeper trees than this are not met in practice). */
+#define TFS_BTREE_READ_ROOM 4
 /* After a commit or a read: keeps the cache within its budget.  Never under a tree lock. */
 void tfs_btree_cache_check_budget(struct tfs_fs *fs);
 /* Takes the memory now (checkpoint copies included) into the high-water mark. */

@@ -65,6 +65,7 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 	/* Key cache hook: cached btrees answer from the cache first, without a lock. */
 	if (tfs_btree_key_cache_lookup(fs->key_cache, id, pos, out))
 		return 0;
+	tfs_btree_cache_make_room(fs, TFS_BTREE_READ_ROOM);
 	pthread_rwlock_rdlock(&b->lock);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (!ret) {
@@ -137,6 +138,7 @@ static int iter_refill(struct tfs_btree_iter *iter, struct iter_priv *p, struct 
 	int ret;
 
 	p->batch_valid = false;
+	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
 	pthread_rwlock_rdlock(&b->lock);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (ret)
@@ -293,6 +295,7 @@ int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 	}
 	if (tfs_bpos_cmp(search, iter->start) < 0)
 		return 0;
+	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
 	pthread_rwlock_rdlock(&b->lock);
 	while (1) {
 		struct tfs_bnode *leaf;
