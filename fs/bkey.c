@@ -4,11 +4,15 @@
  *
  * The per-type operations live in one table indexed by type.  The engine's
  * own types (deleted, btree_ptr) are defined here; the filesystem's types
- * (inode, dirent, extent, xattr, alloc, orphan, inline_data) get their ops
- * from the POSIX layer, which defines `const struct tfs_bkey_ops
- * tfs_bkey_ops_<type>` in its own file.  Those are weak references here: a
- * type whose ops are not linked in falls back to the generic checks (size
- * only) and prints its value in hex.
+ * (inode, dirent, extent, xattr, alloc, orphan, inline_data, accounting)
+ * have their ops in the file that owns the type, which defines `const
+ * struct tfs_bkey_ops tfs_bkey_ops_<type>`.  The table below registers
+ * them by strong reference: any program that links bkey.o (every program
+ * that validates a key) pulls in the ops of every type from libtinyfs.a,
+ * so no program gets weaker validation than another.  (They were weak
+ * references once: a program that did not pull in the POSIX objects
+ * itself validated inodes by size only.)  Only `cookie` is opaque by
+ * design: the generic checks and hex.
  */
 #include "fs/bkey.h"
 
@@ -210,43 +214,43 @@ static const struct tfs_bkey_ops bkey_ops_btree_ptr = {
 	.val_to_text = btree_ptr_val_to_text,
 };
 
-/* The filesystem's types: defined by the POSIX layer when linked in. */
-extern const struct tfs_bkey_ops tfs_bkey_ops_inode __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_dirent __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_extent __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_xattr __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_alloc __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_orphan __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_inline_data __attribute__((weak));
-extern const struct tfs_bkey_ops tfs_bkey_ops_accounting __attribute__((weak));
+/* The filesystem's types: defined in the file owning each type (strong references). */
+extern const struct tfs_bkey_ops tfs_bkey_ops_inode;
+extern const struct tfs_bkey_ops tfs_bkey_ops_dirent;
+extern const struct tfs_bkey_ops tfs_bkey_ops_extent;
+extern const struct tfs_bkey_ops tfs_bkey_ops_xattr;
+extern const struct tfs_bkey_ops tfs_bkey_ops_alloc;
+extern const struct tfs_bkey_ops tfs_bkey_ops_orphan;
+extern const struct tfs_bkey_ops tfs_bkey_ops_inline_data;
+extern const struct tfs_bkey_ops tfs_bkey_ops_accounting;
+
+/* Every key type's ops, by type; NULL only for the opaque cookie. */
+static const struct tfs_bkey_ops *const bkey_ops_table[] = {
+	[TFS_BKEY_deleted] = &bkey_ops_deleted,
+	[TFS_BKEY_btree_ptr] = &bkey_ops_btree_ptr,
+	[TFS_BKEY_inode] = &tfs_bkey_ops_inode,
+	[TFS_BKEY_dirent] = &tfs_bkey_ops_dirent,
+	[TFS_BKEY_extent] = &tfs_bkey_ops_extent,
+	[TFS_BKEY_xattr] = &tfs_bkey_ops_xattr,
+	[TFS_BKEY_alloc] = &tfs_bkey_ops_alloc,
+	[TFS_BKEY_orphan] = &tfs_bkey_ops_orphan,
+	[TFS_BKEY_inline_data] = &tfs_bkey_ops_inline_data,
+	[TFS_BKEY_cookie] = NULL,
+	[TFS_BKEY_accounting] = &tfs_bkey_ops_accounting,
+};
+_Static_assert(ARRAY_SIZE(bkey_ops_table) == TFS_BKEY_TYPE_NR,
+	       "every key type needs an entry in bkey_ops_table");
 
 static const struct tfs_bkey_ops *bkey_ops(unsigned type)
 {
-	switch (type) {
-	case TFS_BKEY_deleted:
-		return &bkey_ops_deleted;
-	case TFS_BKEY_btree_ptr:
-		return &bkey_ops_btree_ptr;
-	case TFS_BKEY_inode:
-		return &tfs_bkey_ops_inode;
-	case TFS_BKEY_dirent:
-		return &tfs_bkey_ops_dirent;
-	case TFS_BKEY_extent:
-		return &tfs_bkey_ops_extent;
-	case TFS_BKEY_xattr:
-		return &tfs_bkey_ops_xattr;
-	case TFS_BKEY_alloc:
-		return &tfs_bkey_ops_alloc;
-	case TFS_BKEY_orphan:
-		return &tfs_bkey_ops_orphan;
-	case TFS_BKEY_inline_data:
-		return &tfs_bkey_ops_inline_data;
-	case TFS_BKEY_cookie:
-		return NULL; /* opaque: the generic checks and hex */
-	case TFS_BKEY_accounting:
-		return &tfs_bkey_ops_accounting;
-	}
-	return NULL;
+	return type < ARRAY_SIZE(bkey_ops_table) ? bkey_ops_table[type] : NULL;
+}
+
+bool tfs_bkey_type_has_ops(unsigned type)
+{
+	const struct tfs_bkey_ops *ops = bkey_ops(type);
+
+	return ops && ops->validate && ops->val_to_text;
 }
 
 /* Leaf key types each btree holds (btree_ptr is allowed in interior nodes of any). */

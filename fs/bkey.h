@@ -247,11 +247,19 @@ int tfs_bkey_validate(const struct tfs_bkey *k, size_t max_bytes, enum tfs_btree
 /* "type inode:offset u64s N: <the type's value text>". */
 void tfs_bkey_to_text(struct printbuf *out, const struct tfs_bkey *k);
 
-/* Per-type operations; fs/bkey.c has the table, indexed by type. */
+/*
+ * Per-type operations; fs/bkey.c has the table, indexed by type, holding
+ * every type's ops by strong reference (a new type must be added there: a
+ * static assertion checks the table's size), so every program linking
+ * libtinyfs validates every type fully, whatever else it links.
+ */
 struct tfs_bkey_ops {
 	/* Value checks (the header was checked); 0 or -TFS_ERR_bkey_invalid. */
 	int (*validate)(const struct tfs_bkey *k, struct printbuf *err);
 	void (*val_to_text)(struct printbuf *out, const struct tfs_bkey *k);
 };
+
+/* Whether type has its own validate and val_to_text (all but cookie: opaque). */
+bool tfs_bkey_type_has_ops(unsigned type);
 
 #endif /* TFS_FS_BKEY_H */

@@ -9,6 +9,18 @@
  * it).  Spare nodes sit on the free list; the first `reserve` of them are
  * never given back to malloc, so a split in a commit finds memory even
  * when malloc fails after a shrink.
+ *
+ * One budget for both caches: once the filesystem runs (fs->shrinkers
+ * set), the node cache and the key cache share opts.cache_budget through
+ * the shrinker registry.  Before it mallocs a node (or a child array), the
+ * node cache reserves the bytes with the registry (tfs_shrinkers_reserve):
+ * when the two caches together would pass the budget, the allocating
+ * thread runs both shrinkers first, each asked in proportion to what it
+ * holds.  What the registry counts for the node cache is budget_bytes():
+ * its nodes, the checkpoints' copies, and a copy to come for every dirty
+ * node.  The check after each read and commit (check_budget) holds the
+ * same shared total to the budget and, when clean memory is not enough,
+ * writes back the tree with the most dirty nodes.
  */
 #include <errno.h>
 #include <malloc.h>
@@ -100,6 +112,17 @@ static size_t budget_bytes(struct tfs_fs *fs)
 	return cache_bytes(&fs->cache) + dirty * fs->node_size;
 }
 
+/*
+ * About to malloc bytes for the node cache: make room under the shared
+ * budget first (a no-op before the registry exists: open, read-only).
+ * Callers may hold tree locks (the scan only trylocks trees), never c->lock.
+ */
+static void node_reserve(struct tfs_fs *fs, size_t bytes)
+{
+	if (fs->shrinkers)
+		tfs_shrinkers_reserve(fs->shrinkers, bytes);
+}
+
 /* The high-water mark (c->lock held). */
 static void cache_note_bytes(struct tfs_btree_cache *c)
 {
@@ -122,8 +145,10 @@ struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
 		c->nr_free--;
 	}
 	pthread_mutex_unlock(&c->lock);
+	bool from_free_list = n;
 
 	if (!n) {
+		node_reserve(fs, c->node_bytes + (level ? c->child_bytes : 0));
 		char *p = tfs_fault("alloc:btree_node") ? NULL : malloc(c->node_bytes);
 
 		if (!p)
@@ -138,6 +163,8 @@ struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
 		pthread_mutex_unlock(&c->lock);
 	}
 	if (level && !n->child) {
+		if (from_free_list)
+			node_reserve(fs, c->child_bytes);
 		n->child = calloc(c->max_children, sizeof(n->child[0]));
 		if (!n->child) {
 			tfs_bnode_free(fs, n);
@@ -337,37 +364,122 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 	return ret;
 }
 
+/*
+ * Both caches' memory, lock-free: over-estimates the registry's count (the
+ * key cache's freed list included), so a check that finds it within the
+ * budget need not measure.
+ */
+static size_t approx_bytes(struct tfs_fs *fs)
+{
+	return budget_bytes(fs) + (fs->key_cache ? tfs_btree_key_cache_bytes(fs->key_cache) : 0);
+}
+
+void tfs_btree_cache_make_room(struct tfs_fs *fs, unsigned nr_nodes)
+{
+	struct tfs_btree_cache *c = &fs->cache;
+	size_t want = nr_nodes * (c->node_bytes + c->child_bytes);
+
+	if (!fs->shrinkers || !c->budget || approx_bytes(fs) + want <= c->budget)
+		return;
+	tfs_shrinkers_reserve(fs->shrinkers, want);
+}
+
+/*
+ * What the budget is held against: with the registry, both caches together
+ * (its bytes(): budget_bytes() here plus the key cache's); before it, the
+ * node cache alone.
+ */
+static size_t shared_bytes(struct tfs_fs *fs)
+{
+	return fs->shrinkers ? tfs_shrinkers_bytes(fs->shrinkers) : budget_bytes(fs);
+}
+
+/* Frees clean memory down to target: both caches through the registry, or the nodes alone. */
+static void shrink_to(struct tfs_fs *fs, size_t bytes, size_t target)
+{
+	if (fs->shrinkers)
+		tfs_shrinkers_run(fs->shrinkers, target);
+	else
+		tfs_btree_cache_scan(fs, DIV_ROUND_UP(bytes - target, 4096));
+}
+
+/* What dirty nodes hold: each node and the checkpoint copy it is charged for. */
+static size_t dirty_bytes(struct tfs_fs *fs)
+{
+	u64 dirty = 0;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		dirty += __atomic_load_n(&fs->btrees[id].nr_dirty, __ATOMIC_RELAXED);
+	return dirty * (fs->cache.node_bytes + fs->node_size);
+}
+
+/* The tree with most dirty nodes, or NULL. */
+static struct tfs_btree *most_dirty_tree(struct tfs_fs *fs)
+{
+	struct tfs_btree *worst = NULL;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		if (__atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) &&
+		    (!worst || __atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) >
+				       __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED)))
+			worst = b;
+	}
+	return worst;
+}
+
+/*
+ * Dirty nodes are written back for memory when the caches are over the
+ * budget and clean memory is not enough, and also when they are near it
+ * (past the low watermark) with dirty nodes holding a quarter of it: a
+ * reserve takes only its share from the key cache, and this is what gives
+ * the rest back (otherwise every fill would evict an entry while dirty
+ * nodes wait for journal reclaim).
+ */
+static bool dirty_over(struct tfs_fs *fs, size_t bytes)
+{
+	size_t budget = fs->cache.budget;
+
+	return fs->shrinkers && bytes > budget - budget / 8 && dirty_bytes(fs) > budget / 4;
+}
+
 void tfs_btree_cache_check_budget(struct tfs_fs *fs)
 {
 	struct tfs_btree_cache *c = &fs->cache;
-	size_t bytes = budget_bytes(fs);
+	size_t bytes;
 
-	if (!c->budget || bytes <= c->budget)
+	if (!c->budget)
+		return;
+	/* Lock-free first: this runs after every read and commit. */
+	bytes = approx_bytes(fs);
+	if (bytes <= c->budget && !dirty_over(fs, bytes))
+		return;
+	bytes = shared_bytes(fs);
+	if (bytes <= c->budget && !dirty_over(fs, bytes))
 		return;
 	/* One thread works on it; the others go on (the budget has slack for that). */
 	if (pthread_mutex_trylock(&c->scan_lock))
 		return;
-	for (unsigned pass = 0; pass < 4 && (bytes = budget_bytes(fs)) > c->budget; pass++) {
-		/* Down to 7/8 of the budget, so that every read does not scan. */
-		size_t over = bytes - c->budget / 8 * 7;
-
-		tfs_btree_cache_scan(fs, DIV_ROUND_UP(over, 4096));
-		if (budget_bytes(fs) <= c->budget)
+	for (unsigned pass = 0; pass < 4; pass++) {
+		bytes = shared_bytes(fs);
+		if (bytes <= c->budget && !dirty_over(fs, bytes))
 			break;
-		/* Clean nodes are not enough: write back the tree with most dirty nodes. */
-		struct tfs_btree *worst = NULL;
+		/* Down to 7/8 of the budget, so that every read does not scan. */
+		size_t target = c->budget / 8 * 7, over = bytes > target ? bytes - target : 0;
 
-		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
-			struct tfs_btree *b = &fs->btrees[id];
-
-			if (__atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) &&
-			    (!worst || __atomic_load_n(&b->nr_dirty, __ATOMIC_RELAXED) >
-					       __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED)))
-				worst = b;
+		if (bytes > c->budget) {
+			shrink_to(fs, bytes, target);
+			bytes = shared_bytes(fs);
+			if (bytes <= c->budget && !dirty_over(fs, bytes))
+				break;
 		}
+		/* Clean memory is not enough: write back the tree with most dirty nodes. */
+		struct tfs_btree *worst = most_dirty_tree(fs);
+
 		if (!worst ||
 		    __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED) * c->node_bytes < over / 2)
-			continue; /* mostly accessed nodes: the next pass evicts them */
+			continue; /* mostly accessed objects: the next pass evicts them */
 		__atomic_add_fetch(&c->nr_writeback_for_memory, 1, __ATOMIC_RELAXED);
 		tfs_btree_checkpoint(worst);
 	}

@@ -9,6 +9,8 @@
  * held exclusively unless they say "shared".
  */
 
+#include <time.h>
+
 #include "fs/btree.h"
 #include "fs/btree_key_cache.h"
 #include "fs/btree_types.h"
@@ -106,6 +108,16 @@ void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n);
 void tfs_btree_free_nodes(struct tfs_btree *b);
 /* Memory the cache holds now (bytes). */
 size_t tfs_btree_cache_bytes(struct tfs_fs *fs);
+/*
+ * Before taking a tree lock for an operation that may read (or split) up to
+ * nr_nodes nodes: makes room for them under the budget shared with the key
+ * cache, so that the allocations under the lock, where the scan cannot free
+ * that tree's nodes, find it.  Lock-free unless the caches are within
+ * nr_nodes nodes of the budget.  No lock held.
+ */
+void tfs_btree_cache_make_room(struct tfs_fs *fs, unsigned nr_nodes);
+/* Nodes a read makes room for (a path: deeper trees than this are not met in practice). */
+#define TFS_BTREE_READ_ROOM 4
 /* After a commit or a read: keeps the cache within its budget.  Never under a tree lock. */
 void tfs_btree_cache_check_budget(struct tfs_fs *fs);
 /* Takes the memory now (checkpoint copies included) into the high-water mark. */
@@ -144,5 +156,43 @@ int tfs_btree_roots_pin_flush(struct tfs_journal *j, struct tfs_journal_entry_pi
 /* --- init (btree_iter.c) --- */
 int tfs_btrees_init(struct tfs_fs *fs);
 void tfs_btrees_exit(struct tfs_fs *fs);
+
+/*
+ * The tree lock, counted: an acquisition that cannot be had at once is
+ * counted with the time it waited (b->c.lock_*; tfs_btree_to_text), so the
+ * cost of one reader/writer lock per tree shows under a parallel load.  The
+ * uncontended path is the trylock alone.
+ */
+static inline u64 tfs_btree_lock_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+}
+
+static inline void tfs_btree_rdlock(struct tfs_btree *b)
+{
+	if (!pthread_rwlock_tryrdlock(&b->lock))
+		return;
+	u64 t0 = tfs_btree_lock_clock_ns();
+
+	pthread_rwlock_rdlock(&b->lock);
+	__atomic_add_fetch(&b->c.lock_read_waits, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->c.lock_read_wait_ns, tfs_btree_lock_clock_ns() - t0,
+			   __ATOMIC_RELAXED);
+}
+
+static inline void tfs_btree_wrlock(struct tfs_btree *b)
+{
+	if (!pthread_rwlock_trywrlock(&b->lock))
+		return;
+	u64 t0 = tfs_btree_lock_clock_ns();
+
+	pthread_rwlock_wrlock(&b->lock);
+	__atomic_add_fetch(&b->c.lock_write_waits, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&b->c.lock_write_wait_ns, tfs_btree_lock_clock_ns() - t0,
+			   __ATOMIC_RELAXED);
+}
 
 #endif /* TFS_FS_BTREE_INTERNAL_H */

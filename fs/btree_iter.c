@@ -65,7 +65,8 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 	/* Key cache hook: cached btrees answer from the cache first, without a lock. */
 	if (tfs_btree_key_cache_lookup(fs->key_cache, id, pos, out))
 		return 0;
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_btree_cache_make_room(fs, TFS_BTREE_READ_ROOM);
+	tfs_btree_rdlock(b);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (!ret) {
 		struct tfs_bnode *leaf = path.n[0];
@@ -137,7 +138,8 @@ static int iter_refill(struct tfs_btree_iter *iter, struct iter_priv *p, struct 
 	int ret;
 
 	p->batch_valid = false;
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
+	tfs_btree_rdlock(b);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (ret)
 		goto out;
@@ -293,7 +295,8 @@ int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 	}
 	if (tfs_bpos_cmp(search, iter->start) < 0)
 		return 0;
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
+	tfs_btree_rdlock(b);
 	while (1) {
 		struct tfs_bnode *leaf;
 		unsigned idx;
@@ -568,6 +571,13 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 		   (unsigned long long)c->nodes_written);
 	prt_printf(out, "nodes read:\t%llu (%llu failed)\n", (unsigned long long)c->nodes_read,
 		   (unsigned long long)c->node_read_errors);
+	prt_printf(out, "lock waits:\tread %llu (%llu us), write %llu (%llu us)\n",
+		   (unsigned long long)__atomic_load_n(&c->lock_read_waits, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&c->lock_read_wait_ns, __ATOMIC_RELAXED) /
+			   1000,
+		   (unsigned long long)__atomic_load_n(&c->lock_write_waits, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&c->lock_write_wait_ns, __ATOMIC_RELAXED) /
+			   1000);
 	/* Under roots_lock, as in tfs_btree_node_locations(). */
 	pthread_mutex_lock(&b->fs->roots_lock);
 	if (b->have_root_key) {

@@ -546,37 +546,45 @@ static void kc_free_ready(struct tfs_btree_key_cache *kc)
 }
 
 /*
- * Direct reclaim: when the cache holds more than a quarter above the
- * budget, shrink now from this thread (the registry's thread alone lags
- * behind a fast stream of fills), and free what then waits for a grace
- * period once it passed.  Never inside a read-side section (the caller
- * checks), which would wait for itself.  Dirty entries are not the
- * budget's: the journal bounds them (reclaim flushes them as it needs
- * their seqs).  Otherwise memory stays under budget + 25% (+ an entry per
- * thread filling at that moment) whatever the rate of fills.
+ * The freed list's memory is outside the budget's count (kc_shrinker_bytes:
+ * it goes as soon as its grace period passes, and new entries reuse it), so
+ * it is bounded here instead: when it passes a sixteenth of the budget, a
+ * lookup (one in 64 looks) waits for the grace period and frees it.  Never inside a
+ * read-side section (the caller checks), which would wait for itself.  The
+ * budget itself is kept at allocation (kc_reserve()); when the caches are
+ * still an eighth over it (reserves could not make room: dirty objects),
+ * shrink here too, from a thread holding no lock.
  */
 static void kc_throttle(struct tfs_btree_key_cache *kc)
 {
 	struct tfs_shrinkers *r = kc->shrinkers;
-	size_t budget, hard;
+	size_t budget, freed;
 
 	if (!r || !(budget = tfs_shrinkers_budget(r)))
 		return;
-	hard = budget + budget / 4;
-	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
+	/* Every 64th lookup: the shared total takes each cache's lock. */
+	if (__atomic_load_n(&kc->lookups, __ATOMIC_RELAXED) % 64)
 		return;
-	tfs_shrinkers_run(r, budget - budget / 8);
-	if (__atomic_load_n(&kc->bytes, __ATOMIC_RELAXED) <= hard)
-		return;
-	/* Only freed entries can still go (dirty ones wait for reclaim): wait if there are some. */
+	if (tfs_shrinkers_bytes(r) > budget + budget / 8)
+		tfs_shrinkers_run(r, budget - budget / 8);
 	pthread_mutex_lock(&kc->lock);
-	bool some_freed = kc->nr_freed;
-
+	freed = kc->freed_bytes;
 	pthread_mutex_unlock(&kc->lock);
-	if (some_freed) {
+	if (freed > budget / 16) {
 		tfs_btree_key_cache_wait_gp(kc);
 		kc_free_ready(kc);
 	}
+}
+
+/*
+ * Before a fill allocates: room for it under the budget shared with the
+ * node cache (lib/shrinker.h, tfs_shrinkers_reserve()).  No cache lock is
+ * held here; the btree's lock may be (the node scan skips that tree).
+ */
+static void kc_reserve(struct tfs_btree_key_cache *kc, unsigned u64s)
+{
+	if (kc->shrinkers)
+		tfs_shrinkers_reserve(kc->shrinkers, sizeof(struct kc_entry) + kc_key_bytes(u64s));
 }
 
 bool tfs_btree_key_cache_lookup(struct tfs_btree_key_cache *kc, enum tfs_btree_id id,
@@ -671,6 +679,7 @@ void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id 
 	if (!tfs_btree_key_cache_wants(kc, id))
 		return;
 	tfs_rcu_thread_register();
+	kc_reserve(kc, tfs_bkey_u64s(k));
 	e = kc_entry_alloc(kc, tfs_bkey_u64s(k));
 	if (!e)
 		return;

@@ -102,17 +102,22 @@ bool tfs_btree_key_cache_wants(struct tfs_btree_key_cache *kc, enum tfs_btree_id
 
 /*
  * Copies the cached key at (id, pos) into *out and marks it accessed:
- * true on a hit.  Lock-free (an RCU read-side section).  First, when the
- * caches that account memory are well over the budget, shrinks them from
- * this thread (direct reclaim), so call it with no lock held.
+ * true on a hit.  Lock-free (an RCU read-side section).  First (one call
+ * in 64), when the caches are an eighth over their shared budget, shrinks
+ * them from this thread, and when the freed list holds more than a
+ * sixteenth of the budget, waits for its grace period and frees it; so
+ * call it with no lock held.
  */
 bool tfs_btree_key_cache_lookup(struct tfs_btree_key_cache *kc, enum tfs_btree_id id,
 				struct tfs_bpos pos, struct tfs_bkey_buf *out);
 
 /*
  * Caches k, just read from btree id, as a clean entry.  The caller holds
- * the btree's lock (shared), so no commit changes the key meanwhile.  Out
- * of memory or an entry already there: nothing happens.
+ * the btree's lock (shared), so no commit changes the key meanwhile.  It
+ * first reserves the entry's memory under the budget shared with the node
+ * cache (tfs_shrinkers_reserve(): may shrink both caches from this thread;
+ * hold no cache lock).  Out of memory or an entry already there: nothing
+ * happens.
  */
 void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id id,
 			      const struct tfs_bkey *k);

@@ -92,6 +92,8 @@ struct tfs_btree_counters {
 	u64 compactions;
 	u64 lookups, iter_refills;
 	u64 checkpoints, checkpoint_errors, nodes_written, nodes_read, node_read_errors;
+	/* The tree lock (atomic): acquisitions that had to wait, and the time waited. */
+	u64 lock_read_waits, lock_read_wait_ns, lock_write_waits, lock_write_wait_ns;
 };
 
 struct tfs_btree {

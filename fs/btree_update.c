@@ -233,9 +233,11 @@ static bool res_after_applied(struct tfs_fs *fs, unsigned mask, const struct tfs
 
 static void lock_btrees(struct tfs_fs *fs, unsigned mask)
 {
+	/* Room under the cache budget for a path and its splits in each tree, before the locks. */
+	tfs_btree_cache_make_room(fs, (unsigned)__builtin_popcount(mask) * 2 * TFS_BTREE_READ_ROOM);
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (mask & (1U << id))
-			pthread_rwlock_wrlock(&fs->btrees[id].lock);
+			tfs_btree_wrlock(&fs->btrees[id]);
 }
 
 static void unlock_btrees(struct tfs_fs *fs, unsigned mask)

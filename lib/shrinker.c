@@ -66,7 +66,18 @@ struct tfs_shrinkers {
 
 	/* Counters (atomic). */
 	u64 runs_budget, runs_psi, runs_demand, psi_events, kicks;
+	u64 reserves, runs_direct, over_budget, max_held;
+	/*
+	 * The reserves' estimate (atomic): the total last measured plus every
+	 * reserve since, and how many reserves since.  Lets a reserve far
+	 * below the budget skip measuring (the caches' bytes() take locks).
+	 */
+	size_t est;
+	u64 est_nr;
 };
+
+/* A reserve measures the total at least this often (growth that reserves nothing: dirty nodes). */
+#define RESERVE_MEASURE_EVERY 64
 
 /* --- callbacks, guarded --- */
 
@@ -152,6 +163,9 @@ struct run_item {
 	bool stalled; /* freed nothing this run: not asked again */
 	unsigned long count;
 	size_t bytes;
+	size_t start_bytes;  /* at the first round */
+	size_t cap;	     /* the most it frees in this run: its first share (or all) */
+	unsigned long freed; /* objects its scans freed in this run */
 };
 
 /* One scan of s for nr objects; returns what it freed (0 if s went away). */
@@ -187,7 +201,7 @@ static unsigned long shrinker_scan_one(struct tfs_shrinkers *r, struct tfs_shrin
  * the drop of the total: memory other threads add meanwhile counts
  * against it).
  */
-static size_t shrinkers_run(struct tfs_shrinkers *r, size_t target)
+static size_t shrinkers_run(struct tfs_shrinkers *r, size_t target, bool capped)
 {
 	unsigned nr;
 	struct tfs_shrinker **v = shrinkers_snapshot(r, &nr);
@@ -239,6 +253,25 @@ static size_t shrinkers_run(struct tfs_shrinkers *r, size_t target)
 			double want = (double)it->count * share / (double)it->bytes;
 
 			want *= (double)(1UL << round);
+			if (!round) {
+				it->start_bytes = it->bytes;
+				it->cap = capped && target ? (size_t)share + 1 : SIZE_MAX;
+			}
+			/*
+			 * Later rounds make up for what a scan skipped (second
+			 * chances), but only up to this one's own share: one
+			 * cache's unfreeable memory (dirty) is not taken out of
+			 * another's working set; that cache writes it back.
+			 */
+			size_t done = it->start_bytes > it->bytes ? it->start_bytes - it->bytes : 0;
+
+			if (done >= it->cap)
+				continue;
+			/* What is left of the cap, in objects of the size its scans freed. */
+			if (it->cap != SIZE_MAX && it->freed && done)
+				want = min_t(double, want,
+					     (double)(it->cap - done) * (double)it->freed /
+						     (double)done);
 			unsigned long ask =
 				want >= (double)it->count ? it->count : (unsigned long)want;
 			if ((double)ask < want)
@@ -246,7 +279,10 @@ static size_t shrinkers_run(struct tfs_shrinkers *r, size_t target)
 			ask = max_t(unsigned long, ask, 1);
 			ask = min_t(unsigned long, ask, it->count);
 
-			if (shrinker_scan_one(r, it->s, ask, &gone))
+			unsigned long freed = shrinker_scan_one(r, it->s, ask, &gone);
+
+			it->freed += freed;
+			if (freed)
 				progress = true;
 			else
 				it->stalled = true;
@@ -271,7 +307,7 @@ out:
 size_t tfs_shrinkers_run(struct tfs_shrinkers *r, size_t target)
 {
 	__atomic_add_fetch(&r->runs_demand, 1, __ATOMIC_RELAXED);
-	return shrinkers_run(r, target);
+	return shrinkers_run(r, target, true);
 }
 
 /* --- the thread --- */
@@ -279,6 +315,58 @@ size_t tfs_shrinkers_run(struct tfs_shrinkers *r, size_t target)
 static size_t budget_low_watermark(size_t budget)
 {
 	return budget - budget / 8;
+}
+
+/* --- direct reclaim --- */
+
+static void note_max_held(struct tfs_shrinkers *r, size_t held)
+{
+	u64 old = __atomic_load_n(&r->max_held, __ATOMIC_RELAXED);
+
+	while (held > old && !__atomic_compare_exchange_n(&r->max_held, &old, held, true,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+bool tfs_shrinkers_reserve(struct tfs_shrinkers *r, size_t bytes)
+{
+	size_t total;
+
+	if (!r || !r->budget)
+		return true;
+	__atomic_add_fetch(&r->reserves, 1, __ATOMIC_RELAXED);
+	/* Fast: the estimate (an over-estimate but for growth without a reserve) fits. */
+	size_t est = __atomic_add_fetch(&r->est, bytes, __ATOMIC_RELAXED);
+
+	if (est <= r->budget &&
+	    __atomic_add_fetch(&r->est_nr, 1, __ATOMIC_RELAXED) % RESERVE_MEASURE_EVERY) {
+		note_max_held(r, est);
+		return true;
+	}
+	total = tfs_shrinkers_bytes(r);
+	if (total + bytes > r->budget) {
+		size_t low = budget_low_watermark(r->budget);
+
+		__atomic_add_fetch(&r->runs_direct, 1, __ATOMIC_RELAXED);
+		shrinkers_run(r, low > bytes ? low - bytes : 0, true);
+		total = tfs_shrinkers_bytes(r);
+		/*
+		 * A cache that could not give its share (dirty or locked
+		 * objects): just this allocation's room from whoever can give
+		 * it, so the total stays within the budget; the cache with dirty
+		 * objects writes them back.
+		 */
+		if (total + bytes > r->budget) {
+			shrinkers_run(r, r->budget > bytes ? r->budget - bytes : 0, false);
+			total = tfs_shrinkers_bytes(r);
+		}
+	}
+	note_max_held(r, total + bytes);
+	__atomic_store_n(&r->est, total + bytes, __ATOMIC_RELAXED);
+	if (total + bytes <= r->budget)
+		return true;
+	__atomic_add_fetch(&r->over_budget, 1, __ATOMIC_RELAXED);
+	return false;
 }
 
 static void psi_disarm(struct tfs_shrinkers *r, const char *why)
@@ -341,14 +429,14 @@ static void *shrinker_thread(void *arg)
 
 			if (total > r->budget) {
 				__atomic_add_fetch(&r->runs_budget, 1, __ATOMIC_RELAXED);
-				shrinkers_run(r, budget_low_watermark(r->budget));
+				shrinkers_run(r, budget_low_watermark(r->budget), true);
 			}
 		}
 		if (psi_event) {
 			size_t total = tfs_shrinkers_bytes(r);
 
 			__atomic_add_fetch(&r->runs_psi, 1, __ATOMIC_RELAXED);
-			shrinkers_run(r, total - total / 8);
+			shrinkers_run(r, total - total / 8, true);
 		}
 
 		pthread_mutex_lock(&r->lock);
@@ -563,6 +651,10 @@ void tfs_shrinkers_stats(struct tfs_shrinkers *r, struct tfs_shrinkers_stats *st
 	st->runs_demand = __atomic_load_n(&r->runs_demand, __ATOMIC_RELAXED);
 	st->psi_events = __atomic_load_n(&r->psi_events, __ATOMIC_RELAXED);
 	st->kicks = __atomic_load_n(&r->kicks, __ATOMIC_RELAXED);
+	st->reserves = __atomic_load_n(&r->reserves, __ATOMIC_RELAXED);
+	st->runs_direct = __atomic_load_n(&r->runs_direct, __ATOMIC_RELAXED);
+	st->over_budget = __atomic_load_n(&r->over_budget, __ATOMIC_RELAXED);
+	st->max_held = __atomic_load_n(&r->max_held, __ATOMIC_RELAXED);
 }
 
 void tfs_shrinkers_to_text(struct printbuf *out, struct tfs_shrinkers *r)
@@ -590,6 +682,12 @@ void tfs_shrinkers_to_text(struct printbuf *out, struct tfs_shrinkers *r)
 		   (unsigned long long)st.runs_budget, (unsigned long long)st.runs_psi,
 		   (unsigned long long)st.psi_events, (unsigned long long)st.runs_demand);
 	prt_printf(out, "kicks:\t%llu\n", (unsigned long long)st.kicks);
+	prt_printf(out, "reserves:\t%llu (%llu shrank first, %llu over budget)\n",
+		   (unsigned long long)st.reserves, (unsigned long long)st.runs_direct,
+		   (unsigned long long)st.over_budget);
+	prt_str(out, "max held:\t");
+	prt_units_u64(out, st.max_held);
+	prt_newline(out);
 
 	for (unsigned i = 0; i < nr; i++) {
 		struct tfs_shrinker *s = v[i];

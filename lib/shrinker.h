@@ -29,9 +29,32 @@
  * shrinker whose scan freed nothing is not asked again in that run.  While
  * the total stays above the target, each further round doubles the asks of
  * the shrinkers still making progress (objects that cannot be freed, dirty
- * ones, inflate bytes but not count).  A run ends when the total is at or
+ * ones, inflate bytes but not count), but no shrinker frees more in a run
+ * than its first-round share (unless the target is 0): what one cache
+ * cannot free (dirty nodes) is not taken out of another cache's working
+ * set; the run ends over the target and the cache with dirty objects writes
+ * them back.  A run ends
+ * when the total is at or
  * below the target, when no shrinker made progress, or after
  * TFS_SHRINKER_MAX_ROUNDS rounds.
+ *
+ * One budget for every cache (direct reclaim): a cache about to allocate
+ * calls tfs_shrinkers_reserve() first; when what the caches hold plus the
+ * new allocation would pass the budget, the caller runs the shrinkers
+ * itself (the same shares as above) down to the low watermark less the new
+ * allocation (and, if a cache could not give its share, a second run
+ * without the cap frees just the new allocation's room), so the caches together stay within the budget however fast
+ * they grow, and the one growing takes memory from the others when it is
+ * their turn (the oldest of each, by their scans' rules).  The highest
+ * total a reserve let through is kept (max_held, in the stats): with every
+ * cache reserving before it grows and objects to free, it never passes the
+ * budget.  A reserve measures the total (the caches' bytes(), which may
+ * take their locks) only when an estimate -- the last measured total plus
+ * every reserve since -- would pass the budget, or every 64th reserve (for
+ * growth that reserves nothing); otherwise it is two atomics.
+ * A reserve that cannot make room (every object dirty or locked)
+ * lets the allocation go over and counts it (over_budget): the caches'
+ * own write-back brings them back.
  *
  * When the thread runs: a kick (or tfs_shrinker_account() growing) finding
  * the total above the budget shrinks to the low watermark, 7/8 of the
@@ -124,6 +147,16 @@ void tfs_shrinker_unregister(struct tfs_shrinker *s);
 void tfs_shrinker_account(struct tfs_shrinker *s, long delta);
 
 /*
+ * A cache is about to allocate bytes: makes room first if the total would
+ * pass the budget (see the top of this file).  True when the total plus
+ * bytes fits the budget (always without a budget).  Runs shrinkers from
+ * the caller's thread, so the caller must not hold a lock a scan waits for
+ * (the node cache's scan only trylocks trees, so a tree lock is fine; the
+ * key cache's lock is not).
+ */
+bool tfs_shrinkers_reserve(struct tfs_shrinkers *r, size_t bytes);
+
+/*
  * A cache's memory grew: wakes the registry's thread, which scans if the
  * total is over the budget.  Lock-free (an atomic and, at most once per
  * wake-up, an eventfd write).
@@ -153,6 +186,10 @@ bool tfs_shrinkers_psi_active(struct tfs_shrinkers *r);
 /* Counters: runs (by the thread for the budget, for PSI events, on demand). */
 struct tfs_shrinkers_stats {
 	u64 runs_budget, runs_psi, runs_demand, psi_events, kicks;
+	u64 reserves;	 /* tfs_shrinkers_reserve() calls */
+	u64 runs_direct; /* reserves that had to shrink first */
+	u64 over_budget; /* reserves that could not make room */
+	u64 max_held;	 /* the highest total + allocation a reserve let through */
 };
 void tfs_shrinkers_stats(struct tfs_shrinkers *r, struct tfs_shrinkers_stats *st);
 

@@ -6,7 +6,7 @@
  * asserts nothing about speed (it does check that every engine returns what
  * was stored).
  *
- *	btree_bench [-d DIR] [-n KEYS] [-c COMMITS] [-m CACHE_MiB] [-i]
+ *	btree_bench [-d DIR] [-n KEYS] [-c COMMITS] [-m CACHE_MiB] [-i] [-t THREADS] [-T]
  *
  * Workloads, each timed on its own:
  *  - insert: KEYS (default 1M) random keys in transactions of 100.  Not
@@ -25,10 +25,22 @@
  * through the key cache.  The tinyfs image is DIR/tinyfs.img (1 GiB, every
  * byte written once first, like journal_bench's images: no hole), formatted
  * as mkfs.tinyfs does; CACHE_MiB (default 512) is opts.cache_budget.
+ *
+ * Memory: the resident set is printed before the tinyfs run (the key
+ * arrays and libraries: the fixed part) and at its peak, with the shrinker
+ * registry's to_text (the caches' shared count and its highest value).
+ *
+ * -t THREADS adds a parallel phase on the tinyfs dirents btree after the
+ * others: for 1, 2, 4 ... THREADS threads, 2 s each of 9 point lookups to 1
+ * single-key commit (not durable), like the FUSE daemon's workers on one
+ * directory; prints ops/s and how often, and how long, the tree's
+ * reader/writer lock made a thread wait (tfs_btree_to_text's lock waits).
+ * -T runs tinyfs only (no LMDB, no SQLite).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
+#include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,10 +128,26 @@ static double result[E_NR][W_NR];
 
 struct opts {
 	const char *dir;
-	unsigned nr, commits;
+	unsigned nr, commits, threads;
 	u64 cache;
-	bool inodes;
+	bool inodes, tinyfs_only;
 };
+
+/* VmRSS of this process now, in MiB (0 if /proc cannot say). */
+static double rss_mib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	double kib = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kib = strtod(line + 6, NULL);
+	fclose(f);
+	return kib / 1024;
+}
 
 /* --- tinyfs --- */
 
@@ -166,6 +194,97 @@ static void tfs_lookups(struct tfs_fs *fs, enum tfs_btree_id id, const struct ke
 		val_bytes(k, v);
 		if (memcmp(tfs_bkey_val(&buf.k), v, VAL_BYTES))
 			die("tinyfs lookup", "wrong value");
+	}
+}
+
+/* --- the parallel phase (-t) --- */
+
+struct par_thread {
+	pthread_t tid;
+	struct tfs_fs *fs;
+	const struct key *keys;
+	unsigned nr, id;
+	volatile bool *stop;
+	u64 ops;
+};
+
+static void *par_worker(void *arg)
+{
+	struct par_thread *p = arg;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	u64 x = 0x2545f4914f6cdd1dULL * (p->id + 1);
+
+	tfs_fs_thread_init();
+	tfs_trans_init(&trans, p->fs);
+	while (!*p->stop) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (x % 10) {
+			const struct key *k = &p->keys[x % p->nr];
+
+			tfs_check(tfs_btree_lookup(p->fs, TFS_BTREE_dirents, TFS_POS(k->a, k->b),
+						   &buf),
+				  "tinyfs parallel lookup");
+		} else {
+			/* A new key of this thread's own (even a, unlike the loaded keys). */
+			struct key k = { (x | 1) ^ 1, p->ops };
+
+			tfs_key(&buf, &k);
+			tfs_check(tfs_trans_update(&trans, TFS_BTREE_dirents, &buf.k)
+					  ?: tfs_trans_commit(&trans, 0, NULL),
+				  "tinyfs parallel commit");
+		}
+		p->ops++;
+	}
+	tfs_trans_exit(&trans);
+	return NULL;
+}
+
+static void run_parallel(const struct opts *o, struct tfs_fs *fs, const struct key *keys)
+{
+	struct tfs_btree_counters *c = &fs->btrees[TFS_BTREE_dirents].c;
+	const double secs = 2;
+
+	printf("parallel: 9 lookups to 1 commit on the dirents btree, %.0f s each\n", secs);
+	printf("%8s %12s %14s %14s %14s %14s %10s\n", "threads", "ops/s", "read waits/s",
+	       "read wait ms", "write waits/s", "write wait ms", "waiting %");
+	for (unsigned nt = 1; nt <= o->threads; nt *= 2) {
+		struct par_thread *th = calloc(nt, sizeof(*th));
+		volatile bool stop = false;
+		u64 rw0 = c->lock_read_waits, rns0 = c->lock_read_wait_ns;
+		u64 ww0 = c->lock_write_waits, wns0 = c->lock_write_wait_ns, ops = 0;
+		double t0 = now(), dt;
+
+		if (!th)
+			die("parallel", "out of memory");
+		for (unsigned i = 0; i < nt; i++) {
+			th[i] = (struct par_thread){
+				.fs = fs, .keys = keys, .nr = o->nr, .id = i, .stop = &stop
+			};
+			if (pthread_create(&th[i].tid, NULL, par_worker, &th[i]))
+				die("parallel", "pthread_create");
+		}
+		while (now() - t0 < secs)
+			usleep(10000);
+		stop = true;
+		for (unsigned i = 0; i < nt; i++) {
+			pthread_join(th[i].tid, NULL);
+			ops += th[i].ops;
+		}
+		dt = now() - t0;
+		double rns =
+			(double)(__atomic_load_n(&c->lock_read_wait_ns, __ATOMIC_RELAXED) - rns0);
+		double wns =
+			(double)(__atomic_load_n(&c->lock_write_wait_ns, __ATOMIC_RELAXED) - wns0);
+
+		printf("%8u %12.0f %14.0f %14.1f %14.0f %14.1f %10.1f\n", nt, ops / dt,
+		       (__atomic_load_n(&c->lock_read_waits, __ATOMIC_RELAXED) - rw0) / dt,
+		       rns / 1e6,
+		       (__atomic_load_n(&c->lock_write_waits, __ATOMIC_RELAXED) - ww0) / dt,
+		       wns / 1e6, 100 * (rns + wns) / 1e9 / (dt * nt));
+		free(th);
 	}
 }
 
@@ -235,11 +354,20 @@ static void run_tinyfs(const struct opts *o, const struct key *keys, const unsig
 		result[E_TINYFS][W_LOOKUP_KC] = o->nr / (now() - t0);
 	}
 
+	if (o->threads)
+		run_parallel(o, t.fs, keys);
+
 	struct printbuf out = PRINTBUF;
 
 	tfs_btree_cache_to_text(&out, t.fs);
 	if (t.fs->key_cache)
 		tfs_btree_key_cache_to_text(&out, t.fs->key_cache);
+	if (t.fs->shrinkers) {
+		prt_str(&out, "shrinkers (one budget for both caches):\n");
+		printbuf_indent_add(&out, 2);
+		tfs_shrinkers_to_text(&out, t.fs->shrinkers);
+		printbuf_indent_sub(&out, 2);
+	}
 	printf("tinyfs caches after the run:\n%s", printbuf_str(&out));
 	printbuf_exit(&out);
 	tfs_check(ft_stop(&t), "tinyfs stop");
@@ -480,7 +608,8 @@ static void print_results(const struct opts *o)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: btree_bench [-d DIR] [-n KEYS] [-c COMMITS] [-m CACHE_MiB] [-i]\n");
+	fprintf(stderr, "usage: btree_bench [-d DIR] [-n KEYS] [-c COMMITS] [-m CACHE_MiB] [-i] "
+			"[-t THREADS] [-T]\n");
 	exit(2);
 }
 
@@ -492,7 +621,7 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	int c;
 
-	while ((c = getopt(argc, argv, "d:n:c:m:ih")) != -1) {
+	while ((c = getopt(argc, argv, "d:n:c:m:it:Th")) != -1) {
 		switch (c) {
 		case 'd':
 			o.dir = optarg;
@@ -508,6 +637,12 @@ int main(int argc, char **argv)
 			break;
 		case 'i':
 			o.inodes = true;
+			break;
+		case 't':
+			o.threads = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'T':
+			o.tinyfs_only = true;
 			break;
 		default:
 			usage();
@@ -538,12 +673,17 @@ int main(int argc, char **argv)
 	printf("btree_bench: %u keys of 16 bytes with %u-byte values, %u durable commits, in %s\n",
 	       o.nr, VAL_BYTES, o.commits, o.dir);
 
+	double rss0 = rss_mib();
+
 	run_tinyfs(&o, keys, order, extra);
 	getrusage(RUSAGE_SELF, &ru);
-	printf("max resident set after tinyfs: %.1f MiB (cache budget %llu MiB)\n",
-	       ru.ru_maxrss / 1024.0, (unsigned long long)(o.cache >> 20));
-	run_lmdb(&o, keys, order, extra);
-	run_sqlite(&o, keys, order, extra);
+	printf("max resident set after tinyfs: %.1f MiB (cache budget %llu MiB; %.1f MiB before "
+	       "tinyfs opened: the key arrays and libraries)\n",
+	       ru.ru_maxrss / 1024.0, (unsigned long long)(o.cache >> 20), rss0);
+	if (!o.tinyfs_only) {
+		run_lmdb(&o, keys, order, extra);
+		run_sqlite(&o, keys, order, extra);
+	}
 	print_results(&o);
 	free(keys);
 	free(extra);

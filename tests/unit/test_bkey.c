@@ -12,9 +12,11 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs/bkey.h"
 #include "fs/btree_format.h"
+#include "fs/fs_format.h"
 #include "lib/errcode.h"
 #include "lib/printbuf.h"
 
@@ -146,6 +148,41 @@ static void test_validate(void **state)
 	expect_invalid(&b.k, 128, TFS_BTREE_xattrs, false, "child level");
 }
 
+/*
+ * This program calls nothing of the POSIX layer (fs/inode.c and friends):
+ * when the key type ops were weak references, none of them was linked in
+ * and an inode with a bad field passed as "inode of the right size".  Every
+ * type's own checks must run here as in the daemon.
+ */
+static void test_validate_fs_types_without_posix(void **state)
+{
+	struct tfs_bkey_buf b;
+	struct tfs_inode *v;
+
+	for (unsigned t = 0; t < TFS_BKEY_TYPE_NR; t++)
+		if (t != TFS_BKEY_cookie && !tfs_bkey_type_has_ops(t))
+			fail_msg("key type %s has no ops in this program", tfs_bkey_type_str(t));
+	assert_false(tfs_bkey_type_has_ops(TFS_BKEY_cookie));
+
+	v = tfs_bkey_init(&b, TFS_BKEY_inode, TFS_POS(4096, 0), sizeof(*v));
+	v->mode = cpu_to_le32(S_IFREG | 0644);
+	v->nlink = cpu_to_le32(1);
+	expect_valid(&b.k, TFS_BTREE_inodes, false);
+	v->nlink = cpu_to_le32(TFS_LINK_MAX + 1);
+	expect_invalid(&b.k, 256, TFS_BTREE_inodes, false, "inode 4096:0: nlink 65001 > 65000");
+	v->nlink = cpu_to_le32(1);
+	v->parent = cpu_to_le64(7);
+	expect_invalid(&b.k, 256, TFS_BTREE_inodes, false, "parent set on a non-directory");
+
+	/* Its text is the inode's, not hex. */
+	v->parent = 0;
+	struct printbuf out = PRINTBUF;
+
+	tfs_bkey_to_text(&out, &b.k);
+	assert_non_null(strstr(printbuf_str(&out), "mode 0100644 nlink 1"));
+	printbuf_exit(&out);
+}
+
 static void key_text(const struct tfs_bkey *k, const char *want)
 {
 	struct printbuf out = PRINTBUF;
@@ -184,6 +221,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_pos),
 		cmocka_unit_test(test_validate),
+		cmocka_unit_test(test_validate_fs_types_without_posix),
 		cmocka_unit_test(test_to_text),
 	};
 

@@ -14,6 +14,10 @@
  *    next one, not this one); dirty nodes are never freed; a tree whose
  *    lock is held is skipped; every reason is counted; asked for pages, the
  *    scan frees whole nodes and reports pages.
+ *  - One budget for both caches: the node cache and the key cache each
+ *    filled past the budget on their own; the total the shrinker registry
+ *    counts for them together never passes the budget (checked after every
+ *    operation, and the highest total any allocation was let through).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -217,12 +221,105 @@ static void test_dirty_and_locked_stay(void **state)
 	ft_cleanup(&t);
 }
 
+/* A cookie key in the inodes btree (cached by the key cache): 8-byte value. */
+static void small_key(struct tfs_bkey_buf *buf, unsigned k)
+{
+	u64 *v = tfs_bkey_init(buf, TFS_BKEY_cookie, TFS_POS(k + 1, 0), 8);
+
+	*v = k * 7;
+}
+
+static size_t shared_total(struct tfs_fs *fs)
+{
+	return tfs_shrinkers_bytes(fs->shrinkers);
+}
+
+static void test_shared_budget(void **state)
+{
+	struct ft t;
+	const size_t budget = 1 << 20;
+	/* xattrs: about 5 MB of nodes; inodes: 30000 keys, about 4 MB of key cache entries. */
+	unsigned n = 2500, ni = 30000;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf, got;
+	size_t max_total = 0;
+	u64 x = 1;
+
+	assert_int_equal(ft_mkfs(&t, &geo), 0);
+	t.opts.cache_budget = budget;
+	assert_int_equal(ft_open(&t), 0);
+	fill(t.fs, n);
+	tfs_trans_init(&trans, t.fs);
+	for (unsigned k = 0; k < ni; k++) {
+		small_key(&buf, k);
+		assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_inodes, &buf.k), 0);
+		if (k % 100 == 99)
+			assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	}
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	/* Reopened: clean trees, empty caches, the registry's counters at 0. */
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+
+	struct tfs_fs *fs = t.fs;
+	struct tfs_btree_key_cache_stats kst;
+	struct tfs_shrinkers_stats st;
+
+	assert_non_null(fs->shrinkers);
+	assert_int_equal(tfs_shrinkers_budget(fs->shrinkers), budget);
+	/* Each cache alone gets past the budget: the key cache first, then the nodes too. */
+	for (unsigned k = 0; k < ni; k++) {
+		assert_int_equal(tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(k + 1, 0), &got),
+				 0);
+		small_key(&buf, k);
+		assert_memory_equal(&got.k, &buf.k, tfs_bkey_bytes(&buf.k));
+		max_total = max_t(size_t, max_total, shared_total(fs));
+		assert_true(shared_total(fs) <= budget);
+	}
+	for (unsigned i = 0; i < 4 * n; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		if (i % 2) {
+			check_key(fs, (unsigned)(x % n));
+		} else {
+			unsigned k = (unsigned)(x % ni);
+
+			assert_int_equal(
+				tfs_btree_lookup(fs, TFS_BTREE_inodes, TFS_POS(k + 1, 0), &got), 0);
+			small_key(&buf, k);
+			assert_memory_equal(&got.k, &buf.k, tfs_bkey_bytes(&buf.k));
+		}
+		max_total = max_t(size_t, max_total, shared_total(fs));
+		assert_true(shared_total(fs) <= budget);
+	}
+	tfs_shrinkers_stats(fs->shrinkers, &st);
+	tfs_btree_key_cache_stats(fs->key_cache, &kst);
+	printf("budget %zu: max total seen %zu, max let through %llu; %llu reserves, %llu shrank "
+	       "first, %llu over; key cache evicted %llu (holds %llu B), nodes evicted %llu\n",
+	       budget, max_total, (unsigned long long)st.max_held, (unsigned long long)st.reserves,
+	       (unsigned long long)st.runs_direct, (unsigned long long)st.over_budget,
+	       (unsigned long long)kst.evicted, (unsigned long long)kst.bytes,
+	       (unsigned long long)fs->cache.nr_scan_freed);
+	/* Both caches went past the budget's worth of memory and were shrunk to share it. */
+	assert_true((kst.evicted + kst.nr_keys) * 100 > budget);
+	assert_true(kst.evicted > 0);
+	assert_true(fs->cache.nr_scan_freed * fs->cache.node_bytes > budget);
+	assert_true(st.runs_direct > 0);
+	/* Never over the budget, as counted: not after an operation, not at any allocation. */
+	assert_true(st.max_held <= budget);
+	assert_int_equal(st.over_budget, 0);
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_10x),
 		cmocka_unit_test(test_second_chance),
 		cmocka_unit_test(test_dirty_and_locked_stay),
+		cmocka_unit_test(test_shared_budget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

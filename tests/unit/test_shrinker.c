@@ -305,6 +305,92 @@ static void test_rounds_reach_target(void **state)
 	fake_exit(&f);
 }
 
+/*
+ * One cache full of dirty objects beside a clean one: the clean one gives
+ * at most its share of the excess, not everything it holds (without the
+ * cap the rounds doubled its asks until it was empty).
+ */
+static void test_dirty_not_taken_from_others(void **state)
+{
+	struct tfs_shrinkers *r;
+	struct fake dirty, clean;
+
+	assert_int_equal(tfs_shrinkers_init(&r, 0, false), 0);
+	fake_init(&dirty, "dirty", 1 * KiB, 2, false);
+	fake_init(&clean, "clean", 1 * KiB, 2, false);
+	tfs_shrinker_register(r, &dirty.s);
+	tfs_shrinker_register(r, &clean.s);
+	fake_add(&dirty, 1000);
+	dirty.nr_dirty = 990;
+	fake_add(&clean, 400);
+
+	/* Excess 400 KiB: clean's share is 400 * 400 / 1400, about 114 KiB. */
+	tfs_shrinkers_run(r, 1000 * KiB);
+	assert_int_equal(fake_nr(&dirty), 990);
+	assert_true(fake_nr(&clean) >= 400 - 115);
+	assert_true(tfs_shrinkers_bytes(r) > 1000 * KiB);
+	/* Target 0 still frees every clean object. */
+	tfs_shrinkers_run(r, 0);
+	assert_int_equal(fake_nr(&clean), 0);
+
+	tfs_shrinker_unregister(&dirty.s);
+	tfs_shrinker_unregister(&clean.s);
+	tfs_shrinkers_exit(r);
+	fake_exit(&dirty);
+	fake_exit(&clean);
+}
+
+/*
+ * Two caches growing in turn, each reserving before it grows: together they
+ * never hold more than the budget (counted bytes), and each takes memory
+ * from the other when the budget is full.
+ */
+static void test_reserve_shared_budget(void **state)
+{
+	struct tfs_shrinkers *r;
+	struct tfs_shrinkers_stats st;
+	struct fake a, b;
+
+	assert_int_equal(tfs_shrinkers_init(&r, 1 * MiB, false), 0);
+	fake_init(&a, "a", 1 * KiB, 2, false);
+	fake_init(&b, "b", 4 * KiB, 4, false);
+	tfs_shrinker_register(r, &a.s);
+	tfs_shrinker_register(r, &b.s);
+	for (unsigned i = 0; i < 4000; i++) {
+		struct fake *f = i % 3 ? &a : &b;
+
+		assert_true(tfs_shrinkers_reserve(r, f->obj_size));
+		fake_add(f, 1);
+		assert_true(tfs_shrinkers_bytes(r) <= 1 * MiB);
+	}
+	tfs_shrinkers_stats(r, &st);
+	assert_true(st.runs_direct > 0);
+	assert_int_equal(st.over_budget, 0);
+	assert_true(st.max_held <= 1 * MiB);
+	assert_true(a.s.nr_freed > 0 && b.s.nr_freed > 0);
+	assert_true(fake_nr(&a) > 0 && fake_nr(&b) > 0);
+
+	/*
+	 * Nothing to free, after growth that reserved nothing: within 64
+	 * reserves one measures, says so and counts it.
+	 */
+	a.stuck = b.stuck = true;
+	fake_add(&a, 2000);
+	bool all_ok = true;
+
+	for (unsigned i = 0; i < 64; i++)
+		all_ok &= tfs_shrinkers_reserve(r, 1 * KiB);
+	assert_false(all_ok);
+	tfs_shrinkers_stats(r, &st);
+	assert_true(st.over_budget >= 1);
+
+	tfs_shrinker_unregister(&a.s);
+	tfs_shrinker_unregister(&b.s);
+	tfs_shrinkers_exit(r);
+	fake_exit(&a);
+	fake_exit(&b);
+}
+
 /* --- no progress --- */
 
 static void test_no_progress_no_spin(void **state)
@@ -640,6 +726,8 @@ int main(void)
 		cmocka_unit_test(test_proportional_size),
 		cmocka_unit_test(test_proportional_seeks),
 		cmocka_unit_test(test_rounds_reach_target),
+		cmocka_unit_test(test_dirty_not_taken_from_others),
+		cmocka_unit_test(test_reserve_shared_budget),
 		cmocka_unit_test(test_no_progress_no_spin),
 		cmocka_unit_test(test_no_progress_among_rounds),
 		cmocka_unit_test(test_unregister_during_scan),
