@@ -1215,6 +1215,14 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "reclaim:\t%llu runs, %llu pins flushed, %llu flush errors\n",
 		   (unsigned long long)j->reclaim_runs, (unsigned long long)j->pins_flushed,
 		   (unsigned long long)j->pin_flush_errors);
+	for (unsigned i = 0; i < TFS_JOURNAL_PIN_FLUSH_ERR_NR; i++)
+		prt_printf(out, "  flush error %s:\t%llu\n", tfs_journal_pin_flush_err_names[i],
+			   (unsigned long long)j->pin_flush_err_counts[i]);
+	prt_printf(out, "  runs without flushes:\t%llu backing off (now %u ms), %llu halted\n",
+		   (unsigned long long)j->reclaim_backoff_runs, j->reclaim_backoff_ms,
+		   (unsigned long long)j->reclaim_halted_runs);
+	if (j->pin_flush_errors)
+		prt_printf(out, "  last flush error:\t%s\n", tfs_err_str(j->pin_flush_err));
 	prt_printf(out, "replicas:\t%u wanted, %u required\n", j->opts.metadata_replicas,
 		   j->opts.metadata_replicas_required);
 	for (unsigned i = 0; i < j->nr_devs; i++) {

@@ -282,7 +282,10 @@ static inline bool tfs_journal_pin_active(const struct tfs_journal_entry_pin *pi
 /*
  * Flushes every pin of seqs <= seq and waits until last_seq passes it and
  * that is durable.  Returns 0 or the first flush callback error / journal
- * error.
+ * error.  After a flush callback failed, reclaim calls none for a back-off
+ * (10 ms, doubling per failure in a row, at most 1 s; a successful flush
+ * ends it), so a call made meanwhile waits for it; a halted journal calls
+ * none at all.  Failures are counted by reason in tfs_journal_to_text().
  */
 int tfs_journal_flush_pins(struct tfs_journal *j, u64 seq);
 

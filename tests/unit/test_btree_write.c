@@ -615,6 +615,79 @@ static void test_reclaim_root_entries_share_an_entry(void **state)
 	template_cleanup();
 }
 
+static u64 jlocked(struct tfs_journal *j, const u64 *field)
+{
+	u64 v;
+
+	pthread_mutex_lock(&j->lock);
+	v = *field;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+/* Kicks reclaim until it ran two passes (one whole pass after the kick). */
+static void reclaim_pass(struct tfs_journal *j)
+{
+	u64 runs = jlocked(j, &j->reclaim_runs);
+
+	for (unsigned i = 0; i < 100000 && jlocked(j, &j->reclaim_runs) < runs + 2; i++) {
+		tfs_journal_reclaim_kick(j);
+		usleep(50);
+	}
+	assert_true(jlocked(j, &j->reclaim_runs) >= runs + 2);
+}
+
+/*
+ * Reclaim under a persistent node write fault: commits fill the journal,
+ * every write-back reclaim tries fails, and after a few in a row the
+ * filesystem stops writing (EROFS).  The node writes stay bounded (a few
+ * write-backs' worth), and once halted reclaim tries no write-back at all,
+ * however often it is woken (each wake-up here is a reclaim pass, as the
+ * reservations waiting for space make).  Before the fix every pass called
+ * the failing flush again: one pin flush error per pass.
+ */
+static void test_reclaim_failing_flush_backs_off(void **state)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	struct tfs_journal *j;
+	char spec[256];
+	struct ft t;
+	int ret = 0;
+	u64 errs, writes;
+
+	fresh_copy(&t, 1);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
+		 t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	j = t.fs->j;
+	tfs_trans_init(&trans, t.fs);
+	for (unsigned i = 0; i < 100000 && !ret; i++) {
+		u8 *v = tfs_bkey_init(&buf, TFS_BKEY_cookie, TFS_POS(7, i % 500), 512);
+
+		memset(v, (int)i, 512);
+		ret = tfs_trans_update(&trans, TFS_BTREE_dirents, &buf.k)
+			      ?: tfs_trans_commit(&trans, 0, NULL);
+	}
+	tfs_trans_exit(&trans);
+	assert_true(tfs_err_matches(ret, EROFS));
+	/* The write-back that halted it may still be returning its error. */
+	reclaim_pass(j);
+	writes = (u64)tfs_faultdev_rule_matched(t.fs->devs[0].bdev, 0);
+	errs = jlocked(j, &j->pin_flush_errors);
+	/* At most CKPT_MAX_FAILURES write-backs of the tree (its nodes, and their parents). */
+	assert_true(errs >= 1 && errs <= 8);
+	for (unsigned i = 0; i < 40; i++)
+		reclaim_pass(j);
+	assert_int_equal(jlocked(j, &j->pin_flush_errors), errs);
+	assert_int_equal((u64)tfs_faultdev_rule_matched(t.fs->devs[0].bdev, 0), writes);
+	ft_stop(&t);
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -625,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_node_write_one_replica_fails),
 		cmocka_unit_test(test_locations_during_checkpoints),
 		cmocka_unit_test(test_reclaim_root_entries_share_an_entry),
+		cmocka_unit_test(test_reclaim_failing_flush_backs_off),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
