@@ -253,7 +253,7 @@ void tfs_journal_space_update_locked(struct tfs_journal *j)
 	 */
 	if (freed) {
 		pthread_cond_broadcast(&j->wait);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		if (journal_pressure(j)) {
 			j->reclaim_kicked = true;
 			pthread_cond_signal(&j->reclaim_wait);
@@ -297,14 +297,14 @@ static void journal_progress(struct tfs_journal *j, bool urgent)
 		/* The open entry records last_seq when it closes. */
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		return;
 	}
 	if (tfs_journal_entry_open_locked(j, TFS_JOURNAL_SPACE_progress, journal_min_entry_bytes(j),
 					  &code) == TFS_JOURNAL_CUR_ok) {
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	}
 }
 
@@ -595,7 +595,7 @@ static void journal_reclaim_locked(struct tfs_journal *j)
 			break; /* claimed success but kept the pin: back off */
 	}
 	j->reclaim_flushing = false;
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	tfs_journal_reclaim_fast_locked(j);
 	if (j->pin_flush_target && j->last_seq > j->pin_flush_target)
 		j->pin_flush_target = 0;

@@ -226,6 +226,15 @@ struct tfs_journal {
 	pthread_cond_t reclaim_wait; /* the reclaim thread */
 	pthread_t write_thread, reclaim_thread;
 	u64 writer_wake_ns; /* when the sleeping write thread wakes; 0: awake */
+	/*
+	 * Wake-ups of the write thread (tfs_journal_write_kick_locked()): one
+	 * that comes while it is awake -- submitting with the lock dropped --
+	 * makes it go round again instead of sleeping on what it saw before.
+	 */
+	u64 write_kicks;
+	u64 writer_sleeps; /* times the write thread went to sleep */
+	/* Tests: called on the write thread, unlocked, after it submitted an entry's bios. */
+	void (*write_submit_hook)(struct tfs_journal *j);
 	bool threads_started, stopping;
 	unsigned nr_in_endio; /* write completions running (they may submit, unlocked) */
 	bool draining;	      /* stop: entries that cannot be written are cancelled */
