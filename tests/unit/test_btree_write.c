@@ -688,6 +688,55 @@ static void test_reclaim_failing_flush_backs_off(void **state)
 	template_cleanup();
 }
 
+/*
+ * Two members, two metadata replicas, one required: the clean section's
+ * superblock write fails on member 0 at the stop.  Member 1 has it, so the
+ * stop succeeds (a warning names member 0), and the reopen with both
+ * members has every commit.  Before the fix the stop returned sb_write.
+ * With both members required it still fails.
+ */
+static void stop_sb_write_fails_on_one(unsigned required, int want)
+{
+	struct printbuf err = PRINTBUF;
+	char spec[256];
+	u64 injected;
+	struct ft t;
+	wl_state st;
+
+	wl_prefix_states();
+	fresh_copy(&t, 2);
+	tfs_faultdev_registry_reset();
+	/* Member 0 under a fault device, no rule yet. */
+	snprintf(spec, sizeof(spec), "dev %s trace=off", t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	assert_true(tfs_bdev_is_faultdev(t.fs->devs[0].bdev));
+	/* The template is formatted with 1 required; as if mkfs had said 2. */
+	t.fs->metadata_replicas_required = required;
+	commit_flushed(t.fs, 1, NCOMMITS);
+	injected = tfs_faultdev_nr_injected_all();
+	/* From now on (the stop) every superblock write on member 0 fails. */
+	assert_int_equal(tfs_faultdev_add_rule_str(t.fs->devs[0].bdev,
+						   "write tag=sb every=1 fail=EIO", &err),
+			 0);
+	assert_int_equal(ft_stop(&t), want);
+	assert_true(tfs_faultdev_nr_injected_all() > injected);
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
+	assert_int_equal(ft_stop(&t), 0);
+	ft_cleanup(&t);
+	template_cleanup();
+	printbuf_exit(&err);
+}
+
+static void test_stop_sb_write_fails_on_one_member(void **state)
+{
+	stop_sb_write_fails_on_one(1, 0);
+	stop_sb_write_fails_on_one(2, -TFS_ERR_sb_write);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -699,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_locations_during_checkpoints),
 		cmocka_unit_test(test_reclaim_root_entries_share_an_entry),
 		cmocka_unit_test(test_reclaim_failing_flush_backs_off),
+		cmocka_unit_test(test_stop_sb_write_fails_on_one_member),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
