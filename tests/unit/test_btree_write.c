@@ -737,6 +737,53 @@ static void test_stop_sb_write_fails_on_one_member(void **state)
 	stop_sb_write_fails_on_one(2, -TFS_ERR_sb_write);
 }
 
+/*
+ * Two members, two replicas, one required: a write-back whose node writes
+ * fail on member 0 succeeds with member 1's copies.  The nodes it left with
+ * one good copy are written again, every copy, at the tree's next
+ * write-back (member 0 works again by then), even with no new commit: after
+ * that, every node reads from member 0 alone (member 1's node reads fail).
+ * Before the fix the nodes stayed with their one good copy on member 1
+ * until they changed, and the reads failed.
+ */
+static void test_degraded_nodes_rewritten(void **state)
+{
+	struct ft t;
+	char spec[512];
+	wl_state st;
+
+	wl_prefix_states();
+	fresh_copy(&t, 2);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec),
+		 "dev %s trace=off write tag=btree every=1 fail=EIO; dev %s trace=off", t.path[0],
+		 t.path[1]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	commit_flushed(t.fs, 1, NCOMMITS);
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	assert_true(tfs_faultdev_rule_fired(t.fs->devs[0].bdev, 0) > 0);
+	/* Member 0 works again; the next write-back has no new commit to write. */
+	tfs_faultdev_clear_rules(t.fs->devs[0].bdev);
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	assert_int_equal(tfs_journal_error(t.fs->j), 0);
+	assert_int_equal(ft_stop(&t), 0);
+
+	/* Reopen with member 1's node reads failing: member 0 must hold every node. */
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec),
+		 "dev %s trace=off read tag=btree every=1 fail=EIO; dev %s trace=off", t.path[1],
+		 t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
+	assert_int_equal(ft_stop(&t), 0);
+	tfs_faultdev_registry_reset();
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -749,6 +796,7 @@ int main(void)
 		cmocka_unit_test(test_reclaim_root_entries_share_an_entry),
 		cmocka_unit_test(test_reclaim_failing_flush_backs_off),
 		cmocka_unit_test(test_stop_sb_write_fails_on_one_member),
+		cmocka_unit_test(test_degraded_nodes_rewritten),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
