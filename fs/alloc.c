@@ -104,8 +104,17 @@ int tfs_alloc_init(struct tfs_fs *fs)
 				 d->bucket_size / a->block_size, true);
 			d->capacity -= d->bucket_size / a->block_size;
 		}
-		/* A small reserve: 1/64 of the space or 8 buckets, whichever is smaller. */
+		/*
+		 * A small reserve: 1/64 of the space or 8 buckets, whichever is
+		 * smaller, but room for 64 nodes (at most 1/8 of the space): a
+		 * write-back copies every dirty node while the old copies wait
+		 * for its root entry, and each data write dirties two trees
+		 * (extents and alloc): 8 nodes ran out in a 24 MiB image.
+		 */
 		u64 r = min_t(u64, d->capacity / 64, 8ULL * d->bucket_size / a->block_size);
+		u64 r_nodes = min_t(u64, d->capacity / 8, 64ULL * fs->node_size / a->block_size);
+
+		r = max_t(u64, r, r_nodes);
 
 		if (r > a->reserve)
 			a->reserve = r;

@@ -510,6 +510,15 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 	b->ckpt_failures += io_error;
 }
 
+/* Space freed by commits not yet durable (a journal write makes it allocatable)? */
+static bool space_waiting(struct tfs_fs *fs)
+{
+	struct tfs_alloc_usage u;
+
+	tfs_alloc_usage(fs, &u);
+	return u.waiting != 0;
+}
+
 /* Consecutive failed checkpoints of one tree before the filesystem stops writing. */
 #define CKPT_MAX_FAILURES 4
 
@@ -527,6 +536,7 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 	struct tfs_fs *fs = b->fs;
 	struct ckpt c = { .b = b };
 	u64 root_seq = 0;
+	bool flushed_for_space = false;
 	int ret;
 
 	if (fs->read_only || !fs->j)
@@ -562,15 +572,39 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		ckpt_free(&c);
 		return 0;
 	}
+prepare:
 	ret = ckpt_prepare_locked(&c);
 	pthread_rwlock_unlock(&b->lock);
+	if (ret && tfs_err_matches(ret, ENOSPC) && !reclaim && !flushed_for_space &&
+	    space_waiting(fs)) {
+		/*
+		 * Old node copies (and data) freed by commits not yet durable
+		 * fill what the metadata reserve had left: one journal flush
+		 * makes them reusable.  Reclaim does not flush here (its root
+		 * entries share the open entry, see step 4); it fails without
+		 * counting a failure and is retried once that entry is written.
+		 */
+		flushed_for_space = true;
+		ckpt_free_bufs(&c);
+		c.nr = 0;
+		ret = tfs_journal_flush(fs->j);
+		if (!ret) {
+			pthread_rwlock_wrlock(&b->lock);
+			goto prepare;
+		}
+	}
 	if (ret) {
+		bool waiting = space_waiting(fs);
+
 		pthread_rwlock_wrlock(&b->lock);
 		for (unsigned i = 0; i < c.nr; i++)
 			c.nodes[i].nr_runs = 0; /* prepare gave them back */
 		b->c.checkpoint_errors++;
-		/* No space for metadata is not waited out: it counts towards giving up. */
-		b->ckpt_failures += tfs_err_matches(ret, ENOSPC);
+		/*
+		 * No space for metadata is not waited out: it counts towards
+		 * giving up, unless space waits for a journal write to be freed.
+		 */
+		b->ckpt_failures += tfs_err_matches(ret, ENOSPC) && !waiting;
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
