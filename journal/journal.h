@@ -297,7 +297,9 @@ void tfs_journal_reclaim_kick(struct tfs_journal *j);
 /*
  * Seqs (cur, last_seq, seq_ondisk, flushed_seq_ondisk, last_seq_ondisk,
  * err_seq), the current entry error by name, each reason's counter,
- * reservations, entries in flight and each member's space.
+ * reservations, entries in flight, reclaim (pin flush failures by reason,
+ * runs that backed off or found the journal halted) and each member's
+ * space.
  */
 void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j);
 
