@@ -52,10 +52,11 @@ struct tfs_btree_loc {
 struct tfs_bnode {
 	struct tfs_btree *tree;
 	u8 level;
-	bool dirty;   /* changed since it was last serialized */
-	bool writing; /* serialized into a checkpoint that is not durable yet */
-	bool dead;    /* freed from the tree while writing; freed when that ends */
-	u8 accessed;  /* set by readers (atomic); cleared by the cache scan */
+	bool dirty;    /* changed since it was last serialized */
+	bool writing;  /* serialized into a checkpoint that is not durable yet */
+	bool dead;     /* freed from the tree while writing; freed when that ends */
+	bool degraded; /* its last write-back left fewer good copies than it wrote */
+	u8 accessed;   /* set by readers (atomic); cleared by the cache scan */
 	struct tfs_bpos min_key, max_key;
 	u64 journal_seq;	       /* newest journal seq whose keys it holds */
 	struct tfs_btree_loc disk;     /* the copy the durable tree refers to */

@@ -122,6 +122,7 @@ struct ckpt_node {
 	struct tfs_alloc_run runs[TFS_BTREE_PTR_MAX_REPLICAS];
 	unsigned nr_runs;
 	struct tfs_btree_loc old; /* the copy the durable tree refers to */
+	bool degraded;		  /* some copies failed (enough did not) */
 };
 
 struct ckpt {
@@ -422,6 +423,7 @@ static int ckpt_write(struct ckpt *c)
 		}
 		if (good < min_t(unsigned, need, c->nodes[i].nr_runs) || !good)
 			ret = -TFS_ERR_btree_node_write;
+		c->nodes[i].degraded = good < c->nodes[i].nr_runs;
 	}
 	free(list);
 	free(bios);
@@ -444,6 +446,17 @@ static void ckpt_done_locked(struct ckpt *c, u64 root_seq, bool free_old)
 		n->disk = n->new_disk;
 		n->disk_seq = n->new_seq;
 		n->disk_csum = n->new_csum;
+		/*
+		 * Written with fewer good copies than wanted: written again,
+		 * every copy, at the tree's next write-back (dirty, though no
+		 * key changed), so a member that failed once does not leave it
+		 * with one copy until it changes.  Not again when this write was
+		 * already that retry: the member still fails, and the node's
+		 * next change rewrites it anyway.
+		 */
+		if (cn->degraded && !n->degraded && !n->dead)
+			tfs_bnode_set_dirty(b, n);
+		n->degraded = cn->degraded;
 		if (n->dead) {
 			/* Dropped meanwhile: the next checkpoint's tree no longer has it. */
 			tfs_btree_pending_free_add(b, &n->disk);

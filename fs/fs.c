@@ -791,11 +791,24 @@ static int fs_write_clean(struct tfs_fs *fs)
 			ret = tfs_sb_set_clean(&fs->devs[i].sb, tfs_journal_cur_seq(fs->j), entries,
 					       u64s);
 		}
+	/*
+	 * Enough members with the clean section is a clean stop: a member
+	 * whose write failed keeps its superblock without the clean flag
+	 * (cleared at open, before the first journal write), so the next open
+	 * replays the journal there -- never an old clean section.
+	 */
+	struct tfs_sb_write_res res = { .nr_written = 0 };
+
 	if (!ret)
-		ret = tfs_sb_write_all(hs, nr, &err);
+		ret = tfs_sb_write_members(hs, nr, fs->metadata_replicas_required, &res, &err);
 	if (ret)
 		fprintf(stderr, "writing the clean section: %s%s%s\n", tfs_err_str(ret),
 			err.pos ? ": " : "", printbuf_str(&err));
+	else if (err.pos)
+		fprintf(stderr,
+			"warning: writing the clean section: on %u of %u members (%u required): "
+			"%s\n",
+			res.nr_written, nr, fs->metadata_replicas_required, printbuf_str(&err));
 	printbuf_exit(&err);
 	return ret;
 }

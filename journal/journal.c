@@ -317,7 +317,7 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 	if (ret) {
 		pthread_mutex_lock(&j->lock);
 		j->stopping = true;
-		pthread_cond_broadcast(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		pthread_mutex_unlock(&j->lock);
 		pthread_join(j->write_thread, NULL);
 		return ret;
@@ -357,15 +357,15 @@ int tfs_journal_stop(struct tfs_journal *j)
 	 * it, so no entry lands on disk after a missing one.
 	 */
 	j->draining = true;
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	while (j->seq_done < j->cur_seq || j->nr_in_endio) {
 		if (j->cur_open && !j->buf[j->cur_seq % TFS_JOURNAL_BUF_NR].nr_res)
 			tfs_journal_entry_close_locked(j);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		pthread_cond_wait(&j->wait, &j->lock);
 	}
 	j->stopping = true;
-	pthread_cond_broadcast(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	pthread_cond_broadcast(&j->reclaim_wait);
 	pthread_mutex_unlock(&j->lock);
 	pthread_join(j->write_thread, NULL);
@@ -515,9 +515,13 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	j->cur_entry_code = 0;
 	j->nr_entries++;
 	j->nr_class_entries[class]++;
-	/* The write thread closes it on age: wake it only if it sleeps past that. */
-	if (j->writer_wake_ns > b->opened_ns + (u64)j->opts.write_delay_ms * 1000000)
-		pthread_cond_signal(&j->write_wait);
+	/*
+	 * The write thread closes it on age: wake it if it sleeps past that,
+	 * or if it is awake (0): its timeout may predate this entry.
+	 */
+	if (!j->writer_wake_ns ||
+	    j->writer_wake_ns > b->opened_ns + (u64)j->opts.write_delay_ms * 1000000)
+		tfs_journal_write_kick_locked(j);
 	return TFS_JOURNAL_CUR_ok;
 }
 
@@ -622,7 +626,7 @@ int tfs_journal_res_get(struct tfs_journal *j, struct tfs_journal_res *res, unsi
 			if (b->u64s_used && b->u64s_used + u64s > b->u64s_max) {
 				/* Closes on size; the next one gets what room there is. */
 				tfs_journal_entry_close_locked(j);
-				pthread_cond_signal(&j->write_wait);
+				tfs_journal_write_kick_locked(j);
 				e = tfs_journal_entry_open_locked(j, class, min_bytes, &code);
 			} else {
 				/*
@@ -715,7 +719,7 @@ void tfs_journal_res_put(struct tfs_journal *j, struct tfs_journal_res *res)
 	pthread_mutex_lock(&j->lock);
 	b = &j->buf[res->idx];
 	if (!--b->nr_res && b->state == TFS_JBUF_CLOSED)
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	pthread_mutex_unlock(&j->lock);
 	res->ref = false;
 }
@@ -827,10 +831,10 @@ void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick
 	    now >= b->gather_until_ns) {
 		tfs_journal_entry_close_locked(j);
 		if (kick)
-			pthread_cond_signal(&j->write_wait);
+			tfs_journal_write_kick_locked(j);
 	} else if (kick) {
 		/* Closes it at gather_until_ns (flush_seq callers time it themselves). */
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	}
 }
 
@@ -863,7 +867,7 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 			j->nr_noflush_entries--;
 			j->last_flush_ns = tfs_journal_now_ns();
 			if (kick)
-				pthread_cond_signal(&j->write_wait);
+				tfs_journal_write_kick_locked(j);
 			return true;
 		}
 	}
@@ -880,7 +884,7 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 	b->nr_flush_waiters += waiters;
 	tfs_journal_entry_close_locked(j);
 	if (kick)
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	return true;
 }
 
@@ -945,7 +949,7 @@ bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq, struct tfs_jour
 	}
 	w->next = j->flush_waiters;
 	j->flush_waiters = w;
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	pthread_mutex_unlock(&j->lock);
 	return false;
 }
@@ -1036,7 +1040,7 @@ void tfs_journal_halt_locked(struct tfs_journal *j, int err)
 	j->halted = true;
 	tfs_trace(journal_halt, j->err_seq, j->err);
 	tfs_journal_entry_close_locked(j);
-	pthread_cond_broadcast(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	pthread_cond_broadcast(&j->wait);
 }
 
@@ -1052,7 +1056,7 @@ void tfs_journal_block(struct tfs_journal *j)
 	pthread_mutex_lock(&j->lock);
 	j->blocked++;
 	tfs_journal_entry_close_locked(j);
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -1094,7 +1098,7 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 	if (!ret && !writable)
 		tfs_journal_entry_close_locked(j);
 	pthread_cond_broadcast(&j->wait);
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	tfs_journal_unlock(j);
 	return ret;
 }
@@ -1215,6 +1219,14 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "reclaim:\t%llu runs, %llu pins flushed, %llu flush errors\n",
 		   (unsigned long long)j->reclaim_runs, (unsigned long long)j->pins_flushed,
 		   (unsigned long long)j->pin_flush_errors);
+	for (unsigned i = 0; i < TFS_JOURNAL_PIN_FLUSH_ERR_NR; i++)
+		prt_printf(out, "  flush error %s:\t%llu\n", tfs_journal_pin_flush_err_names[i],
+			   (unsigned long long)j->pin_flush_err_counts[i]);
+	prt_printf(out, "  runs without flushes:\t%llu backing off (now %u ms), %llu halted\n",
+		   (unsigned long long)j->reclaim_backoff_runs, j->reclaim_backoff_ms,
+		   (unsigned long long)j->reclaim_halted_runs);
+	if (j->pin_flush_errors)
+		prt_printf(out, "  last flush error:\t%s\n", tfs_err_str(j->pin_flush_err));
 	prt_printf(out, "replicas:\t%u wanted, %u required\n", j->opts.metadata_replicas,
 		   j->opts.metadata_replicas_required);
 	for (unsigned i = 0; i < j->nr_devs; i++) {

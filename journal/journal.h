@@ -282,7 +282,10 @@ static inline bool tfs_journal_pin_active(const struct tfs_journal_entry_pin *pi
 /*
  * Flushes every pin of seqs <= seq and waits until last_seq passes it and
  * that is durable.  Returns 0 or the first flush callback error / journal
- * error.
+ * error.  After a flush callback failed, reclaim calls none for a back-off
+ * (10 ms, doubling per failure in a row, at most 1 s; a successful flush
+ * ends it), so a call made meanwhile waits for it; a halted journal calls
+ * none at all.  Failures are counted by reason in tfs_journal_to_text().
  */
 int tfs_journal_flush_pins(struct tfs_journal *j, u64 seq);
 
@@ -294,7 +297,9 @@ void tfs_journal_reclaim_kick(struct tfs_journal *j);
 /*
  * Seqs (cur, last_seq, seq_ondisk, flushed_seq_ondisk, last_seq_ondisk,
  * err_seq), the current entry error by name, each reason's counter,
- * reservations, entries in flight and each member's space.
+ * reservations, entries in flight, reclaim (pin flush failures by reason,
+ * runs that backed off or found the journal halted) and each member's
+ * space.
  */
 void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j);
 

@@ -41,6 +41,18 @@ static inline u32 journal_min_entry_bytes(struct tfs_journal *j)
 
 u64 tfs_journal_now_ns(void);
 
+/*
+ * Wakes the write thread.  Counted, so a wake-up that comes while it is
+ * awake (submitting, the lock dropped) is not lost: it goes round again
+ * instead of sleeping out a timeout computed before (an entry opened
+ * meanwhile waited up to 50 ms).
+ */
+static inline void tfs_journal_write_kick_locked(struct tfs_journal *j)
+{
+	j->write_kicks++;
+	pthread_cond_signal(&j->write_wait);
+}
+
 /* journal.c */
 /*
  * Opens the next entry for the space class, with room for at least

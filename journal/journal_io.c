@@ -215,7 +215,7 @@ static void journal_advance_locked(struct tfs_journal *j)
 	}
 	/* An open entry held past its age for a free buffer may close now. */
 	if (j->cur_open)
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	tfs_journal_reclaim_fast_locked(j);
 	tfs_journal_space_update_locked(j);
 	pthread_cond_broadcast(&j->wait);
@@ -490,10 +490,16 @@ again:
 
 		for (unsigned i = 0; i < nr; i++)
 			bios[i] = &b->bios[i];
+		void (*hook)(struct tfs_journal *) = j->write_submit_hook;
+
+		if (hook && !pthread_equal(pthread_self(), j->write_thread))
+			hook = NULL;
 		/* Submission may block on a full queue: never under the lock. */
 		pthread_mutex_unlock(&j->lock);
 		for (unsigned i = 0; i < nr; i++)
 			tfs_bio_submit(bios[i]);
+		if (hook)
+			hook(j);
 		pthread_mutex_lock(&j->lock);
 		goto again;
 	}
@@ -507,6 +513,7 @@ void *tfs_journal_write_thread(void *arg)
 	while (!j->stopping) {
 		u64 now = tfs_journal_now_ns();
 		u64 timeout = 50 * 1000000ULL;
+		u64 kicks = j->write_kicks;
 
 		if (j->cur_open) {
 			struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
@@ -553,6 +560,13 @@ void *tfs_journal_write_thread(void *arg)
 			}
 		}
 		tfs_journal_write_ready_locked(j);
+		/*
+		 * Woken while awake (write_ready drops the lock to submit): the
+		 * timeout above may be stale -- an entry opened, a flush was
+		 * asked for -- so look again instead of sleeping it out.
+		 */
+		if (j->write_kicks != kicks)
+			continue;
 
 		struct timespec ts;
 
@@ -562,6 +576,7 @@ void *tfs_journal_write_thread(void *arg)
 		timeout += ts.tv_nsec;
 		ts.tv_sec += timeout / 1000000000;
 		ts.tv_nsec = timeout % 1000000000;
+		j->writer_sleeps++;
 		pthread_cond_timedwait(&j->write_wait, &j->lock, &ts);
 		j->writer_wake_ns = 0;
 	}

@@ -253,7 +253,7 @@ void tfs_journal_space_update_locked(struct tfs_journal *j)
 	 */
 	if (freed) {
 		pthread_cond_broadcast(&j->wait);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		if (journal_pressure(j)) {
 			j->reclaim_kicked = true;
 			pthread_cond_signal(&j->reclaim_wait);
@@ -297,14 +297,14 @@ static void journal_progress(struct tfs_journal *j, bool urgent)
 		/* The open entry records last_seq when it closes. */
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 		return;
 	}
 	if (tfs_journal_entry_open_locked(j, TFS_JOURNAL_SPACE_progress, journal_min_entry_bytes(j),
 					  &code) == TFS_JOURNAL_CUR_ok) {
 		journal_seq_buf(j, j->cur_seq)->must_flush = true;
 		tfs_journal_entry_close_locked(j);
-		pthread_cond_signal(&j->write_wait);
+		tfs_journal_write_kick_locked(j);
 	}
 }
 
@@ -470,15 +470,73 @@ static u64 journal_reclaim_target(struct tfs_journal *j)
 	return min_t(u64, target, j->cur_seq);
 }
 
+const char *const tfs_journal_pin_flush_err_names[] = {
+#define x(n) #n,
+	TFS_JOURNAL_PIN_FLUSH_ERRS(x)
+#undef x
+};
+
+#define RECLAIM_BACKOFF_MIN_MS 10
+#define RECLAIM_BACKOFF_MAX_MS 1000
+
+static enum tfs_journal_pin_flush_err pin_flush_err_reason(int ret)
+{
+	if (tfs_err_matches(ret, EIO))
+		return TFS_JOURNAL_PIN_FLUSH_ERR_io;
+	if (tfs_err_matches(ret, ENOSPC))
+		return TFS_JOURNAL_PIN_FLUSH_ERR_no_space;
+	if (tfs_err_matches(ret, EAGAIN))
+		return TFS_JOURNAL_PIN_FLUSH_ERR_journal_full;
+	if (tfs_err_matches(ret, EROFS))
+		return TFS_JOURNAL_PIN_FLUSH_ERR_read_only;
+	return TFS_JOURNAL_PIN_FLUSH_ERR_other;
+}
+
+/*
+ * A pin flush failed: no callback runs again before the back-off passes.
+ * Whatever failed (a node write on a failing member, no room for a root
+ * entry) fails the same way if retried at once, and every retry of a
+ * write-back rewrites the tree's nodes: before this, each failure woke the
+ * reservations waiting for space, each of them kicked reclaim, and reclaim
+ * retried about 1,600 times a second.
+ */
+static void reclaim_backoff_locked(struct tfs_journal *j, int ret)
+{
+	j->pin_flush_errors++;
+	j->pin_flush_err = ret;
+	j->pin_flush_err_counts[pin_flush_err_reason(ret)]++;
+	j->reclaim_backoff_ms = j->reclaim_backoff_ms ? min_t(unsigned, j->reclaim_backoff_ms * 2,
+							      RECLAIM_BACKOFF_MAX_MS)
+						      : RECLAIM_BACKOFF_MIN_MS;
+	j->reclaim_backoff_until_ns = tfs_journal_now_ns() + (u64)j->reclaim_backoff_ms * 1000000;
+}
+
+/* Whether reclaim may call flush callbacks now (else it says why in the counters). */
+static bool reclaim_may_flush_locked(struct tfs_journal *j)
+{
+	/* Halted: nothing a callback writes back could be recorded; never retried. */
+	if (j->halted) {
+		j->reclaim_halted_runs++;
+		return false;
+	}
+	if (j->reclaim_backoff_until_ns > tfs_journal_now_ns()) {
+		j->reclaim_backoff_runs++;
+		return false;
+	}
+	return true;
+}
+
 static void journal_reclaim_locked(struct tfs_journal *j)
 {
 	u64 target = journal_reclaim_target(j);
 	u64 last_seq = j->last_seq;
 
 	j->reclaim_runs++;
+	if (!reclaim_may_flush_locked(j))
+		target = 0; /* the rest of the run (last_seq, progress) still goes */
 	/* While callbacks run, the open entry does not close on age (journal_io.c). */
 	j->reclaim_flushing = true;
-	for (u64 seq = j->last_seq; seq <= target && !j->stopping;) {
+	for (u64 seq = j->last_seq; target && seq <= target && !j->stopping;) {
 		struct tfs_journal_entry_pin_list *pl = journal_seq_pins(j, seq);
 		struct tfs_journal_entry_pin *pin;
 		int ret;
@@ -526,18 +584,18 @@ static void journal_reclaim_locked(struct tfs_journal *j)
 			jlist_add_tail(&pin->list, &pl->list);
 		}
 		if (ret) {
-			j->pin_flush_errors++;
-			j->pin_flush_err = ret;
+			reclaim_backoff_locked(j, ret);
 			/* flush_pins() callers report it. */
 			pthread_cond_broadcast(&j->wait);
 			break;
 		}
 		j->pins_flushed++;
+		j->reclaim_backoff_ms = 0;
 		if (still)
 			break; /* claimed success but kept the pin: back off */
 	}
 	j->reclaim_flushing = false;
-	pthread_cond_signal(&j->write_wait);
+	tfs_journal_write_kick_locked(j);
 	tfs_journal_reclaim_fast_locked(j);
 	if (j->pin_flush_target && j->last_seq > j->pin_flush_target)
 		j->pin_flush_target = 0;
@@ -566,14 +624,16 @@ void *tfs_journal_reclaim_thread(void *arg)
 	pthread_mutex_lock(&j->lock);
 	while (!j->stopping) {
 		if (!j->reclaim_kicked) {
+			u64 timeout = 50 * 1000000ULL, now = tfs_journal_now_ns();
 			struct timespec ts;
 
+			/* Retry a failed flush when its back-off ends (flush_pins() waits for it). */
+			if (j->reclaim_backoff_until_ns > now)
+				timeout = min_t(u64, timeout, j->reclaim_backoff_until_ns - now);
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += 50 * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
+			timeout += (u64)ts.tv_nsec;
+			ts.tv_sec += (time_t)(timeout / 1000000000);
+			ts.tv_nsec = (long)(timeout % 1000000000);
 			pthread_cond_timedwait(&j->reclaim_wait, &j->lock, &ts);
 		}
 		if (j->stopping)

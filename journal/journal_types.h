@@ -77,6 +77,25 @@ enum tfs_journal_space_class {
 
 extern const char *const tfs_journal_space_class_names[];
 
+/* Why a pin flush callback failed (by the class of its code); counted in to_text. */
+/* clang-format off */
+#define TFS_JOURNAL_PIN_FLUSH_ERRS(x)	\
+	x(io)				\
+	x(no_space)			\
+	x(journal_full)			\
+	x(read_only)			\
+	x(other)
+/* clang-format on */
+
+enum tfs_journal_pin_flush_err {
+#define x(n) TFS_JOURNAL_PIN_FLUSH_ERR_##n,
+	TFS_JOURNAL_PIN_FLUSH_ERRS(x)
+#undef x
+	TFS_JOURNAL_PIN_FLUSH_ERR_NR
+};
+
+extern const char *const tfs_journal_pin_flush_err_names[];
+
 /* Seqs start..end (inclusive). */
 struct tfs_journal_seq_range {
 	u64 start, end;
@@ -207,6 +226,15 @@ struct tfs_journal {
 	pthread_cond_t reclaim_wait; /* the reclaim thread */
 	pthread_t write_thread, reclaim_thread;
 	u64 writer_wake_ns; /* when the sleeping write thread wakes; 0: awake */
+	/*
+	 * Wake-ups of the write thread (tfs_journal_write_kick_locked()): one
+	 * that comes while it is awake -- submitting with the lock dropped --
+	 * makes it go round again instead of sleeping on what it saw before.
+	 */
+	u64 write_kicks;
+	u64 writer_sleeps; /* times the write thread went to sleep */
+	/* Tests: called on the write thread, unlocked, after it submitted an entry's bios. */
+	void (*write_submit_hook)(struct tfs_journal *j);
 	bool threads_started, stopping;
 	unsigned nr_in_endio; /* write completions running (they may submit, unlocked) */
 	bool draining;	      /* stop: entries that cannot be written are cancelled */
@@ -266,6 +294,18 @@ struct tfs_journal {
 	bool reclaim_flushing;	   /* reclaim is calling pin flush callbacks */
 	unsigned nr_space_waiters; /* reservations waiting on journal_full */
 	u64 reclaim_runs, pins_flushed, pin_flush_errors;
+	/*
+	 * After a failed pin flush reclaim calls no flush callback until
+	 * reclaim_backoff_until_ns (the wait doubles per failure in a row, from
+	 * RECLAIM_BACKOFF_MIN_MS up to RECLAIM_BACKOFF_MAX_MS; a flush that
+	 * succeeds ends it), and none at all once the journal is halted:
+	 * waiters that wake and kick reclaim never make it retry in a loop.
+	 */
+	u64 reclaim_backoff_until_ns;
+	unsigned reclaim_backoff_ms;
+	u64 reclaim_backoff_runs; /* runs that called no callback: backing off */
+	u64 reclaim_halted_runs;  /* ... the journal is halted */
+	u64 pin_flush_err_counts[TFS_JOURNAL_PIN_FLUSH_ERR_NR]; /* failures by reason */
 
 	/* Counters: each reason, counted where a reservation met it. */
 	u64 cur_err_counts[TFS_JOURNAL_CUR_NR];

@@ -914,15 +914,24 @@ static int rewrite_layout_sector(struct tfs_sb_handle *h, struct printbuf *err)
 	return ret;
 }
 
-int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
+/* Records member i's first failure. */
+static void member_failed(struct tfs_sb_write_res *res, unsigned i, int r)
 {
-	bool *primary_ok = calloc(nr ?: 1, sizeof(*primary_ok));
+	if (!res->ret[i])
+		res->ret[i] = r;
+}
+
+int tfs_sb_write_members(struct tfs_sb_handle *const *hs, unsigned nr, unsigned required,
+			 struct tfs_sb_write_res *res, struct printbuf *err)
+{
+	bool primary_ok[TFS_MAX_DEVICES] = { false };
 	bool any_backup = false;
 	u64 seq = 0;
-	int ret = 0;
+	int ret = 0, r;
 
-	if (!primary_ok)
-		return -ENOMEM;
+	memset(res, 0, sizeof(*res));
+	if (nr > TFS_MAX_DEVICES)
+		return -TFS_ERR_invalid_argument;
 	for (unsigned i = 0; i < nr; i++)
 		seq = max_t(u64, seq, le64_to_cpu(hs[i]->sb->seq));
 	seq++;
@@ -944,41 +953,64 @@ int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printb
 	 * the primary may be torn or lost, the backup is the only copy known
 	 * good, and it is not touched (the error is returned).
 	 */
+	for (unsigned i = 0; i < nr; i++) {
+		r = write_copy(hs[i], 0, err);
+		primary_ok[i] = !r;
+		if (r)
+			member_failed(res, i, r);
+	}
 	for (unsigned i = 0; i < nr; i++)
-		primary_ok[i] = !write_copy(hs[i], 0, err);
-	for (unsigned i = 0; i < nr; i++)
-		if (flush_one(hs[i], "primary", err))
+		if ((r = flush_one(hs[i], "primary", err))) {
 			primary_ok[i] = false;
+			member_failed(res, i, r);
+		}
 
 	for (unsigned i = 0; i < nr; i++) {
-		if (!primary_ok[i]) {
-			ret = -TFS_ERR_sb_write;
+		if (!primary_ok[i])
 			continue;
-		}
 		for (unsigned c = 1; c < hs[i]->sb->layout.nr_superblocks; c++) {
 			any_backup = true;
-			if (write_copy(hs[i], c, err))
-				ret = -TFS_ERR_sb_write;
+			if ((r = write_copy(hs[i], c, err)))
+				member_failed(res, i, r);
 		}
 	}
 	for (unsigned i = 0; any_backup && i < nr; i++)
 		if (primary_ok[i] && hs[i]->sb->layout.nr_superblocks > 1 &&
-		    flush_one(hs[i], "backup", err))
-			ret = -TFS_ERR_sb_write;
+		    (r = flush_one(hs[i], "backup", err)))
+			member_failed(res, i, r);
 	/*
 	 * A stale or damaged layout sector is rewritten last, only once every
-	 * copy carrying the layout in use is durable: a torn sector write
-	 * leaves a bad sector, and the read then finds the layout in the
-	 * copies again (as it did this time).
+	 * copy carrying the layout in use is durable on that member: a torn
+	 * sector write leaves a bad sector, and the read then finds the
+	 * layout in the copies again (as it did this time).
 	 */
-	for (unsigned i = 0; !ret && i < nr; i++)
-		if (hs[i]->layout_stale) {
-			if (rewrite_layout_sector(hs[i], err) || flush_one(hs[i], "layout", err))
-				ret = -TFS_ERR_sb_write;
+	for (unsigned i = 0; i < nr; i++)
+		if (!res->ret[i] && hs[i]->layout_stale) {
+			if ((r = rewrite_layout_sector(hs[i], err)) ||
+			    (r = flush_one(hs[i], "layout", err)))
+				member_failed(res, i, r);
 			else
 				hs[i]->layout_stale = false;
 		}
-	free(primary_ok);
+	/* A member whose primary is durable holds the new superblock (its backup may be old). */
+	for (unsigned i = 0; i < nr; i++)
+		res->nr_written += primary_ok[i];
+	if (!required)
+		required = 1;
+	required = min_t(unsigned, required, nr ?: 1);
+	if (res->nr_written < required)
+		ret = -TFS_ERR_sb_write;
+	return ret;
+}
+
+int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err)
+{
+	struct tfs_sb_write_res res;
+	int ret = tfs_sb_write_members(hs, nr, nr, &res, err);
+
+	for (unsigned i = 0; !ret && i < nr; i++)
+		if (res.ret[i])
+			ret = -TFS_ERR_sb_write;
 	return ret;
 }
 

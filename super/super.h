@@ -253,9 +253,30 @@ void tfs_sb_clear_clean(struct tfs_sb_handle *h);
  *
  * A failed write is reported in err with device, copy and offset, a failed
  * flush with the device.  Returns 0, or -TFS_ERR_sb_write when any copy or
- * flush failed (or -ENOMEM).
+ * flush failed on any member (tfs_sb_write_members() with every member
+ * required, and no failure tolerated).
  */
 int tfs_sb_write_all(struct tfs_sb_handle *const *hs, unsigned nr, struct printbuf *err);
+
+/* What tfs_sb_write_members() did on each member. */
+struct tfs_sb_write_res {
+	int ret[TFS_MAX_DEVICES]; /* by handle index: 0, or the member's first failure */
+	unsigned nr_written;	  /* members whose new primary is durable */
+};
+
+/*
+ * tfs_sb_write_all() for a filesystem that keeps `required` copies of its
+ * metadata (metadata_replicas_required; clamped to 1..nr): the same writes
+ * in the same order, with each member's result in res.  A member counts as
+ * written when its new primary copy is durable (written and flushed; a
+ * failed backup or layout sector leaves it with the new superblock, noted
+ * in res->ret).  Returns 0 when at least `required` members were written,
+ * even if others failed (err then names them: the caller says it as a
+ * warning), else -TFS_ERR_sb_write.  -TFS_ERR_invalid_argument for more
+ * than TFS_MAX_DEVICES handles.
+ */
+int tfs_sb_write_members(struct tfs_sb_handle *const *hs, unsigned nr, unsigned required,
+			 struct tfs_sb_write_res *res, struct printbuf *err);
 
 /* tfs_sb_write_all() of one device. */
 int tfs_sb_write(struct tfs_sb_handle *h, struct printbuf *err);

@@ -880,20 +880,9 @@ static inline bool el_iteration(struct el *e, enum el_op op, struct el_fault *f)
 		el_fail(e, "clean stop after the check: %s", tfs_err_str(ret));
 	if (!reached && op_ret)
 		el_fail(e, "returned %s without reaching the fault", tfs_err_str(op_ret));
-	if (e->healthy_replica && op == EL_OP_unmount && op_ret == -TFS_ERR_sb_write) {
-		/*
-		 * Expected failure, not fixed yet: the stop's clean-section
-		 * superblock write fails on the failing member and the stop
-		 * returns sb_write although the other member has it (and the
-		 * reopen is right: the journal replays).  tfs_sb_write_all()
-		 * fails when any member fails; what a partly written clean
-		 * section means at the next open is not decided yet.
-		 */
-		printf("errloop XFAIL %s: stop returned sb_write with a healthy replica\n",
-		       e->what);
-		e->xfailed = true;
-	} else if (e->healthy_replica && op != EL_OP_mount &&
-		   (op_ret || (op != EL_OP_unmount && follow_ret))) {
+	/* The stop too: its superblock writes need metadata_replicas_required members only. */
+	if (e->healthy_replica && op != EL_OP_mount &&
+	    (op_ret || (op != EL_OP_unmount && follow_ret))) {
 		el_fail(e, "an error with a healthy replica: %s, then %s", tfs_err_str(op_ret),
 			tfs_err_str(follow_ret));
 	}

@@ -598,6 +598,175 @@ static void test_reclaim_root_entries_share_an_entry(void **state)
 	template_cleanup();
 }
 
+static u64 jlocked(struct tfs_journal *j, const u64 *field)
+{
+	u64 v;
+
+	pthread_mutex_lock(&j->lock);
+	v = *field;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+/* Kicks reclaim until it ran two passes (one whole pass after the kick). */
+static void reclaim_pass(struct tfs_journal *j)
+{
+	u64 runs = jlocked(j, &j->reclaim_runs);
+
+	for (unsigned i = 0; i < 100000 && jlocked(j, &j->reclaim_runs) < runs + 2; i++) {
+		tfs_journal_reclaim_kick(j);
+		usleep(50);
+	}
+	assert_true(jlocked(j, &j->reclaim_runs) >= runs + 2);
+}
+
+/*
+ * Reclaim under a persistent node write fault: commits fill the journal,
+ * every write-back reclaim tries fails, and after a few in a row the
+ * filesystem stops writing (EROFS).  The node writes stay bounded (a few
+ * write-backs' worth), and once halted reclaim tries no write-back at all,
+ * however often it is woken (each wake-up here is a reclaim pass, as the
+ * reservations waiting for space make).  Before the fix every pass called
+ * the failing flush again: one pin flush error per pass.
+ */
+static void test_reclaim_failing_flush_backs_off(void **state)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	struct tfs_journal *j;
+	char spec[256];
+	struct ft t;
+	int ret = 0;
+	u64 errs, writes;
+
+	fresh_copy(&t, 1);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
+		 t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	j = t.fs->j;
+	tfs_trans_init(&trans, t.fs);
+	for (unsigned i = 0; i < 100000 && !ret; i++) {
+		u8 *v = tfs_bkey_init(&buf, TFS_BKEY_cookie, TFS_POS(7, i % 500), 512);
+
+		memset(v, (int)i, 512);
+		ret = tfs_trans_update(&trans, TFS_BTREE_dirents, &buf.k)
+			      ?: tfs_trans_commit(&trans, 0, NULL);
+	}
+	tfs_trans_exit(&trans);
+	assert_true(tfs_err_matches(ret, EROFS));
+	/* The write-back that halted it may still be returning its error. */
+	reclaim_pass(j);
+	writes = (u64)tfs_faultdev_rule_matched(t.fs->devs[0].bdev, 0);
+	errs = jlocked(j, &j->pin_flush_errors);
+	/* At most CKPT_MAX_FAILURES write-backs of the tree (its nodes, and their parents). */
+	assert_true(errs >= 1 && errs <= 8);
+	for (unsigned i = 0; i < 40; i++)
+		reclaim_pass(j);
+	assert_int_equal(jlocked(j, &j->pin_flush_errors), errs);
+	assert_int_equal((u64)tfs_faultdev_rule_matched(t.fs->devs[0].bdev, 0), writes);
+	ft_stop(&t);
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
+/*
+ * Two members, two metadata replicas, one required: the clean section's
+ * superblock write fails on member 0 at the stop.  Member 1 has it, so the
+ * stop succeeds (a warning names member 0), and the reopen with both
+ * members has every commit.  Before the fix the stop returned sb_write.
+ * With both members required it still fails.
+ */
+static void stop_sb_write_fails_on_one(unsigned required, int want)
+{
+	struct printbuf err = PRINTBUF;
+	char spec[256];
+	u64 injected;
+	struct ft t;
+	wl_state st;
+
+	wl_prefix_states();
+	fresh_copy(&t, 2);
+	tfs_faultdev_registry_reset();
+	/* Member 0 under a fault device, no rule yet. */
+	snprintf(spec, sizeof(spec), "dev %s trace=off", t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	assert_true(tfs_bdev_is_faultdev(t.fs->devs[0].bdev));
+	/* The template is formatted with 1 required; as if mkfs had said 2. */
+	t.fs->metadata_replicas_required = required;
+	commit_flushed(t.fs, 1, NCOMMITS);
+	injected = tfs_faultdev_nr_injected_all();
+	/* From now on (the stop) every superblock write on member 0 fails. */
+	assert_int_equal(tfs_faultdev_add_rule_str(t.fs->devs[0].bdev,
+						   "write tag=sb every=1 fail=EIO", &err),
+			 0);
+	assert_int_equal(ft_stop(&t), want);
+	assert_true(tfs_faultdev_nr_injected_all() > injected);
+	tfs_faultdev_registry_reset();
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
+	assert_int_equal(ft_stop(&t), 0);
+	ft_cleanup(&t);
+	template_cleanup();
+	printbuf_exit(&err);
+}
+
+static void test_stop_sb_write_fails_on_one_member(void **state)
+{
+	stop_sb_write_fails_on_one(1, 0);
+	stop_sb_write_fails_on_one(2, -TFS_ERR_sb_write);
+}
+
+/*
+ * Two members, two replicas, one required: a write-back whose node writes
+ * fail on member 0 succeeds with member 1's copies.  The nodes it left with
+ * one good copy are written again, every copy, at the tree's next
+ * write-back (member 0 works again by then), even with no new commit: after
+ * that, every node reads from member 0 alone (member 1's node reads fail).
+ * Before the fix the nodes stayed with their one good copy on member 1
+ * until they changed, and the reads failed.
+ */
+static void test_degraded_nodes_rewritten(void **state)
+{
+	struct ft t;
+	char spec[512];
+	wl_state st;
+
+	wl_prefix_states();
+	fresh_copy(&t, 2);
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec),
+		 "dev %s trace=off write tag=btree every=1 fail=EIO; dev %s trace=off", t.path[0],
+		 t.path[1]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	commit_flushed(t.fs, 1, NCOMMITS);
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	assert_true(tfs_faultdev_rule_fired(t.fs->devs[0].bdev, 0) > 0);
+	/* Member 0 works again; the next write-back has no new commit to write. */
+	tfs_faultdev_clear_rules(t.fs->devs[0].bdev);
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	assert_int_equal(tfs_journal_error(t.fs->j), 0);
+	assert_int_equal(ft_stop(&t), 0);
+
+	/* Reopen with member 1's node reads failing: member 0 must hold every node. */
+	tfs_faultdev_registry_reset();
+	snprintf(spec, sizeof(spec),
+		 "dev %s trace=off read tag=btree every=1 fail=EIO; dev %s trace=off", t.path[1],
+		 t.path[0]);
+	assert_int_equal(arm(spec), 0);
+	assert_int_equal(ft_open(&t), 0);
+	read_state(t.fs, st);
+	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
+	assert_int_equal(ft_stop(&t), 0);
+	tfs_faultdev_registry_reset();
+	ft_cleanup(&t);
+	template_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -608,6 +777,9 @@ int main(void)
 		cmocka_unit_test(test_node_write_one_replica_fails),
 		cmocka_unit_test(test_locations_during_checkpoints),
 		cmocka_unit_test(test_reclaim_root_entries_share_an_entry),
+		cmocka_unit_test(test_reclaim_failing_flush_backs_off),
+		cmocka_unit_test(test_stop_sb_write_fails_on_one_member),
+		cmocka_unit_test(test_degraded_nodes_rewritten),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1107,6 +1107,85 @@ static void test_waiters_sleep(void **state)
 	alarm(0);
 }
 
+/* --- the write thread's wake-ups --- */
+
+static struct {
+	pthread_mutex_t lock;
+	unsigned calls;
+	u64 sleeps[2]; /* the write thread's sleeps at its first and second submission */
+	s64 seq;       /* the entry opened during the first */
+} wsh = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* On the write thread, unlocked, after it submitted an entry. */
+static void open_during_submit(struct tfs_journal *j)
+{
+	unsigned call;
+	u64 sleeps;
+
+	pthread_mutex_lock(&j->lock);
+	sleeps = j->writer_sleeps;
+	pthread_mutex_unlock(&j->lock);
+	pthread_mutex_lock(&wsh.lock);
+	call = wsh.calls++;
+	if (call < 2)
+		wsh.sleeps[call] = sleeps;
+	pthread_mutex_unlock(&wsh.lock);
+	if (call == 0) {
+		s64 s = jt_commit(j, 1, 1, TFS_JOURNAL_RES_NONBLOCK);
+
+		pthread_mutex_lock(&wsh.lock);
+		wsh.seq = s;
+		pthread_mutex_unlock(&wsh.lock);
+	}
+}
+
+/*
+ * An entry that opens while the write thread submits (the lock dropped) is
+ * written by its next pass: with write_delay_ms 0 it is due at once, so the
+ * thread must not go to sleep between the two submissions.  Before the fix
+ * the thread slept out the timeout it had computed before the entry opened
+ * (up to 50 ms): the open saw it awake and did not wake it, and a wake-up
+ * while it is awake was lost anyway.
+ */
+static void test_writer_sees_entry_opened_during_submit(void **state)
+{
+	struct jt t;
+	s64 s0, s1;
+	unsigned calls = 0;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 0;
+	t.opts.flush_delay_ms = 100000;
+	assert_int_equal(jt_start(&t), 0);
+	wsh.calls = 0;
+	wsh.seq = 0;
+	pthread_mutex_lock(&t.j->lock);
+	t.j->write_submit_hook = open_during_submit;
+	pthread_mutex_unlock(&t.j->lock);
+	s0 = jt_commit(t.j, 0, 0, 0);
+	assert_true(s0 > 0);
+	for (unsigned i = 0; i < 100000 && calls < 2; i++) {
+		usleep(100);
+		pthread_mutex_lock(&wsh.lock);
+		calls = wsh.calls;
+		pthread_mutex_unlock(&wsh.lock);
+	}
+	assert_true(calls >= 2);
+	pthread_mutex_lock(&wsh.lock);
+	s1 = wsh.seq;
+	pthread_mutex_unlock(&wsh.lock);
+	assert_int_equal(s1, s0 + 1);
+	assert_true(jt_wait_ondisk(t.j, (u64)s1));
+	printf("write thread sleeps: %llu at seq %lld's submission, %llu at seq %lld's\n",
+	       (unsigned long long)wsh.sleeps[0], (long long)s0, (unsigned long long)wsh.sleeps[1],
+	       (long long)s1);
+	assert_int_equal(wsh.sleeps[1], wsh.sleeps[0]);
+	pthread_mutex_lock(&t.j->lock);
+	t.j->write_submit_hook = NULL;
+	pthread_mutex_unlock(&t.j->lock);
+	jt_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1129,6 +1208,7 @@ int main(void)
 		cmocka_unit_test(test_set_unwritable_closes_entry),
 		cmocka_unit_test(test_set_unwritable_repicks_members),
 		cmocka_unit_test(test_waiters_sleep),
+		cmocka_unit_test(test_writer_sees_entry_opened_during_submit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

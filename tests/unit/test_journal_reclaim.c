@@ -24,6 +24,7 @@ struct obj {
 	u64 mem, disk; /* live value; value "written back" by the flush callback */
 	int flush_ret; /* what the flush callback returns */
 	unsigned flushes;
+	unsigned attempts; /* calls of the flush callback */
 };
 
 #define NR_OBJS 16
@@ -36,6 +37,7 @@ static int obj_flush(struct tfs_journal *j, struct tfs_journal_entry_pin *pin, u
 	int ret;
 
 	pthread_mutex_lock(&objs_lock);
+	o->attempts++;
 	ret = o->flush_ret;
 	if (!ret) {
 		o->disk = o->mem;
@@ -671,6 +673,120 @@ static void liveness_one(unsigned nr_devs, unsigned nr_buckets, unsigned seed)
 	jt_cleanup(&t);
 }
 
+static u64 locked_u64(struct tfs_journal *j, const u64 *field)
+{
+	u64 v;
+
+	pthread_mutex_lock(&j->lock);
+	v = *field;
+	pthread_mutex_unlock(&j->lock);
+	return v;
+}
+
+static unsigned obj_attempts(unsigned id)
+{
+	unsigned v;
+
+	pthread_mutex_lock(&objs_lock);
+	v = objs[id].attempts;
+	pthread_mutex_unlock(&objs_lock);
+	return v;
+}
+
+/* Kicks reclaim and waits until it ran a pass of its own after the kick. */
+static void reclaim_pass(struct tfs_journal *j)
+{
+	u64 runs = locked_u64(j, &j->reclaim_runs);
+
+	/* Two runs: the one the kick may have joined half-way, then a whole one. */
+	for (unsigned i = 0; i < 100000 && locked_u64(j, &j->reclaim_runs) < runs + 2; i++) {
+		tfs_journal_reclaim_kick(j);
+		usleep(50);
+	}
+	assert_true(locked_u64(j, &j->reclaim_runs) >= runs + 2);
+}
+
+#define KICKS 40
+
+/*
+ * A pin whose flush keeps failing (a write-back on a failing device):
+ * reclaim backs off instead of retrying at every wake-up.  Each kick below
+ * is a reclaim pass (as the waiters for space make when a failure wakes
+ * them); with the back-off (10 ms, doubling) KICKS passes retry the flush
+ * only a few times.  Before the fix every pass retried it: KICKS attempts
+ * or more, each a full write-back in the filesystem (about 1,600 a second
+ * when waiters kicked reclaim).  The failures are counted by reason in
+ * to_text; once the pin flushes, reclaim goes on as before.
+ */
+static void test_failing_flush_backs_off(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	struct jt t;
+	unsigned before, during;
+	s64 s;
+
+	objs_reset();
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	s = obj_commit(t.j, 0, 1, 0);
+	assert_true(s > 0);
+	objs[0].flush_ret = -EIO;
+	/* The first failure is returned at once; the target stays: reclaim keeps trying. */
+	assert_int_equal(tfs_journal_flush_pins(t.j, s), -EIO);
+	before = obj_attempts(0);
+	assert_true(before >= 1);
+	for (unsigned i = 0; i < KICKS; i++)
+		reclaim_pass(t.j);
+	during = obj_attempts(0) - before;
+	printf("%u reclaim passes: %u flush attempts\n", KICKS, during);
+	/* 10+20+40+...: 6 attempts take 630 ms of back-off; KICKS passes, far less. */
+	assert_true(during <= 6);
+	assert_true(locked_u64(t.j, &t.j->reclaim_backoff_runs) > 0);
+	tfs_journal_to_text(&out, t.j);
+	assert_non_null(strstr(printbuf_str(&out), "flush error io:"));
+	assert_null(strstr(printbuf_str(&out), "flush error io:\t0\n"));
+	printbuf_exit(&out);
+
+	/* It works again: flush_pins waits out the back-off, the pin goes. */
+	pthread_mutex_lock(&objs_lock);
+	objs[0].flush_ret = 0;
+	pthread_mutex_unlock(&objs_lock);
+	assert_int_equal(tfs_journal_flush_pins(t.j, s), 0);
+	assert_false(tfs_journal_pin_active(&objs[0].pin));
+	assert_int_equal(t.j->reclaim_backoff_ms, 0);
+	jt_cleanup(&t);
+}
+
+/* Halted, nothing a flush writes back can be recorded: reclaim calls no callback at all. */
+static void test_halted_no_flush_retries(void **state)
+{
+	struct jt t;
+	unsigned before;
+	s64 s;
+
+	objs_reset();
+	jt_images(&t, 1, 8, 64 << 10);
+	assert_int_equal(jt_start(&t), 0);
+	s = obj_commit(t.j, 0, 1, 0);
+	assert_true(s > 0);
+	objs[0].flush_ret = -EROFS;
+	tfs_journal_halt(t.j);
+	assert_true(tfs_journal_flush_pins(t.j, s) < 0);
+	before = obj_attempts(0);
+	/* Wanted by a target and kicked: still not called. */
+	pthread_mutex_lock(&t.j->lock);
+	t.j->pin_flush_target = (u64)s;
+	pthread_mutex_unlock(&t.j->lock);
+	for (unsigned i = 0; i < KICKS; i++)
+		reclaim_pass(t.j);
+	printf("halted: %u attempts before, %u after %u passes, %llu halted runs\n", before,
+	       obj_attempts(0), KICKS,
+	       (unsigned long long)locked_u64(t.j, &t.j->reclaim_halted_runs));
+	assert_int_equal(obj_attempts(0), before);
+	assert_true(locked_u64(t.j, &t.j->reclaim_halted_runs) >= KICKS);
+	tfs_journal_pin_drop(t.j, &objs[0].pin);
+	jt_cleanup(&t);
+}
 static void test_liveness_small_journals(void **state)
 {
 	static const unsigned buckets[] = { 3, 4, 8 };
@@ -687,6 +803,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pin_api),
 		cmocka_unit_test(test_flush_pins),
+		cmocka_unit_test(test_failing_flush_backs_off),
+		cmocka_unit_test(test_halted_no_flush_retries),
 		cmocka_unit_test(test_long_workload_one_thread),
 		cmocka_unit_test(test_long_workload_threads_two_devs),
 		cmocka_unit_test(test_liveness_small_journals),

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "lib/faultdev.h"
 #include "lib/printbuf.h"
 #include "lib/string.h"
+
 #include "super/format.h"
 #include "super/super.h"
 
@@ -989,10 +991,60 @@ static void test_write_flush_fails_keeps_backup(void **state)
 	printbuf_exit(&err);
 }
 
+/*
+ * Two members, every superblock write on the first fails: with one member
+ * required the write succeeds, the result names the failed member (and err
+ * says what failed there), and the second member has the new superblock;
+ * with both required, or through tfs_sb_write_all(), it fails.
+ */
+static void test_write_members_one_fails(void **state)
+{
+	struct fixture *f = *state;
+	struct tfs_sb_write_res res;
+	struct tfs_sb_handle h;
+	struct tfs_bdev *fd;
+	struct printbuf err = PRINTBUF;
+	u64 seq;
+
+	format(f, 2);
+	assert_int_equal(tfs_faultdev_create(f->hs[0].bdev, true, &fd), 0);
+	f->hs[0].bdev = fd;
+	assert_true(tfs_faultdev_add_rule_str(fd, "write tag=sb every=1 fail=EIO", &err) >= 0);
+	seq = le64_to_cpu(f->hs[1].sb->seq);
+
+	assert_int_equal(tfs_sb_write_members(f->hps, 2, 1, &res, &err), 0);
+	assert_int_equal(res.nr_written, 1);
+	assert_true(tfs_err_matches(res.ret[0], EIO));
+	assert_int_equal(res.ret[1], 0);
+	assert_non_null(strstr(printbuf_str(&err), f->path[0]));
+	assert_null(strstr(printbuf_str(&err), f->path[1]));
+	printbuf_reset(&err);
+
+	assert_int_equal(tfs_sb_write_members(f->hps, 2, 2, &res, &err), -TFS_ERR_sb_write);
+	assert_int_equal(res.nr_written, 1);
+	printbuf_reset(&err);
+	assert_int_equal(tfs_sb_write_all(f->hps, 2, &err), -TFS_ERR_sb_write);
+	/* Required 0 means 1; more than there are means all. */
+	assert_int_equal(tfs_sb_write_members(f->hps, 2, 0, &res, &err), 0);
+	assert_int_equal(tfs_sb_write_members(f->hps, 2, 5, &res, &err), -TFS_ERR_sb_write);
+
+	/* The second member has each new superblock (four writes); the first, none. */
+	read_dev(f, 1, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), seq + 5);
+	tfs_sb_exit(&h);
+	tfs_bdev_close(f->hs[0].bdev);
+	f->hs[0].bdev = NULL;
+	read_dev(f, 0, &h);
+	assert_int_equal(le64_to_cpu(h.sb->seq), seq);
+	tfs_sb_exit(&h);
+	printbuf_exit(&err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_round_trip_one, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_members_one_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip_several, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backup_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_newest_seq_wins, setup, teardown),
