@@ -643,7 +643,7 @@ static void test_reclaim_failing_flush_backs_off(void **state)
 	tfs_faultdev_registry_reset();
 	snprintf(spec, sizeof(spec), "dev %s trace=off write tag=btree every=1 fail=EIO",
 		 t.path[0]);
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	assert_int_equal(ft_open(&t), 0);
 	j = t.fs->j;
 	tfs_trans_init(&trans, t.fs);
@@ -691,7 +691,7 @@ static void stop_sb_write_fails_on_one(unsigned required, int want)
 	tfs_faultdev_registry_reset();
 	/* Member 0 under a fault device, no rule yet. */
 	snprintf(spec, sizeof(spec), "dev %s trace=off", t.path[0]);
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	assert_int_equal(ft_open(&t), 0);
 	assert_true(tfs_bdev_is_faultdev(t.fs->devs[0].bdev));
 	/* The template is formatted with 1 required; as if mkfs had said 2. */
@@ -741,7 +741,7 @@ static void test_degraded_nodes_rewritten(void **state)
 	snprintf(spec, sizeof(spec),
 		 "dev %s trace=off write tag=btree every=1 fail=EIO; dev %s trace=off", t.path[0],
 		 t.path[1]);
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	assert_int_equal(ft_open(&t), 0);
 	commit_flushed(t.fs, 1, NCOMMITS);
 	assert_int_equal(tfs_btree_write_all(t.fs), 0);
@@ -757,7 +757,7 @@ static void test_degraded_nodes_rewritten(void **state)
 	snprintf(spec, sizeof(spec),
 		 "dev %s trace=off read tag=btree every=1 fail=EIO; dev %s trace=off", t.path[1],
 		 t.path[0]);
-	assert_int_equal(arm(spec), 0);
+	assert_int_equal(tfs_faults_from_opt("test_btree_write", spec), 0);
 	assert_int_equal(ft_open(&t), 0);
 	read_state(t.fs, st);
 	assert_memory_equal(st, prefix_state[NCOMMITS], sizeof(wl_state));
