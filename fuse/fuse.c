@@ -688,7 +688,7 @@ static void do_write(fuse_req_t req, struct fuse_file_info *fi, const void *data
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	count(tf_of(req), TFS_FUSE_OP_write);
+	count_timed(tf_of(req), TFS_FUSE_OP_write);
 	do_write(req, fi, buf, size, off);
 }
 
@@ -698,7 +698,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 	struct tfs_fuse *tf = tf_of(req);
 	size_t len = fuse_buf_size(bufv);
 
-	count(tf, TFS_FUSE_OP_write);
+	count_timed(tf, TFS_FUSE_OP_write);
 	if (bufv->count == 1 && bufv->idx == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
 		/* The common case: the data is in libfuse's request buffer already. */
 		do_write(req, fi, (const char *)bufv->buf[0].mem + bufv->off, len - bufv->off, off);
@@ -756,7 +756,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	int ret;
 
-	count(tf, TFS_FUSE_OP_fsync);
+	count_timed(tf, TFS_FUSE_OP_fsync);
 	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync);
 	/*
 	 * The kernel's cached attributes predate the write-back (st_blocks

@@ -54,7 +54,8 @@ struct tfs_mount_opts {
 	double entry_timeout, attr_timeout, negative_timeout;
 	unsigned max_threads, max_idle_threads;
 	bool clone_fd;
-	char *log; /* the daemon's stderr once detached (default /dev/null) */
+	bool libfuse_loop; /* libfuse's multithreaded loop, not tfs_fuse_loop() */
+	char *log;	   /* the daemon's stderr once detached (default /dev/null) */
 
 	/* -o options for fuse_session_new() ("-o" "a,b,c"), conn options included. */
 	struct printbuf fuse_opts;
@@ -163,6 +164,14 @@ void tfs_fuse_exit_state(struct tfs_fuse *tf);
 
 /* The daemon's own counters (ops, errors, lookups, open files, options). */
 void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
+
+/*
+ * Serves se until the kernel ends the connection (fuse/loop.c): one thread
+ * reads at a time and serves requests that cannot wait for the device
+ * itself; the others go to up to max_threads threads.  Returns 0, or the
+ * negative errno of a failed read.  Threads start with every signal blocked.
+ */
+int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads);
 
 /* --- the control channel (fuse/ctl.c, fuse/ctl_path.c) --- */
 
