@@ -43,12 +43,14 @@ struct loop {
 	struct fuse_session *se;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool reading;	      /* a leader holds the reading role */
-	bool done;	      /* the session ended: every thread leaves */
-	unsigned threads;     /* started, not yet ended */
-	unsigned waiting;     /* followers waiting for the role */
-	unsigned max;	      /* at most this many threads */
-	int error;	      /* the first failure of a read, negative errno */
+	bool reading;	  /* a leader holds the reading role */
+	bool done;	  /* the session ended: every thread leaves */
+	unsigned threads; /* started, not yet ended */
+	unsigned waiting; /* followers waiting for the role */
+	unsigned max;	  /* at most this many threads */
+	int error;	  /* the first failure of a read, negative errno */
+	bool (*busy)(void *arg, u64 ino);
+	void *arg;
 	pthread_cond_t ended; /* threads reached 0 */
 };
 
@@ -56,11 +58,15 @@ struct loop {
  * May the leader serve this request itself?  Those that can wait for the
  * device or the kernel are handed to a follower instead.  Unknown: no.
  */
-static bool served_inline(const struct fuse_buf *buf)
+static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 {
 	const struct fuse_in_header *in = buf->mem;
 
 	if ((buf->flags & FUSE_BUF_IS_FD) || buf->size < sizeof(*in))
+		return false;
+	/* An inode with writes behind: getattr, setattr, ... may wait for them. */
+	if (l->busy && in->opcode != FUSE_FORGET && in->opcode != FUSE_BATCH_FORGET &&
+	    l->busy(l->arg, in->nodeid))
 		return false;
 	switch (in->opcode) {
 	case FUSE_LOOKUP:
@@ -90,6 +96,13 @@ static bool served_inline(const struct fuse_buf *buf)
 	case FUSE_STATFS:
 	case FUSE_INTERRUPT:
 		return true;
+	case FUSE_WRITE: {
+		/* The kernel's small write-back: queued behind (fuse/wbehind.c). */
+		const struct fuse_write_in *w = (const void *)(in + 1);
+
+		return buf->size >= sizeof(*in) + sizeof(*w) &&
+		       (w->write_flags & FUSE_WRITE_CACHE) && w->size <= TFS_WBEHIND_MAX_WRITE;
+	}
 	case FUSE_SETATTR: {
 		/* A size change frees or zeroes data: handed off. */
 		const struct fuse_setattr_in *a = (const void *)(in + 1);
@@ -176,7 +189,7 @@ static void *loop_thread(void *p)
 			fuse_session_exit(l->se);
 			break;
 		}
-		if (!served_inline(&buf)) {
+		if (!served_inline(l, &buf)) {
 			loop_hand_off(l);
 			leader = false;
 		}
@@ -190,10 +203,13 @@ static void *loop_thread(void *p)
 	return NULL;
 }
 
-int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads)
+int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
+		  void *arg)
 {
 	struct loop l = {
 		.se = se,
+		.busy = busy,
+		.arg = arg,
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.cond = PTHREAD_COND_INITIALIZER,
 		.ended = PTHREAD_COND_INITIALIZER,

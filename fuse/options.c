@@ -38,6 +38,7 @@ void tfs_mount_opts_init(struct tfs_mount_opts *o)
 	o->max_threads = 16;
 	o->max_idle_threads = 8;
 	o->clone_fd = true;
+	o->write_behind = true;
 	o->fuse_opts = PRINTBUF;
 }
 
@@ -272,6 +273,8 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 			o->max_threads = (unsigned)n;
 		else
 			o->max_idle_threads = (unsigned)n;
+	} else if (is("write_behind") || is("no_write_behind")) {
+		o->write_behind = is("write_behind");
 	} else if (is("libfuse_loop")) {
 		o->libfuse_loop = true;
 	} else if (is("clone_fd") || is("noclone_fd")) {
@@ -424,6 +427,8 @@ void tfs_mount_options_help(FILE *f)
 		"  writeback_cache, no_writeback_cache   kernel write-back caching (default on)\n"
 		"  attr_timeout=S, entry_timeout=S, negative_timeout=S   kernel caching (86400)\n"
 		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
+		"  write_behind, no_write_behind   answer small write-back requests before\n"
+		"                       the device write (fsync waits for them; default on)\n"
 		"  libfuse_loop         libfuse's multithreaded loop (the last three apply only\n"
 		"                       to it) instead of the daemon's leader/followers loop\n"
 		"  cache_readdir, no_cache_readdir        kernel caching of listings (on)\n"
