@@ -101,7 +101,7 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 		const struct fuse_write_in *w = (const void *)(in + 1);
 
 		return buf->size >= sizeof(*in) + sizeof(*w) &&
-		       (w->write_flags & FUSE_WRITE_CACHE) && w->size <= TFS_WBEHIND_MAX_WRITE;
+		       (w->write_flags & FUSE_WRITE_CACHE) && tfs_wbehind_fits(w->offset, w->size);
 	}
 	case FUSE_SETATTR: {
 		/* A size change frees or zeroes data: handed off. */

@@ -136,6 +136,18 @@ void tfs_nlookup_totals(struct tfs_nlookup *t, u64 *inodes, u64 *lookups);
 
 struct tfs_wbehind;
 
+/*
+ * Which writes are queued: a small file's data, which the kernel writes
+ * back in one request from offset 0 (a tree copy, an untar).  Writes
+ * elsewhere (random writes, appends) stay synchronous: the kernel sends a
+ * file's dirty pages in parallel and they reach the device in parallel,
+ * which one queue per inode would serialize.
+ */
+static inline bool tfs_wbehind_fits(u64 off, size_t len)
+{
+	return !off && len <= TFS_WBEHIND_MAX_WRITE;
+}
+
 /* Starts the threads; NULL without memory (then nothing is queued). */
 struct tfs_wbehind *tfs_wbehind_start(struct tfs_fs *fs, _Atomic u64 *eio_count, u64 max_bytes);
 /* Runs everything queued, ends the threads, frees wb (NULL: nothing). */

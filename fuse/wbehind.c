@@ -272,7 +272,7 @@ bool tfs_wbehind_write(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, cons
 	struct wb_job *j;
 	bool queued = false;
 
-	if (!wb || len > TFS_WBEHIND_MAX_WRITE || !wb->max_bytes)
+	if (!wb || !tfs_wbehind_fits(off, len) || !wb->max_bytes)
 		return false;
 	j = calloc(1, sizeof(*j));
 	if (!j)
