@@ -245,6 +245,26 @@ ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u
  */
 ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off);
 
+enum tfs_write_flags {
+	/*
+	 * mtime and ctime are left as they are: for a caller that owns the
+	 * times (FUSE's writeback cache sends them with setattr) and may run
+	 * the write after that setattr (fuse/wbehind.c).
+	 */
+	TFS_WRITE_KEEP_TIMES = 1 << 0,
+	/*
+	 * No other write of the blocks this one touches runs at the same
+	 * time (FUSE's write-back: one request per page, each page's next
+	 * after this one's reply): a write from a block's start up to EOF
+	 * then goes to new space without the inode lock, as whole blocks do.
+	 */
+	TFS_WRITE_NO_OVERLAP = 1 << 1,
+};
+
+/* tfs_write() with tfs_write_flags. */
+ssize_t tfs_write_flags(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off,
+			unsigned flags);
+
 /*
  * Makes the file durable (data, size, name; datasync may skip times) and
  * reports errors: the journal error, else the first writeback error this

@@ -747,9 +747,15 @@ static int range_has_unwritten(struct tfs_fs *fs, tfs_ino_t ino, u64 b, u64 end)
  * writer that commits later wins the whole range, as if it had run later.
  * Returns 1, having done nothing, when the range holds unwritten space
  * (written in place: that needs the lock throughout).
+ *
+ * With TFS_WRITE_NO_OVERLAP the source may end inside the last block
+ * (src_len < len): its rest is written as zeros, which is what it holds
+ * when it lies at or past EOF (checked; else 1 is returned), and the size
+ * grows to off + src_len.  The caller promises that no other write of that
+ * block runs meanwhile (the kernel's write-back: one request per page).
  */
 static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const void *src,
-			      size_t len, u64 off)
+			      size_t src_len, size_t len, u64 off, unsigned flags)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	u64 b0 = off >> p->block_bits, nb = len >> p->block_bits, seq;
@@ -762,6 +768,8 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 		return ret;
 	if (!S_ISREG(im->ui.mode))
 		ret = S_ISDIR(im->ui.mode) ? -EISDIR : -EINVAL;
+	else if (src_len < len && off + src_len < im->ui.size)
+		ret = 1; /* the rest of the last block holds data: merged under the lock */
 	else
 		ret = range_has_unwritten(fs, im->ino, b0, b0 + nb);
 	tfs_iunlock(im);
@@ -771,7 +779,8 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 	data = tfs_bdev_alloc_buf(NULL, len);
 	if (!data)
 		return -ENOMEM;
-	memcpy(data, src, len);
+	memcpy(data, src, src_len);
+	memset(data + src_len, 0, len - src_len);
 	memset(&w, 0, sizeof(w));
 	ret = wblocks_alloc(fs, &w, b0, nb);
 	if (ret) {
@@ -794,8 +803,9 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 		return ret;
 	}
 	ui = im->ui;
-	ui.size = max_t(u64, ui.size, off + len);
-	ui.mtime = ui.ctime = tfs_now_ns();
+	ui.size = max_t(u64, ui.size, off + src_len);
+	if (!(flags & TFS_WRITE_KEEP_TIMES))
+		ui.mtime = ui.ctime = tfs_now_ns();
 	ret = commit_written(fs, im, b0, nb, data, &w, &ui, &seq);
 	tfs_iunlock(im);
 	free(data);
@@ -804,7 +814,7 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 
 /* Writes [off, off + len), all within TFS_EXTENT_MAX_BLOCKS blocks. */
 static int write_segment(struct tfs_fs *fs, struct tfs_inode_mem *im, const void *src, size_t len,
-			 u64 off)
+			 u64 off, unsigned flags)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	u32 bs = p->block_size;
@@ -839,13 +849,20 @@ static int write_segment(struct tfs_fs *fs, struct tfs_inode_mem *im, const void
 	memcpy(data + head, src, len);
 
 	ui.size = max_t(u64, ui.size, off + len);
-	ui.mtime = ui.ctime = tfs_now_ns();
+	if (!(flags & TFS_WRITE_KEEP_TIMES))
+		ui.mtime = ui.ctime = tfs_now_ns();
 	ret = rewrite_commit(fs, im, b0, nb, data, &ui, &seq);
 	free(data);
 	return ret;
 }
 
 ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off)
+{
+	return tfs_write_flags(fs, f, buf, len, off, 0);
+}
+
+ssize_t tfs_write_flags(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t len, u64 off,
+			unsigned flags)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	struct tfs_inode_mem *im = f->im;
@@ -866,7 +883,16 @@ ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t
 	/* Whole blocks, one extent's worth: the I/O runs without the lock. */
 	if (!((off | len) & (p->block_size - 1)) &&
 	    len <= (size_t)TFS_EXTENT_MAX_BLOCKS * p->block_size) {
-		ret = write_whole_blocks(fs, im, buf, len, off);
+		ret = write_whole_blocks(fs, im, buf, len, len, off, flags);
+		if (ret <= 0)
+			return ret ?: (ssize_t)len;
+	}
+	/* Up to EOF in its last block, no other writer there: as whole blocks. */
+	if ((flags & TFS_WRITE_NO_OVERLAP) && !(off & (p->block_size - 1)) &&
+	    len < (size_t)TFS_EXTENT_MAX_BLOCKS * p->block_size) {
+		size_t whole = (len + p->block_size - 1) & ~((size_t)p->block_size - 1);
+
+		ret = write_whole_blocks(fs, im, buf, len, whole, off, flags);
 		if (ret <= 0)
 			return ret ?: (ssize_t)len;
 	}
@@ -882,7 +908,7 @@ ssize_t tfs_write(struct tfs_fs *fs, struct tfs_file *f, const void *buf, size_t
 		u64 seg_end = ((pos >> p->block_bits) + TFS_EXTENT_MAX_BLOCKS) << p->block_bits;
 		size_t n = (size_t)min_t(u64, len - done, seg_end - pos);
 
-		ret = write_segment(fs, im, (const u8 *)buf + done, n, pos);
+		ret = write_segment(fs, im, (const u8 *)buf + done, n, pos, flags);
 		if (ret)
 			break;
 		done += n;

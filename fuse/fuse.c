@@ -371,6 +371,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_getattr);
+	tfs_wbehind_wait(tf->wbehind, ino, false); /* st_blocks */
 	ret = tfs_getattr(tf->fs, ino, &st);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_getattr, ret);
@@ -405,6 +406,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_SIZE) {
 		sa.valid |= TFS_SETATTR_SIZE;
 		sa.size = (u64)attr->st_size;
+		/* After the queued writes (which leave times and modes alone). */
+		tfs_wbehind_wait(tf->wbehind, ino, false);
 	}
 	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
 		sa.valid |= TFS_SETATTR_ATIME_NOW;
@@ -578,6 +581,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_open);
+	if (fi->flags & O_TRUNC)
+		tfs_wbehind_wait(tf->wbehind, ino, false);
 	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_open, ret);
@@ -641,6 +646,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 
 	count(tf, TFS_FUSE_OP_read);
+	tfs_wbehind_wait(tf->wbehind, ino, false);
 	buf = malloc(size ?: 1);
 	if (!buf) {
 		reply_err(req, TFS_FUSE_OP_read, -ENOMEM);
@@ -665,12 +671,21 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
  * descriptor's fsync would then see the error twice.  Other errors (ENOSPC,
  * EFBIG, EROFS) are not in the sequence and go back to the kernel.
  */
-static void do_write(fuse_req_t req, struct fuse_file_info *fi, const void *data, size_t len,
-		     off_t off)
+static void do_write(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, const void *data,
+		     size_t len, off_t off)
 {
 	struct tfs_fuse *tf = tf_of(req);
 	ssize_t n;
 
+	/* The kernel's write-back (it owns the times then): answered now, written behind. */
+	if (fi->writepage &&
+	    tfs_wbehind_write(tf->wbehind, ino, ff_of(fi)->f, data, len, (u64)off)) {
+		atomic_fetch_add_explicit(&tf->bytes_written, (u64)len, memory_order_relaxed);
+		fuse_reply_write(req, len);
+		return;
+	}
+	/* Not queued: after the queued ones, in order. */
+	tfs_wbehind_wait(tf->wbehind, ino, false);
 	n = tfs_write(tf->fs, ff_of(fi)->f, data, len, (u64)off);
 	if (n < 0 && fi->writepage && tfs_err_class((int)n) == -EIO) {
 		err_of(tf, TFS_FUSE_OP_write, n);
@@ -688,8 +703,8 @@ static void do_write(fuse_req_t req, struct fuse_file_info *fi, const void *data
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	count(tf_of(req), TFS_FUSE_OP_write);
-	do_write(req, fi, buf, size, off);
+	count_timed(tf_of(req), TFS_FUSE_OP_write);
+	do_write(req, ino, fi, buf, size, off);
 }
 
 static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
@@ -698,10 +713,11 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 	struct tfs_fuse *tf = tf_of(req);
 	size_t len = fuse_buf_size(bufv);
 
-	count(tf, TFS_FUSE_OP_write);
+	count_timed(tf, TFS_FUSE_OP_write);
 	if (bufv->count == 1 && bufv->idx == 0 && !(bufv->buf[0].flags & FUSE_BUF_IS_FD)) {
 		/* The common case: the data is in libfuse's request buffer already. */
-		do_write(req, fi, (const char *)bufv->buf[0].mem + bufv->off, len - bufv->off, off);
+		do_write(req, ino, fi, (const char *)bufv->buf[0].mem + bufv->off, len - bufv->off,
+			 off);
 		return;
 	}
 	/* Spliced from the device (-o splice_read): copy it out first. */
@@ -718,7 +734,7 @@ static void op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *buf
 		if (got < 0)
 			reply_err(req, TFS_FUSE_OP_write, got);
 		else
-			do_write(req, fi, mem.buf[0].mem, (size_t)got, off);
+			do_write(req, ino, fi, mem.buf[0].mem, (size_t)got, off);
 		free(mem.buf[0].mem);
 	}
 }
@@ -745,6 +761,11 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 	count_timed(tf, TFS_FUSE_OP_release);
 	file_del(tf, ff);
+	/* Writes of it still queued: released after them, without waiting here. */
+	if (tfs_wbehind_release(tf->wbehind, ino, ff->f, ff)) {
+		fuse_reply_err(req, 0);
+		return;
+	}
 	ret = tfs_release(tf->fs, ff->f);
 	free(ff);
 	reply_err(req, TFS_FUSE_OP_release, ret);
@@ -753,11 +774,12 @@ static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	int ret, werr;
 
-	int ret;
-
-	count(tf, TFS_FUSE_OP_fsync);
-	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync);
+	count_timed(tf, TFS_FUSE_OP_fsync);
+	/* The queued writes first: then tfs_fsync() makes them durable. */
+	werr = tfs_wbehind_wait(tf->wbehind, ino, true);
+	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync) ?: werr;
 	/*
 	 * The kernel's cached attributes predate the write-back (st_blocks
 	 * 0 for data just written): drop them so the next stat asks.  Only
@@ -774,6 +796,7 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 	struct tfs_fuse *tf = tf_of(req);
 
 	count(tf, TFS_FUSE_OP_fallocate);
+	tfs_wbehind_wait(tf->wbehind, ino, false);
 	reply_err(req, TFS_FUSE_OP_fallocate,
 		  tfs_fallocate(tf->fs, ff_of(fi)->f, mode, (u64)off, (u64)len));
 }
@@ -833,6 +856,8 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	/* The pages just flushed may be queued behind: written first. */
+	tfs_wbehind_wait(tf->wbehind, ino, false);
 	ret = tfs_lseek(tf->fs, ff_of(fi)->f, (u64)off, whence);
 	if (ret < 0)
 		reply_err(req, TFS_FUSE_OP_lseek, ret);
@@ -1170,10 +1195,20 @@ void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tf
 	tf->opts = o;
 	pthread_mutex_init(&tf->files_lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &tf->started);
+	/*
+	 * Used only for the kernel's write-back requests (writeback cache: the
+	 * kernel owns the times).  Started here, after the fork (mount.c).
+	 */
+	if (o->write_behind)
+		tf->wbehind =
+			tfs_wbehind_start(fs, &tf->nr_wb_errors_deferred, TFS_WBEHIND_MAX_BYTES);
 }
 
 void tfs_fuse_release_all(struct tfs_fuse *tf)
 {
+	/* The queued writes and releases first. */
+	tfs_wbehind_stop(tf->wbehind);
+	tf->wbehind = NULL;
 	pthread_mutex_lock(&tf->files_lock);
 	while (tf->files) {
 		struct tfs_fuse_file *ff = tf->files;
@@ -1223,6 +1258,7 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 		   (unsigned long long)atomic_load(&tf->nr_forget_mismatch));
 	prt_printf(out, "writeback errors to fsync:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->nr_wb_errors_deferred));
+	tfs_wbehind_to_text(out, tf->wbehind);
 	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
 	prt_printf(out, "bytes written:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->bytes_written));
@@ -1250,4 +1286,9 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 	}
 	printbuf_indent_sub(out, 2);
 	printbuf_tabstop_pop(out);
+}
+
+bool tfs_fuse_ino_busy(void *tf, u64 ino)
+{
+	return tfs_wbehind_busy(((struct tfs_fuse *)tf)->wbehind, ino);
 }

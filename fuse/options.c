@@ -38,6 +38,7 @@ void tfs_mount_opts_init(struct tfs_mount_opts *o)
 	o->max_threads = 16;
 	o->max_idle_threads = 8;
 	o->clone_fd = true;
+	o->write_behind = true;
 	o->fuse_opts = PRINTBUF;
 }
 
@@ -272,6 +273,10 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 			o->max_threads = (unsigned)n;
 		else
 			o->max_idle_threads = (unsigned)n;
+	} else if (is("write_behind") || is("no_write_behind")) {
+		o->write_behind = is("write_behind");
+	} else if (is("libfuse_loop")) {
+		o->libfuse_loop = true;
 	} else if (is("clone_fd") || is("noclone_fd")) {
 		flag_only();
 		o->clone_fd = is("clone_fd");
@@ -394,8 +399,9 @@ void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o
 	prt_printf(out, "writeback cache:\t%s\n", o->writeback ? "yes" : "no");
 	prt_printf(out, "timeouts:\tentry %g s, attr %g s, negative %g s\n", o->entry_timeout,
 		   o->attr_timeout, o->negative_timeout);
-	prt_printf(out, "threads:\tmax %u, idle %u, clone_fd %s\n", o->max_threads,
-		   o->max_idle_threads, o->clone_fd ? "yes" : "no");
+	prt_printf(out, "threads:\tmax %u, idle %u, clone_fd %s, loop %s\n", o->max_threads,
+		   o->max_idle_threads, o->clone_fd ? "yes" : "no",
+		   o->libfuse_loop ? "libfuse" : "leader/followers");
 	prt_printf(out, "fuse options:\t%s\n", printbuf_str(&o->fuse_opts));
 	printbuf_tabstop_pop(out);
 }
@@ -421,6 +427,10 @@ void tfs_mount_options_help(FILE *f)
 		"  writeback_cache, no_writeback_cache   kernel write-back caching (default on)\n"
 		"  attr_timeout=S, entry_timeout=S, negative_timeout=S   kernel caching (86400)\n"
 		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
+		"  write_behind, no_write_behind   answer small write-back requests before\n"
+		"                       the device write (fsync waits for them; default on)\n"
+		"  libfuse_loop         libfuse's multithreaded loop (the last three apply only\n"
+		"                       to it) instead of the daemon's leader/followers loop\n"
 		"  cache_readdir, no_cache_readdir        kernel caching of listings (on)\n"
 		"  killpriv             the daemon clears set-ID bits (HANDLE_KILLPRIV v1; off)\n"
 		"  kernel_lseek         SEEK_DATA/SEEK_HOLE answered by the kernel (no holes)\n"

@@ -54,7 +54,9 @@ struct tfs_mount_opts {
 	double entry_timeout, attr_timeout, negative_timeout;
 	unsigned max_threads, max_idle_threads;
 	bool clone_fd;
-	char *log; /* the daemon's stderr once detached (default /dev/null) */
+	bool libfuse_loop; /* libfuse's multithreaded loop, not tfs_fuse_loop() */
+	bool write_behind; /* small write-back requests answered early (default on) */
+	char *log;	   /* the daemon's stderr once detached (default /dev/null) */
 
 	/* -o options for fuse_session_new() ("-o" "a,b,c"), conn options included. */
 	struct printbuf fuse_opts;
@@ -122,6 +124,55 @@ bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n);
 /* Inodes with a nonzero count, and the sum of counts. */
 void tfs_nlookup_totals(struct tfs_nlookup *t, u64 *inodes, u64 *lookups);
 
+/*
+ * Write-behind (fuse/wbehind.c): the kernel's small write-back requests are
+ * answered at once and written by a few threads, so close(2) of a small
+ * file does not wait for the device.  Each inode's writes run in order;
+ * whatever reads or changes their range waits for them first
+ * (tfs_wbehind_wait()), and so does fsync, which then makes them durable.
+ */
+#define TFS_WBEHIND_MAX_WRITE (128U << 10)  /* larger writes stay synchronous */
+#define TFS_WBEHIND_MAX_BYTES (32ULL << 20) /* copied data waiting, at most */
+
+struct tfs_wbehind;
+
+/*
+ * Which writes are queued: a small file's data, which the kernel writes
+ * back in one request from offset 0 (a tree copy, an untar).  Writes
+ * elsewhere (random writes, appends) stay synchronous: the kernel sends a
+ * file's dirty pages in parallel and they reach the device in parallel,
+ * which one queue per inode would serialize.
+ */
+static inline bool tfs_wbehind_fits(u64 off, size_t len)
+{
+	return !off && len <= TFS_WBEHIND_MAX_WRITE;
+}
+
+/* Starts the threads; NULL without memory (then nothing is queued). */
+struct tfs_wbehind *tfs_wbehind_start(struct tfs_fs *fs, _Atomic u64 *eio_count, u64 max_bytes);
+/* Runs everything queued, ends the threads, frees wb (NULL: nothing). */
+void tfs_wbehind_stop(struct tfs_wbehind *wb);
+/*
+ * Queues a copy of a write of f (inode ino): true when queued (answer the
+ * kernel now), false when the caller must write it itself (too large, the
+ * queue full, free space low, no memory): then after tfs_wbehind_wait().
+ */
+bool tfs_wbehind_write(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, const void *data,
+		       size_t len, u64 off);
+/*
+ * A release of f while writes of ino are queued: queued after them (then
+ * tfs_release(f) and free(ff) run there) and true; false: release it now.
+ */
+bool tfs_wbehind_release(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, void *ff);
+/*
+ * Waits until no write of ino is queued or running.  With take_error, returns
+ * (once) a failure of one of them other than EIO (fs/ keeps EIO for fsync).
+ */
+int tfs_wbehind_wait(struct tfs_wbehind *wb, u64 ino, bool take_error);
+/* Are writes of ino queued or running (a request on it would wait)? */
+bool tfs_wbehind_busy(struct tfs_wbehind *wb, u64 ino);
+void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);
+
 struct tfs_fuse_file;
 
 /* The daemon's state; the userdata of the session. */
@@ -130,6 +181,7 @@ struct tfs_fuse {
 	struct fuse_session *se;
 	const struct tfs_mount_opts *opts;
 	struct tfs_nlookup *nlookup;
+	struct tfs_wbehind *wbehind; /* started at init when the writeback cache is on */
 
 	/* -o options for the connection (max_write=, splice_read, ...), or NULL. */
 	struct fuse_conn_info_opts *conn_opts;
@@ -163,6 +215,19 @@ void tfs_fuse_exit_state(struct tfs_fuse *tf);
 
 /* The daemon's own counters (ops, errors, lookups, open files, options). */
 void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
+
+/*
+ * Serves se until the kernel ends the connection (fuse/loop.c): one thread
+ * reads at a time and serves requests that cannot wait for the device
+ * itself, unless busy(arg, node id) says it would wait for writes behind
+ * (then it is handed off too); the others go to up to max_threads threads.
+ * Returns 0, or the
+ * negative errno of a failed read.  Threads start with every signal blocked.
+ */
+int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
+		  void *arg);
+/* For tfs_fuse_loop(): tf (a struct tfs_fuse) has writes of ino behind. */
+bool tfs_fuse_ino_busy(void *tf, u64 ino);
 
 /* --- the control channel (fuse/ctl.c, fuse/ctl_path.c) --- */
 

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Write-behind (fuse/wbehind.c): the kernel's small write-back requests are
+# answered before the device write.  What a caller sees must not change:
+# times set after the data (utime, as cp -a and tar do) stay set, st_blocks
+# counts the data, a truncate right after a write wins, reads after a cache
+# drop return the data, fsync and a remount find everything.  The image is
+# large enough for the daemon to queue (it does not when space is short).
+#   test_fuse_wbehind.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+
+img=$tmp/a.img mnt=$tmp/mnt
+new_image "$img" 1G || finish
+tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "mount"; finish; }
+
+python3 - "$mnt" write <<'PY' || fail "after writing: see above"
+import os, sys
+mnt, what = sys.argv[1], sys.argv[2]
+def data(i):
+    d = bytes((i * 7 + j) % 251 for j in range((i * 997) % 20000 + 1))
+    return (d + bytes(10))[:10] if i % 10 == 0 else d
+bad = 0
+for i in range(300):
+    p = os.path.join(mnt, "f%d" % i)
+    if what == "write":
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data(i))
+        # The data reaches the daemon here (the kernel writes pages back
+        # before a setattr): a truncate, then the times, right after it.
+        if i % 10 == 0:
+            os.ftruncate(fd, 10)
+        os.utime(fd, ns=(1000000000 * (i + 1), 1000000000 * (i + 1)))
+        os.close(fd)
+    st = os.stat(p)
+    want = data(i)
+    if st.st_mtime_ns != 1000000000 * (i + 1):
+        print("FAIL: f%d mtime %d, set to %d" % (i, st.st_mtime_ns, 1000000000 * (i + 1))); bad += 1
+    if st.st_size != len(want) or st.st_blocks == 0:
+        print("FAIL: f%d size %d blocks %d, want size %d" % (i, st.st_size, st.st_blocks, len(want))); bad += 1
+    if open(p, "rb").read() != want:
+        print("FAIL: f%d reads back other bytes" % i); bad += 1
+    if bad > 10: break
+fd = os.open(os.path.join(mnt, "f1"), os.O_RDONLY); os.fsync(fd); os.close(fd)
+sys.exit(1 if bad else 0)
+PY
+queued=$("$tinyfs" stats "$mnt" fuse | awk '$1 == "write-behind:" { print $2 }')
+[ "${queued:-0}" -gt 0 ] || fail "nothing was written behind ($("$tinyfs" stats "$mnt" fuse | grep write-behind))"
+# The same after a cache drop (root) and after a remount.
+if [ "$(id -u)" = 0 ]; then
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	python3 - "$mnt" check <<'PY' || fail "after a cache drop"
+import os, sys
+mnt = sys.argv[1]
+def data(i):
+    d = bytes((i * 7 + j) % 251 for j in range((i * 997) % 20000 + 1))
+    return (d + bytes(10))[:10] if i % 10 == 0 else d
+bad = 0
+for i in range(300):
+    p = os.path.join(mnt, "f%d" % i); st = os.stat(p)
+    want = data(i)
+    if st.st_mtime_ns != 1000000000 * (i + 1) or open(p, "rb").read() != want:
+        print("FAIL: f%d after the drop" % i); bad += 1
+sys.exit(1 if bad else 0)
+PY
+fi
+tfs_umount "$mnt" || finish
+"$tinyfs" fsck -n "$img" >"$tmp/fsck.out" 2>&1 || fail "fsck: $(tail -3 "$tmp/fsck.out")"
+tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "second mount"; finish; }
+python3 - "$mnt" <<'PY' || fail "after the remount"
+import os, sys
+mnt = sys.argv[1]
+def data(i):
+    d = bytes((i * 7 + j) % 251 for j in range((i * 997) % 20000 + 1))
+    return (d + bytes(10))[:10] if i % 10 == 0 else d
+bad = 0
+for i in range(300):
+    p = os.path.join(mnt, "f%d" % i); st = os.stat(p)
+    want = data(i)
+    if st.st_mtime_ns != 1000000000 * (i + 1) or open(p, "rb").read() != want:
+        print("FAIL: f%d after the remount: mtime %d size %d" % (i, st.st_mtime_ns, st.st_size)); bad += 1
+sys.exit(1 if bad else 0)
+PY
+tfs_umount "$mnt"
+finish
