@@ -419,10 +419,23 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
 
 /* Nodes' worth of space (each in every metadata copy) creates leave to write-back. */
 #define GROW_MARGIN_NODES 8
+/* Per tree, nodes a checkpoint may need beyond those dirty now (a split, a new root). */
+#define WB_SLACK_NODES 2
+
+u64 tfs_posix_wb_headroom(struct tfs_fs *fs)
+{
+	u64 nodes = 0;
+
+	for (unsigned i = 0; i < TFS_BTREE_NR; i++)
+		nodes +=
+			__atomic_load_n(&fs->btrees[i].nr_dirty, __ATOMIC_RELAXED) + WB_SLACK_NODES;
+	return nodes * fs->node_size * fs->metadata_replicas;
+}
 
 int tfs_posix_may_grow(struct tfs_fs *fs)
 {
-	u64 margin = (u64)GROW_MARGIN_NODES * fs->node_size * fs->metadata_replicas;
+	u64 margin = (u64)GROW_MARGIN_NODES * fs->node_size * fs->metadata_replicas +
+		     tfs_posix_wb_headroom(fs);
 	struct tfs_alloc_usage u;
 
 	tfs_alloc_usage(fs, &u);
