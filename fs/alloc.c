@@ -45,12 +45,48 @@ static u64 bits_count(const u64 *bits, u64 start, u64 nr)
 	return n;
 }
 
+/*
+ * Free node runs: node-size chunks of blocks, aligned from the member's
+ * start, every block free (not used, not waiting).  A node copy needs a
+ * contiguous run of node_size; data taken a block at a time can leave
+ * plenty of free blocks and no such run, so write-back could find no room
+ * although the block reserve was whole.  d->free_chunks counts them,
+ * updated by dev_set(); data allocations asked to spare them
+ * (TFS_ALLOC_SPARE_NODE_RUNS) take no block of one.
+ */
+static bool chunk_free(const struct tfs_alloc *a, const struct tfs_alloc_dev *d, u64 c)
+{
+	u64 cb = a->chunk_blocks;
+
+	return (c + 1) * cb <= d->nr_blocks && !bits_count(d->bits, c * cb, cb);
+}
+
+static u64 chunks_free(const struct tfs_alloc *a, const struct tfs_alloc_dev *d, u64 c0, u64 c1)
+{
+	u64 n = 0;
+
+	for (u64 c = c0; c <= c1; c++)
+		n += chunk_free(a, d, c);
+	return n;
+}
+
+/* bits_set() on a member's bitmap, keeping its count of free node runs. */
+static void dev_set(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 start, u64 nr, bool v)
+{
+	u64 c0 = start / a->chunk_blocks, c1 = (start + nr - 1) / a->chunk_blocks;
+	u64 before = chunks_free(a, d, c0, c1);
+
+	bits_set(d->bits, start, nr, v);
+	d->free_chunks = d->free_chunks - before + chunks_free(a, d, c0, c1);
+}
+
 int tfs_alloc_init(struct tfs_fs *fs)
 {
 	struct tfs_alloc *a = &fs->alloc;
 
 	pthread_mutex_init(&a->lock, NULL);
 	a->block_size = fs->block_size;
+	a->chunk_blocks = max_t(u32, fs->node_size / fs->block_size, 1);
 	a->nr_devs = fs->nr_devices;
 	for (unsigned i = 0; i < fs->nr_devices; i++) {
 		struct tfs_alloc_dev *d = &a->devs[i];
@@ -104,6 +140,7 @@ int tfs_alloc_init(struct tfs_fs *fs)
 				 d->bucket_size / a->block_size, true);
 			d->capacity -= d->bucket_size / a->block_size;
 		}
+		d->free_chunks = chunks_free(a, d, 0, d->nr_blocks / a->chunk_blocks);
 		/*
 		 * A small reserve: 1/64 of the space or 8 buckets, whichever is
 		 * smaller, but room for 64 nodes (at most 1/8 of the space): a
@@ -153,7 +190,7 @@ static void alloc_release_locked(struct tfs_fs *fs)
 			u64 blk = (w->run.offset - d->start) / a->block_size;
 			u64 nr = w->run.len / a->block_size;
 
-			bits_set(d->bits, blk, nr, false);
+			dev_set(a, d, blk, nr, false);
 			d->waiting -= nr;
 			a->nr_released++;
 		} else {
@@ -168,7 +205,8 @@ static void alloc_release_locked(struct tfs_fs *fs)
  * next-fit from the cursor, never crossing a bucket boundary.  Returns its
  * length (0: none) and its first block in *start.
  */
-static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, u64 *start)
+static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, bool spare,
+			u64 *start)
 {
 	u64 per_bucket = d->bucket_size / a->block_size, nb = d->nr_blocks;
 	u64 best = 0, best_start = 0, run = 0, run_start = 0, s;
@@ -184,6 +222,13 @@ static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, 
 
 		if (!i || !(i % per_bucket))
 			run = 0; /* a run never crosses a bucket boundary (nor the wrap) */
+		if (spare && (!s || !(i % a->chunk_blocks)) &&
+		    chunk_free(a, d, i / a->chunk_blocks)) {
+			/* A free node run: left whole for write-back. */
+			run = 0;
+			s += (i / a->chunk_blocks + 1) * a->chunk_blocks - i - 1;
+			continue;
+		}
 		if (!(i % 64) && i + 64 <= nb && d->bits[i / 64] == ~0ULL) {
 			run = 0;
 			s += 63; /* a whole word in use */
@@ -243,7 +288,9 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 
 	for (unsigned i = 0; i < nr && nr_chosen < nr_replicas; i++) {
 		struct tfs_alloc_dev *d = &a->devs[order[i]];
-		u64 s, n = dev_find_run(a, d, min_t(u64, want, dev_free(d) - reserve), min_b, &s);
+		u64 s, n = dev_find_run(a, d, min_t(u64, want, dev_free(d) - reserve), min_b,
+					(flags & TFS_ALLOC_SPARE_NODE_RUNS) && a->chunk_blocks > 1,
+					&s);
 
 		if (!n)
 			continue;
@@ -259,7 +306,7 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 	for (unsigned r = 0; r < nr_replicas; r++) {
 		struct tfs_alloc_dev *d = &a->devs[chosen[r]];
 
-		bits_set(d->bits, got_start[r], want, true);
+		dev_set(a, d, got_start[r], want, true);
 		d->used += want;
 		d->cursor = (got_start[r] + want) % d->nr_blocks;
 		out[r] = (struct tfs_alloc_run){
@@ -293,7 +340,7 @@ void tfs_alloc_free_now(struct tfs_fs *fs, const struct tfs_alloc_run *run)
 		struct tfs_alloc_dev *d = &a->devs[run->dev];
 		u64 blk = (run->offset - d->start) / a->block_size, nr = run->len / a->block_size;
 
-		bits_set(d->bits, blk, nr, false);
+		dev_set(a, d, blk, nr, false);
 		d->used -= nr;
 		a->nr_freed_now++;
 	}
@@ -347,7 +394,7 @@ int tfs_alloc_mark_used(struct tfs_fs *fs, const struct tfs_alloc_run *run)
 			/* Two references to one block (or a journal bucket): a corrupt image. */
 			ret = -EEXIST;
 		} else {
-			bits_set(d->bits, blk, nr, true);
+			dev_set(a, d, blk, nr, true);
 			d->used += nr;
 		}
 	}
@@ -372,6 +419,8 @@ void tfs_alloc_usage(struct tfs_fs *fs, struct tfs_alloc_usage *u)
 		u->waiting += d->waiting * a->block_size;
 		if (d->present && dev_free(d) > a->reserve)
 			u->free += (dev_free(d) - a->reserve) * a->block_size;
+		if (d->present)
+			u->free_node_runs += d->free_chunks;
 	}
 	pthread_mutex_unlock(&a->lock);
 }

@@ -41,6 +41,12 @@ struct tfs_alloc_run {
 enum tfs_alloc_flags {
 	/* Metadata (btree nodes): may use the reserve kept for write-back. */
 	TFS_ALLOC_METADATA = 1 << 0,
+	/*
+	 * Data, when write-back may need every free node run left (node-size
+	 * aligned chunks entirely free, tfs_alloc_usage().free_node_runs):
+	 * takes no block of one, only space that is fragmented already.
+	 */
+	TFS_ALLOC_SPARE_NODE_RUNS = 1 << 1,
 };
 
 /*
@@ -70,8 +76,9 @@ int tfs_alloc_mark_used(struct tfs_fs *fs, const struct tfs_alloc_run *run);
 struct tfs_alloc_usage {
 	u64 capacity; /* bytes usable for nodes and data, all members */
 	u64 used;
-	u64 waiting; /* freed, not yet reusable (commit not durable) */
-	u64 free;    /* allocatable for data now */
+	u64 waiting;	    /* freed, not yet reusable (commit not durable) */
+	u64 free;	    /* allocatable for data now */
+	u64 free_node_runs; /* aligned node-size runs entirely free (a count) */
 };
 
 void tfs_alloc_usage(struct tfs_fs *fs, struct tfs_alloc_usage *u);

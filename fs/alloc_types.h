@@ -25,6 +25,7 @@ struct tfs_alloc_dev {
 	u64 used;	 /* blocks referenced */
 	u64 waiting;	 /* blocks freed by a commit not durable yet */
 	u64 cursor;	 /* next-fit: block to search from */
+	u64 free_chunks; /* free node runs (alloc.c's dev_set()) */
 };
 
 /* A run freed by the commit at seq: reusable once seq is durable. */
@@ -40,7 +41,8 @@ struct tfs_alloc {
 	struct tfs_alloc_dev devs[TFS_MAX_DEVICES];
 	struct tfs_alloc_waiting *waiting;
 	size_t nr_waiting, size_waiting;
-	u64 reserve; /* blocks per member only metadata may take */
+	u64 reserve;	  /* blocks per member only metadata may take */
+	u32 chunk_blocks; /* blocks per node: the unit of free_chunks */
 	u64 nr_allocs, nr_alloc_fail, nr_freed_now, nr_freed_after, nr_released;
 	u64 nr_scanned; /* blocks dev_find_run() looked at (tests bound the search) */
 };

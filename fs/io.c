@@ -128,8 +128,28 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 	if (tfs_posix_nr_data_devs(fs) < need)
 		return -TFS_ERR_insufficient_devices;
 	for (;;) {
+		struct tfs_alloc_usage u;
+		u64 headroom = tfs_posix_wb_headroom(fs);
+
+		unsigned flags = 0;
+
+		/*
+		 * Leave write-back what it needs (tfs_posix_wb_headroom()): as
+		 * many blocks, and as many whole free node runs (when few are
+		 * left, data takes only space that is fragmented already).
+		 */
+		tfs_alloc_usage(fs, &u);
+		if (u.free_node_runs * fs->node_size < headroom + len * want)
+			flags |= TFS_ALLOC_SPARE_NODE_RUNS;
 		for (unsigned r = want; r >= need && r; r--) {
-			ret = tfs_alloc(fs, len, p->block_size, r, 0, runs);
+			u64 room = u.free > headroom ? (u.free - headroom) / r : 0;
+
+			if (room < p->block_size) {
+				ret = -TFS_ERR_alloc_no_space;
+				continue;
+			}
+			ret = tfs_alloc(fs, min_t(u64, len, round_down(room, p->block_size)),
+					p->block_size, r, flags, runs);
 			if (ret >= 0) {
 				*nr = r;
 				return ret;
@@ -139,8 +159,6 @@ static s64 data_alloc(struct tfs_fs *fs, u64 len, struct tfs_alloc_run *runs, un
 		}
 		if (flushed)
 			return ret;
-		struct tfs_alloc_usage u;
-
 		tfs_alloc_usage(fs, &u);
 		if (!u.waiting)
 			return ret;

@@ -151,6 +151,55 @@ out:
 	return ret;
 }
 
+/* relatime (fs/namespace.c's relatime_need_update()): atime <= mtime or ctime, or a day old. */
+static bool atime_needs_update(const struct tfs_inode_unpacked *ui, s64 now)
+{
+	return ui->atime <= ui->mtime || ui->atime <= ui->ctime ||
+	       now - ui->atime >= 24LL * 3600 * 1000000000;
+}
+
+int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino)
+{
+	struct tfs_inode_mem *im;
+	struct tfs_inode_unpacked ui;
+	struct tfs_btree_trans trans;
+	bool need;
+	u64 seq;
+	int ret;
+
+	if (tfs_posix_writable(fs))
+		return 0;
+	/* The common case under a shared lock: nothing to do. */
+	ret = tfs_iget_locked(fs, ino, false, &im);
+	if (ret)
+		return ret;
+	need = atime_needs_update(&im->ui, tfs_now_ns());
+	tfs_iunlock(im);
+	if (!need) {
+		tfs_iput(fs, im);
+		return 0;
+	}
+	ret = tfs_ilock(fs, im, true);
+	if (ret) {
+		tfs_iput(fs, im);
+		return ret;
+	}
+	ui = im->ui;
+	ui.atime = tfs_now_ns();
+	if (atime_needs_update(&im->ui, ui.atime)) {
+		/* Times only: fdatasync need not cover it. */
+		tfs_posix_trans_init(&trans, fs);
+		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+		tfs_trans_exit(&trans);
+		if (!ret) {
+			tfs_inode_committed(im, &ui, seq, true);
+			ret = 1;
+		}
+	}
+	tfs_iput_unlock(fs, im);
+	return ret;
+}
+
 /* --- open files --- */
 
 tfs_ino_t tfs_file_ino(const struct tfs_file *f)
@@ -370,10 +419,23 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
 
 /* Nodes' worth of space (each in every metadata copy) creates leave to write-back. */
 #define GROW_MARGIN_NODES 8
+/* Per tree, nodes a checkpoint may need beyond those dirty now (a split, a new root). */
+#define WB_SLACK_NODES 2
+
+u64 tfs_posix_wb_headroom(struct tfs_fs *fs)
+{
+	u64 nodes = 0;
+
+	for (unsigned i = 0; i < TFS_BTREE_NR; i++)
+		nodes +=
+			__atomic_load_n(&fs->btrees[i].nr_dirty, __ATOMIC_RELAXED) + WB_SLACK_NODES;
+	return nodes * fs->node_size * fs->metadata_replicas;
+}
 
 int tfs_posix_may_grow(struct tfs_fs *fs)
 {
-	u64 margin = (u64)GROW_MARGIN_NODES * fs->node_size * fs->metadata_replicas;
+	u64 margin = (u64)GROW_MARGIN_NODES * fs->node_size * fs->metadata_replicas +
+		     tfs_posix_wb_headroom(fs);
 	struct tfs_alloc_usage u;
 
 	tfs_alloc_usage(fs, &u);

@@ -156,6 +156,17 @@ static inline int tfs_posix_writable(struct tfs_fs *fs)
  */
 int tfs_posix_may_grow(struct tfs_fs *fs);
 
+/*
+ * The space write-back may need before anything it writes frees any: a
+ * copy of every dirty node of every tree, and a little more per tree, in
+ * every metadata replica.  The allocator's fixed reserve is a few buckets;
+ * data allocations (io.c) and creates (tfs_posix_may_grow()) also leave
+ * this much free, or 6 processes filling a small filesystem left more
+ * dirty nodes than the reserve held: a checkpoint found no space for its
+ * node copies and the filesystem went read-only.
+ */
+u64 tfs_posix_wb_headroom(struct tfs_fs *fs);
+
 /* --- inodes (inode.c) --- */
 
 /* Packs ui as the inode key of ino. */

@@ -573,6 +573,22 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 
 /* --- files --- */
 
+/*
+ * ino is read: atime per relatime (tfs_touch_atime()).  FUSE inodes are
+ * S_NOATIME in the kernel, and reads of cached pages never reach the
+ * daemon, so a file counts as read when it is opened read-only (and a
+ * directory when listed from its start).  When atime moved, the kernel's
+ * cached attributes are dropped (only those: offset -1).  Best effort:
+ * a failure leaves atime as it was and fails nothing.
+ */
+static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir)
+{
+	if (tf->opts->noatime || (dir && tf->opts->nodiratime))
+		return;
+	if (tfs_touch_atime(tf->fs, ino) == 1)
+		fuse_lowlevel_notify_inval_inode(tf->se, ino, -1, 0);
+}
+
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
@@ -595,6 +611,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fill_open(tf, fi, ff);
+	if ((fi->flags & O_ACCMODE) == O_RDONLY)
+		accessed(tf, ino, false);
 	if (fuse_reply_open(req, fi)) {
 		/* The open was interrupted: the kernel will never release it. */
 		file_del(tf, ff);
@@ -966,6 +984,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	int ret;
 
 	count_timed(c.tf, op);
+	if (!off)
+		accessed(c.tf, ino, true);
 	c.buf = malloc(size ?: 1);
 	if (!c.buf) {
 		reply_err(req, op, -ENOMEM);

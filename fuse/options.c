@@ -282,6 +282,11 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		o->clone_fd = is("clone_fd");
 	} else if (in_list(fuse_flag_opts, opt)) {
 		flag_only();
+		/* The daemon keeps atime (fuse.c's accessed()): it must know. */
+		if (is("noatime") || is("atime") || is("relatime") || is("strictatime"))
+			o->noatime = is("noatime");
+		if (is("nodiratime"))
+			o->nodiratime = true;
 		fuse_opt_add(o, opt);
 	} else if (in_list(fuse_value_opts, opt)) {
 		need_value();

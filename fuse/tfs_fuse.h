@@ -51,6 +51,9 @@ struct tfs_mount_opts {
 	bool killpriv;	    /* FUSE_CAP_HANDLE_KILLPRIV (default off, see fuse.c) */
 	bool kernel_lseek;  /* SEEK_DATA/HOLE answered by the kernel (default off) */
 	bool cache_readdir; /* let the kernel cache directory listings */
+
+	/* Reads never update atime (of directories): noatime, nodiratime. */
+	bool noatime, nodiratime;
 	double entry_timeout, attr_timeout, negative_timeout;
 	unsigned max_threads, max_idle_threads;
 	bool clone_fd;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * fsx: random file operations checked against an in-memory model, in the
- * manner of fsx (no mmap).
+ * manner of fsx.
  *
  *	fsx [-v] [-k] [-N OPS] [-S SEED] [-l MAXLEN] [-o MAXOP] [-p PROCS] [-f FILES]
  *	    [-x OP[,OP...]] DIRECTORY
@@ -14,7 +14,9 @@
  * KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE with and without KEEP_SIZE,
  * COLLAPSE_RANGE, INSERT_RANGE), copy_file_range (within a file and between
  * two), O_DIRECT reads and writes (block-aligned, through a second descriptor
- * of the same file, mixed with the buffered ones), fsync and fdatasync,
+ * of the same file, mixed with the buffered ones), reads and writes through
+ * a shared mapping (as fsx's mapread/mapwrite: a mapwrite past the end
+ * extends the file with ftruncate first, then msync(MS_SYNC)), fsync and fdatasync,
  * close and reopen, SEEK_DATA/SEEK_HOLE (the
  * answers must agree with the model: a hole reads as zeros), fstat's size
  * after every operation, and now and then a read of the whole file.  At the
@@ -72,17 +74,20 @@ enum op {
 	OP_VERIFY,
 	OP_DREAD,
 	OP_DWRITE,
+	OP_MREAD,
+	OP_MWRITE,
 	OP_NR,
 };
 
 static const char *const op_names[] = {
-	"read",	      "write",	   "truncate", "fallocate", "falloc-keep", "punch-hole",
-	"zero-range", "zero-keep", "collapse", "insert",    "copy-range",  "fsync",
-	"reopen",     "seek",	   "verify",   "dio-read",  "dio-write",
+	"read",	      "write",	    "truncate",	 "fallocate", "falloc-keep",
+	"punch-hole", "zero-range", "zero-keep", "collapse",  "insert",
+	"copy-range", "fsync",	    "reopen",	 "seek",      "verify",
+	"dio-read",   "dio-write",  "map-read",	 "map-write",
 };
 
 /* How often each is chosen, out of the sum. */
-static const int weights[OP_NR] = { 20, 25, 6, 3, 3, 5, 4, 3, 2, 2, 6, 3, 3, 5, 1, 4, 4 };
+static const int weights[OP_NR] = { 20, 25, 6, 3, 3, 5, 4, 3, 2, 2, 6, 3, 3, 5, 1, 4, 4, 4, 4 };
 static bool supported[OP_NR];
 
 static long nops = 2000, maxlen = 256 * 1024, maxop = 64 * 1024;
@@ -428,6 +433,49 @@ static void do_copy(struct fsx *x, int from, off_t soff, int to, off_t doff, off
 		d->size = doff + len;
 }
 
+/* The mapping of [off, off + len) of f (page-aligned start), or NULL (failed). */
+static unsigned char *map_range(struct fsx *x, int fi, off_t off, off_t len, int prot, off_t *pg)
+{
+	struct file *f = &x->files[fi];
+	off_t page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*pg = off % page;
+	p = mmap(NULL, *pg + len, prot, MAP_SHARED, f->fd, off - *pg);
+	if (p == MAP_FAILED)
+		fail(x, "mmap file %d 0x%llx+0x%llx: %s", fi, (long long)(off - *pg),
+		     (long long)(*pg + len), strerror(errno));
+	return p;
+}
+
+static void do_mapread(struct fsx *x, int fi, off_t off, off_t len)
+{
+	off_t pg;
+	unsigned char *p = map_range(x, fi, off, len, PROT_READ, &pg);
+
+	compare(x, &x->files[fi], fi, off, p + pg, len, "map-read");
+	munmap(p, pg + len);
+}
+
+static void do_mapwrite(struct fsx *x, int fi, off_t off, off_t len)
+{
+	struct file *f = &x->files[fi];
+	unsigned char *p;
+	off_t pg;
+
+	/* A mapping cannot extend a file: fsx's domapwrite truncates up first. */
+	if (off + len > f->size)
+		do_truncate(x, fi, off + len);
+	p = map_range(x, fi, off, len, PROT_READ | PROT_WRITE, &pg);
+	fill(x, x->buf, len, off);
+	memcpy(p + pg, x->buf, len);
+	if (msync(p, pg + len, MS_SYNC))
+		fail(x, "msync file %d 0x%llx+0x%llx: %s", fi, (long long)off, (long long)len,
+		     strerror(errno));
+	munmap(p, pg + len);
+	memcpy(f->model + off, x->buf, len);
+}
+
 static void do_reopen(struct fsx *x, int fi)
 {
 	struct file *f = &x->files[fi];
@@ -601,6 +649,24 @@ static void one_op(struct fsx *x)
 		memcpy(f->model + off, x->buf, len);
 		if (off + len > f->size)
 			f->size = off + len;
+		break;
+	case OP_MREAD:
+		if (!f->size)
+			return;
+		range(x, f->size, &off, &len);
+		if (off + len > f->size)
+			len = f->size - off;
+		e.off = off, e.len = len;
+		log_op(x, &e);
+		do_mapread(x, fi, off, len);
+		return;
+	case OP_MWRITE:
+		range(x, f->size + maxop < maxlen ? f->size + maxop : maxlen, &off, &len);
+		if (len <= 0)
+			return;
+		e.off = off, e.len = len;
+		log_op(x, &e);
+		do_mapwrite(x, fi, off, len);
 		break;
 	case OP_VERIFY:
 		log_op(x, &e);

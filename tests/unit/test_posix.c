@@ -422,6 +422,54 @@ static void test_read_only(void **state)
 	assert_int_equal(pt_open(&T), 0);
 }
 
+/*
+ * tfs_touch_atime: relatime.  A read updates atime when it is not after
+ * mtime/ctime (or is a day old), once; the next read commits nothing; the
+ * new atime survives a reopen; read-only changes nothing.
+ */
+static void test_touch_atime(void **state)
+{
+	struct tfs_stat a, b;
+	struct tfs_file *f;
+	tfs_ino_t ino;
+	u64 seq;
+
+	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
+	assert_int_equal(tfs_touch_atime(T.fs, ino), 1);
+	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
+	assert_true(b.atime.tv_sec > a.atime.tv_sec ||
+		    (b.atime.tv_sec == a.atime.tv_sec && b.atime.tv_nsec > a.atime.tv_nsec));
+	assert_true(!memcmp(&a.mtime, &b.mtime, sizeof(a.mtime)) &&
+		    !memcmp(&a.ctime, &b.ctime, sizeof(a.ctime)));
+	/* atime is after mtime and ctime now: nothing to do, nothing committed. */
+	seq = tfs_journal_cur_seq(T.fs->j);
+	assert_int_equal(tfs_touch_atime(T.fs, ino), 0);
+	assert_int_equal(tfs_journal_cur_seq(T.fs->j), seq);
+	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
+	assert_memory_equal(&a.atime, &b.atime, sizeof(a.atime));
+	/* A day old: updated again. */
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_ATIME | TFS_SETATTR_CTIME };
+
+	sa.atime.tv_sec = a.ctime.tv_sec - 2 * 86400;
+	sa.ctime = a.ctime;
+	assert_int_equal(tfs_setattr(T.fs, ino, NULL, &sa, NULL), 0);
+	assert_int_equal(tfs_touch_atime(T.fs, ino), 1);
+	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
+	assert_true(b.atime.tv_sec >= a.ctime.tv_sec);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
+	assert_memory_equal(&a.atime, &b.atime, sizeof(a.atime));
+	assert_int_equal(tfs_touch_atime(T.fs, ino), 0);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+}
+
 static int setup_small(void **state)
 {
 	struct pt_geometry g = { .size = 24ULL << 20 };
@@ -514,6 +562,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_statfs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_ffree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_touch_atime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_metadata, setup_small, teardown),
 	};
 
