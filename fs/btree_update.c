@@ -185,7 +185,7 @@ static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 	free(p->items);
 	memset(p, 0, sizeof(*p));
 	p->kc = kc;
-	p->items = malloc(trans->nr_updates * sizeof(*p->items));
+	p->items = malloc((trans->nr_updates ?: 1) * sizeof(*p->items));
 	if (!p->items)
 		return -ENOMEM;
 	p->nr = trans->nr_updates;
@@ -404,13 +404,15 @@ int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq)
 	trans->seq = 0;
 	if (seq)
 		*seq = 0;
-	if (!trans->nr_updates)
+	if (!trans->nr_updates && !trans->roots)
 		return 0;
 	if (fs->read_only || !fs->j)
 		return -TFS_ERR_fs_read_only;
 	for (unsigned i = 0; i < trans->nr_updates; i++)
 		mask |= 1U << trans->updates[i].id;
 	mask |= tfs_alloc_trigger_btrees(trans, flags); /* alloc hook */
+	if (trans->roots)
+		mask |= 1U << TFS_BTREE_alloc; /* the node trigger's */
 retry:
 	lock_btrees(fs, mask);
 	/*
@@ -421,7 +423,10 @@ retry:
 	 */
 	trans->nr_updates = nr_base;
 	trans->mem_used = mem_base;
-	ret = tfs_alloc_trigger(trans, flags) ?: plan_build(trans, &p);
+	ret = tfs_alloc_trigger(trans, flags) ?: tfs_alloc_nodes_trigger(trans)
+							 ?: plan_build(trans, &p);
+	if (!ret && trans->roots)
+		p.res_u64s += tfs_btree_roots_u64s();
 	if (!ret && have_res && res.u64s < p.res_u64s) {
 		/* The trigger's keys grew since the reservation was sized: again, without it. */
 		unlock_btrees(fs, mask);
@@ -473,10 +478,37 @@ retry:
 		have_res = true;
 	}
 
+	if (trans->roots) {
+		/*
+		 * A checkpoint's root entry: the newest root entry must hold
+		 * the newest roots (log_roots()), so ours must not be older
+		 * than the last one filled.  roots_lock is held from the check
+		 * to the fill (lock order: the trees' locks, then roots_lock).
+		 */
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq < fs->roots_seq) {
+			pthread_mutex_unlock(&fs->roots_lock);
+			unlock_btrees(fs, mask);
+			tfs_journal_res_put(fs->j, &res);
+			have_res = false;
+			goto retry;
+		}
+	}
+
 	/* From here on nothing fails. */
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (p.btrees & (1U << id))
 			apply_btree(trans, &fs->btrees[id], &p, &res);
+	if (trans->roots) {
+		/*
+		 * Crash safety: the root entry and the btree alloc keys for
+		 * its nodes are in this one journal entry, so no durable
+		 * prefix has the new tree without its space marked, or the old
+		 * copies cleared while a durable root still reaches them.
+		 */
+		tfs_btree_roots_fill_locked(fs, &res, trans->roots->b, trans->roots->root_key);
+		pthread_mutex_unlock(&fs->roots_lock);
+	}
 	unlock_btrees(fs, mask);
 	tfs_journal_res_put(fs->j, &res);
 
@@ -484,7 +516,9 @@ retry:
 	if (seq)
 		*seq = res.seq;
 	tfs_trans_reset(trans);
-	tfs_btree_cache_check_budget(fs);
+	/* Not from a checkpoint: the budget's write-back could want the tree it holds. */
+	if (!trans->roots)
+		tfs_btree_cache_check_budget(fs);
 out:
 	if (ret) {
 		/* Only the caller's updates stay queued. */

@@ -41,31 +41,16 @@
  * the journal's reserve.
  */
 /* Words of a root entry, sized for the largest root keys (they may change before the lock). */
-static unsigned root_entry_u64s(void)
+unsigned tfs_btree_roots_u64s(void)
 {
 	return TFS_BTREE_NR *
 	       tfs_jset_entry_u64s(TFS_BKEY_U64s +
 				   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
 }
 
-static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
-		     u64 *seq, unsigned res_flags)
+void tfs_btree_roots_fill_locked(struct tfs_fs *fs, struct tfs_journal_res *res,
+				 struct tfs_btree *b, const struct tfs_bkey *new_root)
 {
-	struct tfs_journal_res res;
-	unsigned u64s;
-	int ret;
-
-	while (1) {
-		u64s = root_entry_u64s();
-		ret = tfs_journal_res_get(fs->j, &res, u64s, res_flags);
-		if (ret)
-			return ret;
-		pthread_mutex_lock(&fs->roots_lock);
-		if (res.seq >= fs->roots_seq)
-			break;
-		pthread_mutex_unlock(&fs->roots_lock);
-		tfs_journal_res_put(fs->j, &res);
-	}
 	if (new_root) {
 		/*
 		 * Under roots_lock only: readers of the root key take it
@@ -83,14 +68,33 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 
 		if (k->type == TFS_BKEY_btree_ptr)
 			level = ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level;
-		__le64 *dst = tfs_journal_res_add_entry(fs->j, &res, TFS_JSET_ENTRY_btree_root, id,
+		__le64 *dst = tfs_journal_res_add_entry(fs->j, res, TFS_JSET_ENTRY_btree_root, id,
 							level, tfs_bkey_u64s(k));
 
 		memcpy(dst, k, tfs_bkey_bytes(k));
 	}
 	/* The pin moves to this entry before it can be written: never a range without roots. */
-	tfs_journal_pin_update(fs->j, res.seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
-	fs->roots_seq = res.seq;
+	tfs_journal_pin_update(fs->j, res->seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
+	fs->roots_seq = res->seq;
+}
+
+static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
+		     u64 *seq, unsigned res_flags)
+{
+	struct tfs_journal_res res;
+	int ret;
+
+	while (1) {
+		ret = tfs_journal_res_get(fs->j, &res, tfs_btree_roots_u64s(), res_flags);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq >= fs->roots_seq)
+			break;
+		pthread_mutex_unlock(&fs->roots_lock);
+		tfs_journal_res_put(fs->j, &res);
+	}
+	tfs_btree_roots_fill_locked(fs, &res, b, new_root);
 	pthread_mutex_unlock(&fs->roots_lock);
 	tfs_journal_res_put(fs->j, &res);
 	if (seq)
@@ -497,6 +501,44 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 	b->ckpt_failures += io_error;
 }
 
+/*
+ * Step 4 of a tree but the alloc btree: one transaction whose journal entry
+ * holds the root entry and the btree alloc keys (tfs_alloc_nodes_trigger()):
+ * set for every copy written now, clear for every copy the durable tree
+ * refers to and the new one does not (the changed nodes' old copies, the
+ * nodes dropped since the last checkpoint).  The old copies stay allocated
+ * in memory until that entry is durable (step 5).
+ */
+static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq)
+{
+	struct tfs_fs *fs = c->b->fs;
+	struct tfs_btree_loc *set = calloc(c->nr ?: 1, sizeof(*set));
+	struct tfs_btree_loc *clear = calloc(c->nr + c->frees.nr ?: 1, sizeof(*clear));
+	struct tfs_trans_roots roots = { .b = c->b, .root_key = &c->root_key.k };
+	struct tfs_btree_trans trans;
+	int ret = -ENOMEM;
+
+	if (!set || !clear || tfs_fault("alloc:ckpt_commit"))
+		goto out;
+	for (unsigned i = 0; i < c->nr; i++) {
+		loc_from_runs(&set[roots.nr_set++], c->nodes[i].runs, c->nodes[i].nr_runs);
+		if (c->nodes[i].old.nr)
+			clear[roots.nr_clear++] = c->nodes[i].old;
+	}
+	for (unsigned i = 0; i < c->frees.nr; i++)
+		clear[roots.nr_clear++] = c->frees.locs[i];
+	roots.set = set;
+	roots.clear = clear;
+	tfs_trans_init(&trans, fs);
+	trans.roots = &roots;
+	ret = tfs_trans_commit(&trans, reclaim ? TFS_TRANS_RESERVED : TFS_TRANS_NONBLOCK, root_seq);
+	tfs_trans_exit(&trans);
+out:
+	free(set);
+	free(clear);
+	return ret;
+}
+
 /* Consecutive failed checkpoints of one tree before the filesystem stops writing. */
 #define CKPT_MAX_FAILURES 4
 
@@ -514,6 +556,7 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 	struct tfs_fs *fs = b->fs;
 	struct ckpt c = { .b = b };
 	u64 root_seq = 0;
+	bool flushed = false;
 	int ret;
 
 	if (fs->read_only || !fs->j)
@@ -530,7 +573,8 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		 */
 		struct tfs_journal_res res;
 
-		ret = tfs_journal_res_get(fs->j, &res, root_entry_u64s(), TFS_JOURNAL_RES_NONBLOCK);
+		ret = tfs_journal_res_get(fs->j, &res, tfs_btree_roots_u64s(),
+					  TFS_JOURNAL_RES_NONBLOCK);
 		if (ret)
 			return ret;
 		tfs_journal_res_put(fs->j, &res);
@@ -538,19 +582,41 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.done, NULL);
 	pthread_mutex_lock(&b->ckpt_lock);
+	/* fsck's seqcount (fs/fs_types.h): running first, then a new start. */
+	__atomic_add_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&fs->ckpt_started, 1, __ATOMIC_SEQ_CST);
 
 	/* 1. Snapshot under the tree's lock. */
+again:
 	pthread_rwlock_wrlock(&b->lock);
 	if (!b->nr_dirty && b->root_key.k.type == TFS_BKEY_btree_ptr) {
 		/* Nothing changed (a commit that deleted nothing still pinned its seq). */
 		tfs_journal_pin_drop(fs->j, &b->pin);
 		pthread_rwlock_unlock(&b->lock);
+		__atomic_sub_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(&b->ckpt_lock);
 		ckpt_free(&c);
 		return 0;
 	}
 	ret = ckpt_prepare_locked(&c);
 	pthread_rwlock_unlock(&b->lock);
+	if (ret && tfs_err_matches(ret, ENOSPC) && !flushed) {
+		struct tfs_alloc_usage u;
+
+		/*
+		 * Old copies freed by checkpoints whose root entry is not
+		 * durable yet (reclaim's are not flushed) wait for a flush:
+		 * make them durable, once, with no tree locked, and redo the
+		 * snapshot (prepare changed nothing).
+		 */
+		tfs_alloc_usage(fs, &u);
+		flushed = true;
+		if (u.waiting && !tfs_journal_flush(fs->j)) {
+			ckpt_free_bufs(&c);
+			c.nr = 0;
+			goto again;
+		}
+	}
 	if (ret) {
 		pthread_rwlock_wrlock(&b->lock);
 		for (unsigned i = 0; i < c.nr; i++)
@@ -574,12 +640,22 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		goto out;
 	}
 
-	/* 4. The root entry that makes the new tree the durable one. */
-	ret = log_roots(fs, b, &c.root_key.k, &root_seq,
-			reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
-	if (ret && tfs_err_matches(ret, EAGAIN)) {
+	/*
+	 * 4. The root entry that makes the new tree the durable one, with
+	 * the btree alloc keys of the copies it takes and gives up in the
+	 * same journal entry (ckpt_commit()).  The alloc btree's own nodes
+	 * are not recorded: a plain root entry.  Failing before the entry is
+	 * filled (no journal room, no memory, an alloc node unreadable)
+	 * leaves nothing durable referring to the new copies: undone.
+	 */
+	if (b->id == TFS_BTREE_alloc)
+		ret = log_roots(fs, b, &c.root_key.k, &root_seq,
+				reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
+	else
+		ret = ckpt_commit(&c, reclaim, &root_seq);
+	if (ret && (tfs_err_matches(ret, EAGAIN) || b->id != TFS_BTREE_alloc)) {
 		pthread_rwlock_wrlock(&b->lock);
-		ckpt_fail_locked(&c, false);
+		ckpt_fail_locked(&c, !tfs_err_matches(ret, EAGAIN));
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
@@ -619,6 +695,7 @@ out:
 			tfs_journal_halt(fs->j);
 		}
 	}
+	__atomic_sub_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&b->ckpt_lock);
 	ckpt_free(&c);
 	return ret;
@@ -655,7 +732,14 @@ int tfs_btree_write_all(struct tfs_fs *fs)
 		return 0;
 	/* Key cache hook: its dirty keys into the trees first, then the trees to disk. */
 	ret = tfs_btree_key_cache_flush_all(fs->key_cache);
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+	/*
+	 * The alloc btree last: every other tree's checkpoint changes its
+	 * btree alloc keys, its own changes none (fs/fs_format.h).
+	 */
+	for (unsigned i = 0; i < TFS_BTREE_NR; i++) {
+		unsigned id = i < TFS_BTREE_alloc    ? i
+			      : i + 1 < TFS_BTREE_NR ? i + 1
+						     : TFS_BTREE_alloc;
 		struct tfs_btree *b = &fs->btrees[id];
 		int r;
 
