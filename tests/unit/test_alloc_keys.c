@@ -8,7 +8,8 @@
  * Btree node space: every tree's nodes but the alloc btree's are in btree
  * alloc keys, which open reads instead of walking the nodes; a power cut at
  * any write of a write-back (node copies, flushes, the entry with the root
- * and the keys) leaves keys that fsck finds exact.
+ * and the keys) leaves keys that fsck finds exact.  The inode count of
+ * statfs is the accounting key; open reads one inodes leaf.
  * (Power cuts: test_posix_crash's fsck after every cut checks the alloc
  * keys against the extents too.)
  */
@@ -394,6 +395,40 @@ static void test_power_cut_node_alloc(void **state)
 	assert_true(cuts > 5);
 }
 
+/* statfs's inode count is the accounting key; open reads one inodes leaf, not all. */
+static void test_inode_count(void **state)
+{
+	struct statvfs st;
+	struct tfs_bkey_buf kb;
+	struct tfs_accounting *v;
+	struct tfs_btree_trans trans;
+	u64 r0, r1;
+
+	make_files(600, 5);
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 601);
+	assert_int_equal(tfs_btree_write_all(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	r0 = T.fs->btrees[TFS_BTREE_inodes].c.nodes_read;
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 601);
+	assert_int_equal(tfs_btree_verify(T.fs, TFS_BTREE_inodes), 0);
+	r1 = T.fs->btrees[TFS_BTREE_inodes].c.nodes_read;
+	fprintf(stderr, "inodes nodes read: %llu at open, %llu after a full walk\n",
+		(unsigned long long)r0, (unsigned long long)r1);
+	assert_true(r1 >= r0 + 4); /* the other leaves */
+	assert_true(r0 <= 2);	   /* the root and the last leaf */
+	/* The count is the key's: a wrong key shows (fsck repairs it). */
+	v = tfs_bkey_init(&kb, TFS_BKEY_accounting, tfs_acct_pos(TFS_ACCT_inodes, 0), sizeof(*v));
+	v->value = cpu_to_le64(1000);
+	tfs_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_alloc, &kb.k), 0);
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -403,6 +438,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_degraded_delete, setup_two, teardown),
 		cmocka_unit_test_setup_teardown(test_node_space_from_keys, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_cut_node_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inode_count, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
