@@ -8,9 +8,9 @@
  * The unit is the filesystem block (the superblock's block_size).  Each
  * member's usable space is its buckets from first_bucket on, less its
  * journal buckets.  The allocator keeps, per member, which blocks are in
- * use, in memory; open builds it from what references space on disk (every
- * btree node pointer, and the alloc keys for file data: see the end of this
- * file), so no space is ever leaked by a crash.
+ * use, in memory; open builds it from what references space on disk (the
+ * alloc keys, for file data and btree nodes, and the alloc btree's own node
+ * pointers: see the end of this file), so no space is ever leaked by a crash.
  *
  * Invariants:
  *  - Space is handed out only if free and not waiting: blocks freed by a
