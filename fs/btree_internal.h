@@ -25,7 +25,7 @@ struct printbuf;
  */
 struct tfs_trans_roots {
 	struct tfs_btree *b;
-	const struct tfs_bkey *root_key;
+	const struct tfs_bkey *root_key; /* NULL: node space keys only, no root entry */
 	const struct tfs_btree_loc *set, *clear;
 	unsigned nr_set, nr_clear;
 };

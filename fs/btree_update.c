@@ -425,7 +425,7 @@ retry:
 	trans->mem_used = mem_base;
 	ret = tfs_alloc_trigger(trans, flags) ?: tfs_alloc_nodes_trigger(trans)
 							 ?: plan_build(trans, &p);
-	if (!ret && trans->roots)
+	if (!ret && trans->roots && trans->roots->root_key)
 		p.res_u64s += tfs_btree_roots_u64s();
 	if (!ret && have_res && res.u64s < p.res_u64s) {
 		/* The trigger's keys grew since the reservation was sized: again, without it. */
@@ -478,7 +478,7 @@ retry:
 		have_res = true;
 	}
 
-	if (trans->roots) {
+	if (trans->roots && trans->roots->root_key) {
 		/*
 		 * A checkpoint's root entry: the newest root entry must hold
 		 * the newest roots (log_roots()), so ours must not be older
@@ -499,7 +499,7 @@ retry:
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (p.btrees & (1U << id))
 			apply_btree(trans, &fs->btrees[id], &p, &res);
-	if (trans->roots) {
+	if (trans->roots && trans->roots->root_key) {
 		/*
 		 * Crash safety: the root entry and the btree alloc keys for
 		 * its nodes are in this one journal entry, so no durable

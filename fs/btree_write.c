@@ -28,18 +28,6 @@
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
-/*
- * Logs every root in one entry.  The newest root entry must hold the newest
- * roots, so an entry is filled (under roots_lock) only when its seq is not
- * older than the last one filled; a reservation that lost that race is
- * released unfilled (zeros: skipped by replay) and taken again.  The wait
- * for a reservation happens without roots_lock: a checkpoint in the reclaim
- * thread may need the lock for reclaim to make progress.
- *
- * With new_root (and b), b's root key is set under the same lock, just
- * before the entry is filled.  Root entries are reclaim's own work: they use
- * the journal's reserve.
- */
 /* Words of a root entry, sized for the largest root keys (they may change before the lock). */
 unsigned tfs_btree_roots_u64s(void)
 {
@@ -78,6 +66,18 @@ void tfs_btree_roots_fill_locked(struct tfs_fs *fs, struct tfs_journal_res *res,
 	fs->roots_seq = res->seq;
 }
 
+/*
+ * Logs every root in one entry.  The newest root entry must hold the newest
+ * roots, so an entry is filled (under roots_lock) only when its seq is not
+ * older than the last one filled; a reservation that lost that race is
+ * released unfilled (zeros: skipped by replay) and taken again.  The wait
+ * for a reservation happens without roots_lock: a checkpoint in the reclaim
+ * thread may need the lock for reclaim to make progress.
+ *
+ * With new_root (and b), b's root key is set under the same lock, just
+ * before the entry is filled.  Root entries are reclaim's own work: they use
+ * the journal's reserve.
+ */
 static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
 		     u64 *seq, unsigned res_flags)
 {
@@ -135,6 +135,7 @@ struct ckpt {
 	struct tfs_btree_free_list frees; /* taken from the tree: freed when this is durable */
 	struct tfs_bkey_buf root_key;
 	u64 max_seq;
+	bool sets_committed, keep_old; /* ckpt_commit() split its keys */
 	/* The writes. */
 	pthread_mutex_t lock;
 	pthread_cond_t done;
@@ -476,7 +477,8 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 		struct ckpt_node *cn = &c->nodes[i];
 		struct tfs_bnode *n = cn->n;
 
-		for (unsigned r = 0; r < cn->nr_runs; r++)
+		/* Btree alloc keys mark them (a split commit): they stay allocated. */
+		for (unsigned r = 0; r < cn->nr_runs && !c->sets_committed; r++)
 			tfs_alloc_free_now(fs, &cn->runs[r]);
 		n->writing = false;
 		if (n->dead) {
@@ -501,21 +503,67 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 	b->ckpt_failures += io_error;
 }
 
+/* One commit of a checkpoint's node space (and root entry, with r->root_key). */
+static int ckpt_commit_one(struct tfs_fs *fs, const struct tfs_trans_roots *r, unsigned flags,
+			   u64 *seq)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_trans_init(&trans, fs);
+	trans.roots = r;
+	ret = tfs_trans_commit(&trans, flags, seq);
+	tfs_trans_exit(&trans);
+	return ret;
+}
+
+/* Sets (or clears) the btree alloc keys of locs[0..nr), a few per transaction. */
+static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *locs, unsigned nr,
+			      bool set, unsigned flags, u64 *seq)
+{
+	for (unsigned i = 0, n; i < nr; i += n) {
+		struct tfs_trans_roots r = { .b = b };
+		int ret;
+
+		n = min_t(unsigned, nr - i, 16);
+		if (set) {
+			r.set = locs + i;
+			r.nr_set = n;
+		} else {
+			r.clear = locs + i;
+			r.nr_clear = n;
+		}
+		ret = ckpt_commit_one(b->fs, &r, flags, seq);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /*
  * Step 4 of a tree but the alloc btree: one transaction whose journal entry
  * holds the root entry and the btree alloc keys (tfs_alloc_nodes_trigger()):
  * set for every copy written now, clear for every copy the durable tree
  * refers to and the new one does not (the changed nodes' old copies, the
  * nodes dropped since the last checkpoint).  The old copies stay allocated
- * in memory until that entry is durable (step 5).
+ * in memory until that entry is durable (step 5): *free_seq.
+ *
+ * Keys for more copies than one journal entry holds: the sets first, then
+ * the root entry, then the clears, each in entries of their own.  A block
+ * is then never doubly used (the sets are durable before the root entry,
+ * and the old copies are reused only once the clears are durable:
+ * *free_seq is the last clear's seq), but a crash between them leaks the
+ * space of the new or the old copies (fsck says so, -y frees it).  After a
+ * set was committed, the new copies stay allocated if the checkpoint fails
+ * (c->sets_committed); if a clear fails, the old ones (c->keep_old).
  */
-static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq)
+static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_seq)
 {
 	struct tfs_fs *fs = c->b->fs;
 	struct tfs_btree_loc *set = calloc(c->nr ?: 1, sizeof(*set));
 	struct tfs_btree_loc *clear = calloc(c->nr + c->frees.nr ?: 1, sizeof(*clear));
 	struct tfs_trans_roots roots = { .b = c->b, .root_key = &c->root_key.k };
-	struct tfs_btree_trans trans;
+	unsigned flags = reclaim ? TFS_TRANS_RESERVED : TFS_TRANS_NONBLOCK;
 	int ret = -ENOMEM;
 
 	if (!set || !clear || tfs_fault("alloc:ckpt_commit"))
@@ -529,10 +577,26 @@ static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq)
 		clear[roots.nr_clear++] = c->frees.locs[i];
 	roots.set = set;
 	roots.clear = clear;
-	tfs_trans_init(&trans, fs);
-	trans.roots = &roots;
-	ret = tfs_trans_commit(&trans, reclaim ? TFS_TRANS_RESERVED : TFS_TRANS_NONBLOCK, root_seq);
-	tfs_trans_exit(&trans);
+	ret = tfs_fault("ckpt:alloc_keys_too_big") ? -TFS_ERR_journal_entry_too_big
+						   : ckpt_commit_one(fs, &roots, flags, root_seq);
+	*free_seq = *root_seq;
+	if (ret != -TFS_ERR_journal_entry_too_big)
+		goto out;
+
+	unsigned nr_set = roots.nr_set, nr_clear = roots.nr_clear;
+
+	c->sets_committed = true; /* some may be, from here on */
+	ret = ckpt_commit_chunks(c->b, set, nr_set, true, flags, root_seq);
+	if (ret)
+		goto out;
+	roots.nr_set = roots.nr_clear = 0;
+	ret = ckpt_commit_one(fs, &roots, flags, root_seq);
+	if (ret)
+		goto out;
+	c->sets_committed = false; /* the root entry refers to them */
+	*free_seq = *root_seq;
+	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, flags, free_seq))
+		c->keep_old = true;
 out:
 	free(set);
 	free(clear);
@@ -555,7 +619,7 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 {
 	struct tfs_fs *fs = b->fs;
 	struct ckpt c = { .b = b };
-	u64 root_seq = 0;
+	u64 root_seq = 0, free_seq = 0;
 	bool flushed = false;
 	int ret;
 
@@ -648,11 +712,12 @@ again:
 	 * filled (no journal room, no memory, an alloc node unreadable)
 	 * leaves nothing durable referring to the new copies: undone.
 	 */
-	if (b->id == TFS_BTREE_alloc)
+	if (b->id == TFS_BTREE_alloc) {
 		ret = log_roots(fs, b, &c.root_key.k, &root_seq,
 				reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
-	else
-		ret = ckpt_commit(&c, reclaim, &root_seq);
+		free_seq = root_seq;
+	} else
+		ret = ckpt_commit(&c, reclaim, &root_seq, &free_seq);
 	if (ret && (tfs_err_matches(ret, EAGAIN) || b->id != TFS_BTREE_alloc)) {
 		pthread_rwlock_wrlock(&b->lock);
 		ckpt_fail_locked(&c, !tfs_err_matches(ret, EAGAIN));
@@ -681,7 +746,7 @@ again:
 	 * rebuild frees what nothing refers to).
 	 */
 	pthread_rwlock_wrlock(&b->lock);
-	ckpt_done_locked(&c, root_seq, !ret);
+	ckpt_done_locked(&c, free_seq, !ret && !c.keep_old);
 	pthread_rwlock_unlock(&b->lock);
 	tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
 out:
