@@ -245,6 +245,16 @@ static void unlock_btrees(struct tfs_fs *fs, unsigned mask)
 			pthread_rwlock_unlock(&fs->btrees[id].lock);
 }
 
+/*
+ * The key cache a commit goes through: none for a checkpoint's (only alloc
+ * keys, never cached), which may run in reclaim while open is still
+ * creating the key cache (fs->key_cache is set after the journal starts).
+ */
+static struct tfs_btree_key_cache *trans_key_cache(const struct tfs_btree_trans *trans)
+{
+	return trans->roots ? NULL : trans->fs->key_cache;
+}
+
 /* Words the key at pos in leaf takes now (0: none there). */
 static unsigned leaf_key_u64s(const struct tfs_bnode *leaf, struct tfs_bpos pos)
 {
@@ -344,7 +354,8 @@ static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, stru
 		if (!p->items[i].final)
 			continue;
 		/* Key cache hook: an update of a cached key goes to its entry, not the leaf. */
-		if (tfs_btree_key_cache_commit_apply(fs->key_cache, &p->kc, b->id, k, res->seq))
+		if (tfs_btree_key_cache_commit_apply(trans_key_cache(trans), &p->kc, b->id, k,
+						     res->seq))
 			continue;
 		/* Every node on the path was walked by fit_btree() under this lock: no I/O. */
 		if (tfs_btree_walk(b, p->items[i].pos, 0, &path, true))
@@ -439,7 +450,7 @@ retry:
 			ret = fit_btree(trans, &fs->btrees[id], &p);
 	/* Key cache hook: memory for cached updates; a raced key cache flush fails here. */
 	if (!ret)
-		ret = tfs_btree_key_cache_commit_prep(fs->key_cache, &p.kc, trans->updates,
+		ret = tfs_btree_key_cache_commit_prep(trans_key_cache(trans), &p.kc, trans->updates,
 						      trans->nr_updates, flags);
 	if (ret) {
 		unlock_btrees(fs, mask);
@@ -525,7 +536,7 @@ out:
 		trans->nr_updates = nr_base;
 		trans->mem_used = mem_base;
 	}
-	tfs_btree_key_cache_commit_done(fs->key_cache, &p.kc); /* key cache hook */
+	tfs_btree_key_cache_commit_done(trans_key_cache(trans), &p.kc); /* key cache hook */
 	free(p.items);
 	return ret;
 }
