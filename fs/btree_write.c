@@ -464,6 +464,26 @@ static void ckpt_done_locked(struct ckpt *c, u64 root_seq, bool free_old)
 }
 
 /*
+ * The pointers to this checkpoint's nodes (still writing), which step 1 or
+ * a root grown meanwhile set to their new copies, back to their durable
+ * copies: the new ones are given back.  A walk, not ckpt_node.pidx:
+ * commits may have split or merged since step 1.
+ */
+static void ptrs_reset_locked(struct tfs_fs *fs, struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		struct tfs_bnode *ch = n->child[i];
+
+		if (!ch)
+			continue;
+		if (ch->writing)
+			tfs_btree_ptr_key_set(fs, tfs_bnode_key(n, i), &ch->disk, ch->disk_seq,
+					      ch->disk_csum, ch->level);
+		ptrs_reset_locked(fs, ch);
+	}
+}
+
+/*
  * Steps 2-4 failed: nothing durable refers to the new copies; everything is
  * dirty again.  io_error: a write failed (counted towards giving up), not
  * a lack of journal space.
@@ -473,6 +493,7 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 	struct tfs_btree *b = c->b;
 	struct tfs_fs *fs = b->fs;
 
+	ptrs_reset_locked(fs, b->root);
 	for (unsigned i = 0; i < c->nr; i++) {
 		struct ckpt_node *cn = &c->nodes[i];
 		struct tfs_bnode *n = cn->n;
