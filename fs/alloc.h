@@ -8,9 +8,9 @@
  * The unit is the filesystem block (the superblock's block_size).  Each
  * member's usable space is its buckets from first_bucket on, less its
  * journal buckets.  The allocator keeps, per member, which blocks are in
- * use, in memory; open builds it from what references space on disk (every
- * btree node pointer, and the alloc keys for file data: see the end of this
- * file), so no space is ever leaked by a crash.
+ * use, in memory; open builds it from what references space on disk (the
+ * alloc keys, for file data and btree nodes, and the alloc btree's own node
+ * pointers: see the end of this file), so no space is ever leaked by a crash.
  *
  * Invariants:
  *  - Space is handed out only if free and not waiting: blocks freed by a
@@ -89,20 +89,24 @@ void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs);
 /* --- alloc and accounting keys (fs/alloc_keys.c; formats in fs/fs_format.h) --- */
 
 /*
- * On disk, the alloc btree records which blocks file data uses (one alloc
- * key per bucket holding any) and the accounting counters (user blocks per
- * member, inodes).  Btree node space is not recorded: open derives it from
- * the node pointers.  The in-memory allocator above is built at open from
- * the journal buckets, the node pointers and the alloc keys, never from the
- * extents (open does not read extents leaves).
+ * On disk, the alloc btree records which blocks file data uses and which
+ * btree nodes use (one alloc key per bucket and owner: user data, btree
+ * nodes), and the accounting counters (user and btree blocks per member,
+ * inodes).  The alloc btree's own nodes are not recorded (fs/fs_format.h):
+ * open marks them from the alloc btree it reads whole anyway.  The
+ * in-memory allocator above is built at open from the journal buckets, the
+ * alloc btree's nodes and the alloc keys: no other tree's nodes are walked,
+ * no extents leaf is read.
  *
  * Invariant, at every durable point (every journal prefix replay can end
- * at): the alloc keys hold exactly the blocks the extents reference, and
- * the accounting keys the sums.  Kept by the commit trigger below, which
- * queues the alloc and accounting updates in the transaction that changes
- * the extents (or inodes), so they go into the same journal entry.
- * Space tfs_alloc() handed out but no commit references is free on disk: a
- * crash frees it.
+ * at): the user alloc keys hold exactly the blocks the extents reference,
+ * the btree alloc keys exactly the blocks of the nodes of the durable trees
+ * (but the alloc btree's), and the accounting keys the sums.  Kept by the
+ * commit trigger below, which queues the alloc and accounting updates in
+ * the transaction that changes the extents (or inodes), and by the node
+ * trigger, in the checkpoint's commit that holds its root entry: in both
+ * cases the same journal entry.  Space tfs_alloc() handed out but no
+ * commit references is free on disk: a crash frees it.
  */
 
 struct tfs_btree_trans;
@@ -125,12 +129,25 @@ unsigned tfs_alloc_trigger_btrees(const struct tfs_btree_trans *trans, unsigned 
  */
 int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags);
 
+/*
+ * The checkpoint's node trigger: called by tfs_trans_commit() for a
+ * checkpoint's commit (trans->roots) with the alloc btree locked, after
+ * tfs_alloc_trigger(): queues the btree alloc keys (and btree_blocks
+ * counters) for the node copies the new tree takes and gives up, so they
+ * share the journal entry of its root entry.  Nothing for the alloc btree's
+ * own checkpoints.  0, -ENOMEM or a node read error.
+ */
+int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans);
+
+/* An alloc key's position (inode): its data type and member; false if none. */
+bool tfs_alloc_pos_decode(u64 inode, unsigned *type, unsigned *dev);
+
 /* Open: marks the blocks of every alloc key used in the allocator. */
 int tfs_alloc_keys_load(struct tfs_fs *fs);
 
 /* An accounting counter (0 when it has no key).  0 or a read error. */
 int tfs_acct_read(struct tfs_fs *fs, enum tfs_acct_kind kind, unsigned dev, u64 *v);
-/* "user_blocks", "inodes"; NULL for an unknown kind. */
+/* "user_blocks", "inodes", "btree_blocks"; NULL for an unknown kind. */
 const char *tfs_acct_kind_str(unsigned kind);
 /* The counters, one line each. */
 void tfs_acct_to_text(struct printbuf *out, struct tfs_fs *fs);

@@ -39,23 +39,39 @@ static unsigned words_popcount(const __le64 *w, unsigned nr)
 	return n;
 }
 
+bool tfs_alloc_pos_decode(u64 inode, unsigned *type, unsigned *dev)
+{
+	if (inode < TFS_MAX_DEVICES) {
+		*type = TFS_ALLOC_DATA_user;
+		*dev = (unsigned)inode;
+		return true;
+	}
+	if (inode >= TFS_ALLOC_BTREE_INODE && inode < TFS_ALLOC_BTREE_INODE + TFS_MAX_DEVICES) {
+		*type = TFS_ALLOC_DATA_btree;
+		*dev = (unsigned)(inode - TFS_ALLOC_BTREE_INODE);
+		return true;
+	}
+	return false;
+}
+
 static int alloc_key_validate(const struct tfs_bkey *k, struct printbuf *err)
 {
 	const struct tfs_alloc_key *a = tfs_bkey_val(k);
 	size_t bytes = tfs_bkey_val_bytes(k);
-	unsigned nr, words;
+	unsigned nr, words, type, dev;
 
 	if (bytes < sizeof(*a)) {
 		prt_printf(err, "value of %zu bytes < %zu", bytes, sizeof(*a));
 		return -TFS_ERR_bkey_invalid;
 	}
-	if (le64_to_cpu(k->inode) >= TFS_MAX_DEVICES) {
-		prt_printf(err, "member %llu >= %u", (unsigned long long)le64_to_cpu(k->inode),
-			   TFS_MAX_DEVICES);
+	if (!tfs_alloc_pos_decode(le64_to_cpu(k->inode), &type, &dev)) {
+		prt_printf(err, "position %llu is no member's (0..%u, or %llu + member)",
+			   (unsigned long long)le64_to_cpu(k->inode), TFS_MAX_DEVICES - 1,
+			   TFS_ALLOC_BTREE_INODE);
 		return -TFS_ERR_bkey_invalid;
 	}
-	if (a->data_type != TFS_ALLOC_DATA_user) {
-		prt_printf(err, "data type %u (only user data is recorded)", a->data_type);
+	if (a->data_type != type) {
+		prt_printf(err, "data type %u at a position of data type %u", a->data_type, type);
 		return -TFS_ERR_bkey_invalid;
 	}
 	if (a->pad0 || a->pad1 || a->pad2) {
@@ -351,11 +367,11 @@ static int acct_update(struct tfs_btree_trans *trans, enum tfs_acct_kind kind, u
 }
 
 /* One bucket's deltas d[0..nr): its new alloc key queued when it changes. */
-static int bucket_update(struct tfs_btree_trans *trans, const struct blk_delta *d, unsigned nr,
-			 s64 *used_delta)
+static int bucket_update(struct tfs_btree_trans *trans, enum tfs_alloc_data_type type,
+			 const struct blk_delta *d, unsigned nr, s64 *used_delta)
 {
 	struct tfs_fs *fs = trans->fs;
-	struct tfs_bpos pos = TFS_POS(d->dev, d->bucket);
+	struct tfs_bpos pos = tfs_alloc_pos(type, d->dev, d->bucket);
 	u32 nr_blocks = fs->alloc.devs[d->dev].bucket_size / fs->block_size;
 	unsigned words = DIV_ROUND_UP(nr_blocks, 64), old_used = 0, used;
 	const struct tfs_bkey *old;
@@ -367,7 +383,7 @@ static int bucket_update(struct tfs_btree_trans *trans, const struct blk_delta *
 	if (ret)
 		return ret;
 	a = tfs_bkey_init(&buf, TFS_BKEY_alloc, pos, tfs_alloc_key_val_bytes(nr_blocks));
-	a->data_type = TFS_ALLOC_DATA_user;
+	a->data_type = type;
 	a->nr_blocks = cpu_to_le32(nr_blocks);
 	if (old && old->type == TFS_BKEY_alloc) {
 		const struct tfs_alloc_key *o = tfs_bkey_val(old);
@@ -457,12 +473,65 @@ int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags)
 		for (j = i + 1;
 		     j < t.nr && t.d[j].dev == t.d[i].dev && t.d[j].bucket == t.d[i].bucket; j++)
 			;
-		ret = bucket_update(trans, &t.d[i], j - i, &used_delta[t.d[i].dev]);
+		ret = bucket_update(trans, TFS_ALLOC_DATA_user, &t.d[i], j - i,
+				    &used_delta[t.d[i].dev]);
 	}
 	for (unsigned dev = 0; !ret && dev < TFS_MAX_DEVICES; dev++)
 		ret = acct_update(trans, TFS_ACCT_user_blocks, dev, used_delta[dev]);
 	if (!ret)
 		ret = acct_update(trans, TFS_ACCT_inodes, 0, t.inodes);
+	free(t.d);
+	return ret;
+}
+
+/* The blocks of a node's copies at loc (a node lies inside one bucket). */
+static int loc_deltas(struct trigger *t, const struct tfs_btree_loc *loc, bool set)
+{
+	struct tfs_fs *fs = t->fs;
+
+	for (unsigned r = 0; r < loc->nr; r++) {
+		u32 dev = loc->ptrs[r].dev, bsz;
+		u64 off = loc->ptrs[r].offset;
+		int ret;
+
+		if (dev >= fs->nr_devices || !(bsz = fs->alloc.devs[dev].bucket_size))
+			continue; /* a member of unknown geometry: refused at open */
+		ret = delta_push(t, (struct blk_delta){ .dev = dev,
+							.set = set,
+							.bucket = off / bsz,
+							.first = (u32)(off % bsz / fs->block_size),
+							.nr = fs->node_size / fs->block_size });
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans)
+{
+	const struct tfs_trans_roots *r = trans->roots;
+	struct trigger t = { .fs = trans->fs };
+	s64 used_delta[TFS_MAX_DEVICES] = { 0 };
+	int ret = 0;
+
+	/* The alloc btree's own nodes are not recorded (fs/fs_format.h). */
+	if (!r || r->b->id == TFS_BTREE_alloc)
+		return 0;
+	for (unsigned i = 0; i < r->nr_clear && !ret; i++)
+		ret = loc_deltas(&t, &r->clear[i], false);
+	for (unsigned i = 0; i < r->nr_set && !ret; i++)
+		ret = loc_deltas(&t, &r->set[i], true);
+	if (!ret && t.nr)
+		qsort(t.d, t.nr, sizeof(*t.d), delta_cmp);
+	for (unsigned i = 0, j; !ret && i < t.nr; i = j) {
+		for (j = i + 1;
+		     j < t.nr && t.d[j].dev == t.d[i].dev && t.d[j].bucket == t.d[i].bucket; j++)
+			;
+		ret = bucket_update(trans, TFS_ALLOC_DATA_btree, &t.d[i], j - i,
+				    &used_delta[t.d[i].dev]);
+	}
+	for (unsigned dev = 0; !ret && dev < TFS_MAX_DEVICES; dev++)
+		ret = acct_update(trans, TFS_ACCT_btree_blocks, dev, used_delta[dev]);
 	free(t.d);
 	return ret;
 }
@@ -475,15 +544,19 @@ int tfs_alloc_keys_load(struct tfs_fs *fs)
 	const struct tfs_bkey *k;
 	int ret;
 
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_alloc, TFS_POS_MIN, TFS_POS(TFS_MAX_DEVICES, 0));
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_alloc, TFS_POS_MIN,
+			    TFS_POS(TFS_ALLOC_BTREE_INODE + TFS_MAX_DEVICES, 0));
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
 	     ret = tfs_btree_iter_next(&iter, &k)) {
 		const struct tfs_alloc_key *a = tfs_bkey_val(k);
-		u32 dev = (u32)le64_to_cpu(k->inode), bsz, nr;
+		unsigned dev, type;
+		u32 bsz, nr;
 		u64 base;
 
-		if (k->type != TFS_BKEY_alloc || dev >= fs->nr_devices ||
-		    !fs->alloc.devs[dev].bits || !(bsz = fs->alloc.devs[dev].bucket_size))
+		if (k->type != TFS_BKEY_alloc ||
+		    !tfs_alloc_pos_decode(le64_to_cpu(k->inode), &type, &dev) ||
+		    dev >= fs->nr_devices || !fs->alloc.devs[dev].bits ||
+		    !(bsz = fs->alloc.devs[dev].bucket_size))
 			continue; /* a missing member: nothing is allocated there */
 		nr = min_t(u32, le32_to_cpu(a->nr_blocks), bsz / fs->block_size);
 		base = le64_to_cpu(k->offset) * bsz;
@@ -503,10 +576,26 @@ int tfs_alloc_keys_load(struct tfs_fs *fs)
 			if (tfs_alloc_mark_used(fs, &run)) {
 				struct printbuf t = PRINTBUF;
 
+				/*
+				 * Marked already (doubly used): the free ones of
+				 * the run one by one, so the union stays used and
+				 * nothing either key marks is handed out.
+				 */
+				for (u32 b = i; b < j; b++) {
+					struct tfs_alloc_run one = {
+						.dev = dev,
+						.offset = base + (u64)b * fs->block_size,
+						.len = fs->block_size,
+					};
+
+					tfs_alloc_mark_used(fs, &one);
+				}
+
 				tfs_bkey_to_text(&t, k);
 				fprintf(stderr,
-					"%s: blocks %u..%u: space already used (a btree node or a "
-					"journal bucket) or outside usable space (fsck repairs it)\n",
+					"%s: blocks %u..%u: space already used (by another alloc key, "
+					"an alloc btree node or a journal bucket) or outside usable "
+					"space (fsck repairs it)\n",
 					printbuf_str(&t), i, j - 1);
 				printbuf_exit(&t);
 			}
@@ -540,6 +629,10 @@ void tfs_acct_to_text(struct printbuf *out, struct tfs_fs *fs)
 	for (unsigned dev = 0; dev < fs->nr_devices; dev++)
 		if (!tfs_acct_read(fs, TFS_ACCT_user_blocks, dev, &v))
 			prt_printf(out, "member %u user data:\t%llu blocks\n", dev,
+				   (unsigned long long)v);
+	for (unsigned dev = 0; dev < fs->nr_devices; dev++)
+		if (!tfs_acct_read(fs, TFS_ACCT_btree_blocks, dev, &v))
+			prt_printf(out, "member %u btree nodes:\t%llu blocks\n", dev,
 				   (unsigned long long)v);
 	if (!tfs_acct_read(fs, TFS_ACCT_inodes, 0, &v))
 		prt_printf(out, "inodes:\t%llu\n", (unsigned long long)v);

@@ -122,6 +122,8 @@ enum tfs_trans_flags {
 	TFS_TRANS_KEY_CACHE_FLUSH = 1 << 2,
 };
 
+struct tfs_trans_roots;
+
 struct tfs_trans_update {
 	enum tfs_btree_id id;
 	struct tfs_bkey *k; /* in the transaction's memory; type deleted removes */
@@ -135,6 +137,8 @@ struct tfs_btree_trans {
 	__le64 *mem;
 	size_t mem_used, mem_size;
 	u64 seq; /* after a successful commit: the journal seq holding it */
+	/* A checkpoint's commit only (fs/btree_internal.h); NULL otherwise. */
+	const struct tfs_trans_roots *roots;
 };
 
 void tfs_trans_init(struct tfs_btree_trans *trans, struct tfs_fs *fs);
@@ -180,8 +184,10 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id);
 /*
  * Calls fn for the pointer (fs/bkey.h: struct tfs_btree_ptr, each replica's
  * location) of the root and of every node whose parent is in memory (all of
- * them after tfs_btree_verify()); a pointer with nr_ptrs 0 is a node not
- * written yet.  For fsck: space used by nodes.  Stops at fn's nonzero return.
+ * them after tfs_btree_verify()), and of the nodes dropped since the last
+ * checkpoint (the durable tree still has them: their space is freed by the
+ * next one); a pointer with nr_ptrs 0 is a node not written yet.  For fsck:
+ * space used by nodes.  Stops at fn's nonzero return.
  */
 typedef int (*tfs_btree_node_loc_fn)(void *ctx, const struct tfs_btree_ptr *ptr);
 int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_node_loc_fn fn,

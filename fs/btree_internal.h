@@ -18,6 +18,31 @@
 
 struct printbuf;
 
+/*
+ * A checkpoint's commit (btree_write.c; tfs_btree_trans.roots): with the
+ * transaction's keys, in the same journal entry, the root entry that makes
+ * b's new root durable (every root, root_key for b) and the btree alloc
+ * keys for the node copies the new tree takes (set) and gives up (clear),
+ * queued by tfs_alloc_nodes_trigger() under the alloc btree's lock.
+ */
+struct tfs_trans_roots {
+	struct tfs_btree *b;
+	const struct tfs_bkey *root_key; /* NULL: node space keys only, no root entry */
+	const struct tfs_btree_loc *set, *clear;
+	unsigned nr_set, nr_clear;
+};
+
+/* Words a root entry takes in a reservation (every tree's root, largest keys). */
+unsigned tfs_btree_roots_u64s(void);
+/*
+ * Fills a root entry into res, with roots_lock held and res.seq not older
+ * than fs->roots_seq; with b, b's root key becomes new_root first.  Moves
+ * the roots pin to res.seq.
+ */
+struct tfs_journal_res;
+void tfs_btree_roots_fill_locked(struct tfs_fs *fs, struct tfs_journal_res *res,
+				 struct tfs_btree *b, const struct tfs_bkey *new_root);
+
 /* --- nodes (btree_node.c) --- */
 
 /* Words of an interior node's btree_ptr key (room for every replica). */

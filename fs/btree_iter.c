@@ -531,6 +531,20 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 	if (have_root)
 		ret = fn(ctx, tfs_bkey_val(&root.k));
 	ret = ret ?: node_locations(b->root, fn, ctx);
+	/* Nodes dropped since the last checkpoint: the durable tree still has them. */
+	for (size_t i = 0; !ret && i < b->pending_free.nr; i++) {
+		const struct tfs_btree_loc *loc = &b->pending_free.locs[i];
+		struct {
+			struct tfs_btree_ptr p;
+			struct tfs_btree_ptr_dev d[TFS_BTREE_PTR_MAX_REPLICAS];
+		} v = { .p.nr_ptrs = (u8)loc->nr };
+
+		for (unsigned r = 0; r < loc->nr; r++) {
+			v.d[r].dev = cpu_to_le32(loc->ptrs[r].dev);
+			v.d[r].offset = cpu_to_le64(loc->ptrs[r].offset);
+		}
+		ret = fn(ctx, &v.p);
+	}
 	pthread_rwlock_unlock(&b->lock);
 	return ret;
 }

@@ -132,19 +132,26 @@ struct tfs_bnode *tfs_btree_new_root_leaf(struct tfs_btree *b)
 	return n;
 }
 
-/* The btree_ptr key an interior node holds for child c (its current copy). */
+/*
+ * The btree_ptr key an interior node holds for child c: its current copy,
+ * or while a checkpoint writes c, the new one (as the keys the checkpoint
+ * set): the old copy is freed when that checkpoint is durable, and a root
+ * grown over c meanwhile kept pointing at it (fsck then found another
+ * tree's node in the same place).  A failed checkpoint sets them back.
+ */
 static void bnode_ptr_key(struct tfs_fs *fs, struct tfs_bkey_buf *buf, const struct tfs_bnode *c)
 {
+	const struct tfs_btree_loc *loc = c->writing ? &c->new_disk : &c->disk;
 	struct tfs_btree_ptr *p = tfs_bkey_init(buf, TFS_BKEY_btree_ptr, c->max_key,
 						tfs_btree_ptr_val_bytes(fs->metadata_replicas));
 
 	p->level = c->level;
-	p->nr_ptrs = (u8)c->disk.nr;
-	p->seq = cpu_to_le64(c->disk_seq);
-	p->csum = cpu_to_le32(c->disk_csum);
-	for (unsigned i = 0; i < c->disk.nr; i++) {
-		p->ptrs[i].dev = cpu_to_le32(c->disk.ptrs[i].dev);
-		p->ptrs[i].offset = cpu_to_le64(c->disk.ptrs[i].offset);
+	p->nr_ptrs = (u8)loc->nr;
+	p->seq = cpu_to_le64(c->writing ? c->new_seq : c->disk_seq);
+	p->csum = cpu_to_le32(c->writing ? c->new_csum : c->disk_csum);
+	for (unsigned i = 0; i < loc->nr; i++) {
+		p->ptrs[i].dev = cpu_to_le32(loc->ptrs[i].dev);
+		p->ptrs[i].offset = cpu_to_le64(loc->ptrs[i].offset);
 	}
 }
 

@@ -185,7 +185,7 @@ static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 	free(p->items);
 	memset(p, 0, sizeof(*p));
 	p->kc = kc;
-	p->items = malloc(trans->nr_updates * sizeof(*p->items));
+	p->items = malloc((trans->nr_updates ?: 1) * sizeof(*p->items));
 	if (!p->items)
 		return -ENOMEM;
 	p->nr = trans->nr_updates;
@@ -245,6 +245,16 @@ static void unlock_btrees(struct tfs_fs *fs, unsigned mask)
 	for (unsigned id = TFS_BTREE_NR; id-- > 0;)
 		if (mask & (1U << id))
 			pthread_rwlock_unlock(&fs->btrees[id].lock);
+}
+
+/*
+ * The key cache a commit goes through: none for a checkpoint's (only alloc
+ * keys, never cached), which may run in reclaim while open is still
+ * creating the key cache (fs->key_cache is set after the journal starts).
+ */
+static struct tfs_btree_key_cache *trans_key_cache(const struct tfs_btree_trans *trans)
+{
+	return trans->roots ? NULL : trans->fs->key_cache;
 }
 
 /* Words the key at pos in leaf takes now (0: none there). */
@@ -346,7 +356,8 @@ static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, stru
 		if (!p->items[i].final)
 			continue;
 		/* Key cache hook: an update of a cached key goes to its entry, not the leaf. */
-		if (tfs_btree_key_cache_commit_apply(fs->key_cache, &p->kc, b->id, k, res->seq))
+		if (tfs_btree_key_cache_commit_apply(trans_key_cache(trans), &p->kc, b->id, k,
+						     res->seq))
 			continue;
 		/* Every node on the path was walked by fit_btree() under this lock: no I/O. */
 		if (tfs_btree_walk(b, p->items[i].pos, 0, &path, true))
@@ -406,13 +417,15 @@ int tfs_trans_commit(struct tfs_btree_trans *trans, unsigned flags, u64 *seq)
 	trans->seq = 0;
 	if (seq)
 		*seq = 0;
-	if (!trans->nr_updates)
+	if (!trans->nr_updates && !trans->roots)
 		return 0;
 	if (fs->read_only || !fs->j)
 		return -TFS_ERR_fs_read_only;
 	for (unsigned i = 0; i < trans->nr_updates; i++)
 		mask |= 1U << trans->updates[i].id;
 	mask |= tfs_alloc_trigger_btrees(trans, flags); /* alloc hook */
+	if (trans->roots)
+		mask |= 1U << TFS_BTREE_alloc; /* the node trigger's */
 retry:
 	lock_btrees(fs, mask);
 	/*
@@ -423,7 +436,10 @@ retry:
 	 */
 	trans->nr_updates = nr_base;
 	trans->mem_used = mem_base;
-	ret = tfs_alloc_trigger(trans, flags) ?: plan_build(trans, &p);
+	ret = tfs_alloc_trigger(trans, flags) ?: tfs_alloc_nodes_trigger(trans)
+							 ?: plan_build(trans, &p);
+	if (!ret && trans->roots && trans->roots->root_key)
+		p.res_u64s += tfs_btree_roots_u64s();
 	if (!ret && have_res && res.u64s < p.res_u64s) {
 		/* The trigger's keys grew since the reservation was sized: again, without it. */
 		unlock_btrees(fs, mask);
@@ -436,7 +452,7 @@ retry:
 			ret = fit_btree(trans, &fs->btrees[id], &p);
 	/* Key cache hook: memory for cached updates; a raced key cache flush fails here. */
 	if (!ret)
-		ret = tfs_btree_key_cache_commit_prep(fs->key_cache, &p.kc, trans->updates,
+		ret = tfs_btree_key_cache_commit_prep(trans_key_cache(trans), &p.kc, trans->updates,
 						      trans->nr_updates, flags);
 	if (ret) {
 		unlock_btrees(fs, mask);
@@ -475,10 +491,37 @@ retry:
 		have_res = true;
 	}
 
+	if (trans->roots && trans->roots->root_key) {
+		/*
+		 * A checkpoint's root entry: the newest root entry must hold
+		 * the newest roots (log_roots()), so ours must not be older
+		 * than the last one filled.  roots_lock is held from the check
+		 * to the fill (lock order: the trees' locks, then roots_lock).
+		 */
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq < fs->roots_seq) {
+			pthread_mutex_unlock(&fs->roots_lock);
+			unlock_btrees(fs, mask);
+			tfs_journal_res_put(fs->j, &res);
+			have_res = false;
+			goto retry;
+		}
+	}
+
 	/* From here on nothing fails. */
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (p.btrees & (1U << id))
 			apply_btree(trans, &fs->btrees[id], &p, &res);
+	if (trans->roots && trans->roots->root_key) {
+		/*
+		 * Crash safety: the root entry and the btree alloc keys for
+		 * its nodes are in this one journal entry, so no durable
+		 * prefix has the new tree without its space marked, or the old
+		 * copies cleared while a durable root still reaches them.
+		 */
+		tfs_btree_roots_fill_locked(fs, &res, trans->roots->b, trans->roots->root_key);
+		pthread_mutex_unlock(&fs->roots_lock);
+	}
 	unlock_btrees(fs, mask);
 	tfs_journal_res_put(fs->j, &res);
 
@@ -486,14 +529,16 @@ retry:
 	if (seq)
 		*seq = res.seq;
 	tfs_trans_reset(trans);
-	tfs_btree_cache_check_budget(fs);
+	/* Not from a checkpoint: the budget's write-back could want the tree it holds. */
+	if (!trans->roots)
+		tfs_btree_cache_check_budget(fs);
 out:
 	if (ret) {
 		/* Only the caller's updates stay queued. */
 		trans->nr_updates = nr_base;
 		trans->mem_used = mem_base;
 	}
-	tfs_btree_key_cache_commit_done(fs->key_cache, &p.kc); /* key cache hook */
+	tfs_btree_key_cache_commit_done(trans_key_cache(trans), &p.kc); /* key cache hook */
 	free(p.items);
 	return ret;
 }

@@ -28,44 +28,17 @@
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
-/*
- * Logs every root in one entry.  The newest root entry must hold the newest
- * roots, so an entry is filled (under roots_lock) only when its seq is not
- * older than the last one filled; a reservation that lost that race is
- * released unfilled (zeros: skipped by replay) and taken again.  The wait
- * for a reservation happens without roots_lock: a checkpoint in the reclaim
- * thread may need the lock for reclaim to make progress.
- *
- * With new_root (and b), b's root key is set under the same lock, just
- * before the entry is filled.  Root entries are reclaim's own work: they use
- * the journal's reserve.
- */
 /* Words of a root entry, sized for the largest root keys (they may change before the lock). */
-static unsigned root_entry_u64s(void)
+unsigned tfs_btree_roots_u64s(void)
 {
 	return TFS_BTREE_NR *
 	       tfs_jset_entry_u64s(TFS_BKEY_U64s +
 				   tfs_btree_ptr_val_bytes(TFS_BTREE_PTR_MAX_REPLICAS) / 8);
 }
 
-static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
-		     u64 *seq, unsigned res_flags)
+void tfs_btree_roots_fill_locked(struct tfs_fs *fs, struct tfs_journal_res *res,
+				 struct tfs_btree *b, const struct tfs_bkey *new_root)
 {
-	struct tfs_journal_res res;
-	unsigned u64s;
-	int ret;
-
-	while (1) {
-		u64s = root_entry_u64s();
-		ret = tfs_journal_res_get(fs->j, &res, u64s, res_flags);
-		if (ret)
-			return ret;
-		pthread_mutex_lock(&fs->roots_lock);
-		if (res.seq >= fs->roots_seq)
-			break;
-		pthread_mutex_unlock(&fs->roots_lock);
-		tfs_journal_res_put(fs->j, &res);
-	}
 	if (new_root) {
 		/*
 		 * Under roots_lock only: readers of the root key take it
@@ -83,14 +56,45 @@ static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bk
 
 		if (k->type == TFS_BKEY_btree_ptr)
 			level = ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->level;
-		__le64 *dst = tfs_journal_res_add_entry(fs->j, &res, TFS_JSET_ENTRY_btree_root, id,
+		__le64 *dst = tfs_journal_res_add_entry(fs->j, res, TFS_JSET_ENTRY_btree_root, id,
 							level, tfs_bkey_u64s(k));
 
 		memcpy(dst, k, tfs_bkey_bytes(k));
 	}
 	/* The pin moves to this entry before it can be written: never a range without roots. */
-	tfs_journal_pin_update(fs->j, res.seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
-	fs->roots_seq = res.seq;
+	tfs_journal_pin_update(fs->j, res->seq, &fs->roots_pin, tfs_btree_roots_pin_flush);
+	fs->roots_seq = res->seq;
+}
+
+/*
+ * Logs every root in one entry.  The newest root entry must hold the newest
+ * roots, so an entry is filled (under roots_lock) only when its seq is not
+ * older than the last one filled; a reservation that lost that race is
+ * released unfilled (zeros: skipped by replay) and taken again.  The wait
+ * for a reservation happens without roots_lock: a checkpoint in the reclaim
+ * thread may need the lock for reclaim to make progress.
+ *
+ * With new_root (and b), b's root key is set under the same lock, just
+ * before the entry is filled.  Root entries are reclaim's own work: they use
+ * the journal's reserve.
+ */
+static int log_roots(struct tfs_fs *fs, struct tfs_btree *b, const struct tfs_bkey *new_root,
+		     u64 *seq, unsigned res_flags)
+{
+	struct tfs_journal_res res;
+	int ret;
+
+	while (1) {
+		ret = tfs_journal_res_get(fs->j, &res, tfs_btree_roots_u64s(), res_flags);
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&fs->roots_lock);
+		if (res.seq >= fs->roots_seq)
+			break;
+		pthread_mutex_unlock(&fs->roots_lock);
+		tfs_journal_res_put(fs->j, &res);
+	}
+	tfs_btree_roots_fill_locked(fs, &res, b, new_root);
 	pthread_mutex_unlock(&fs->roots_lock);
 	tfs_journal_res_put(fs->j, &res);
 	if (seq)
@@ -132,6 +136,7 @@ struct ckpt {
 	struct tfs_btree_free_list frees; /* taken from the tree: freed when this is durable */
 	struct tfs_bkey_buf root_key;
 	u64 max_seq;
+	bool sets_committed, keep_old; /* ckpt_commit() split its keys */
 	/* The writes. */
 	pthread_mutex_t lock;
 	pthread_cond_t done;
@@ -472,6 +477,26 @@ static void ckpt_done_locked(struct ckpt *c, u64 root_seq, bool free_old)
 }
 
 /*
+ * The pointers to this checkpoint's nodes (still writing), which step 1 or
+ * a root grown meanwhile set to their new copies, back to their durable
+ * copies: the new ones are given back.  A walk, not ckpt_node.pidx:
+ * commits may have split or merged since step 1.
+ */
+static void ptrs_reset_locked(struct tfs_fs *fs, struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		struct tfs_bnode *ch = n->child[i];
+
+		if (!ch)
+			continue;
+		if (ch->writing)
+			tfs_btree_ptr_key_set(fs, tfs_bnode_key(n, i), &ch->disk, ch->disk_seq,
+					      ch->disk_csum, ch->level);
+		ptrs_reset_locked(fs, ch);
+	}
+}
+
+/*
  * Steps 2-4 failed: nothing durable refers to the new copies; everything is
  * dirty again.  io_error: a write failed (counted towards giving up), not
  * a lack of journal space.
@@ -481,11 +506,13 @@ static void ckpt_fail_locked(struct ckpt *c, bool io_error)
 	struct tfs_btree *b = c->b;
 	struct tfs_fs *fs = b->fs;
 
+	ptrs_reset_locked(fs, b->root);
 	for (unsigned i = 0; i < c->nr; i++) {
 		struct ckpt_node *cn = &c->nodes[i];
 		struct tfs_bnode *n = cn->n;
 
-		for (unsigned r = 0; r < cn->nr_runs; r++)
+		/* Btree alloc keys mark them (a split commit): they stay allocated. */
+		for (unsigned r = 0; r < cn->nr_runs && !c->sets_committed; r++)
 			tfs_alloc_free_now(fs, &cn->runs[r]);
 		n->writing = false;
 		if (n->dead) {
@@ -519,6 +546,106 @@ static bool space_waiting(struct tfs_fs *fs)
 	return u.waiting != 0;
 }
 
+/* One commit of a checkpoint's node space (and root entry, with r->root_key). */
+static int ckpt_commit_one(struct tfs_fs *fs, const struct tfs_trans_roots *r, unsigned flags,
+			   u64 *seq)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_trans_init(&trans, fs);
+	trans.roots = r;
+	ret = tfs_trans_commit(&trans, flags, seq);
+	tfs_trans_exit(&trans);
+	return ret;
+}
+
+/* Sets (or clears) the btree alloc keys of locs[0..nr), a few per transaction. */
+static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *locs, unsigned nr,
+			      bool set, unsigned flags, u64 *seq)
+{
+	for (unsigned i = 0, n; i < nr; i += n) {
+		struct tfs_trans_roots r = { .b = b };
+		int ret;
+
+		n = min_t(unsigned, nr - i, 16);
+		if (set) {
+			r.set = locs + i;
+			r.nr_set = n;
+		} else {
+			r.clear = locs + i;
+			r.nr_clear = n;
+		}
+		ret = ckpt_commit_one(b->fs, &r, flags, seq);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Step 4 of a tree but the alloc btree: one transaction whose journal entry
+ * holds the root entry and the btree alloc keys (tfs_alloc_nodes_trigger()):
+ * set for every copy written now, clear for every copy the durable tree
+ * refers to and the new one does not (the changed nodes' old copies, the
+ * nodes dropped since the last checkpoint).  The old copies stay allocated
+ * in memory until that entry is durable (step 5): *free_seq.
+ *
+ * Keys for more copies than one journal entry holds: the sets first, then
+ * the root entry, then the clears, each in entries of their own.  A block
+ * is then never doubly used (the sets are durable before the root entry,
+ * and the old copies are reused only once the clears are durable:
+ * *free_seq is the last clear's seq), but a crash between them leaks the
+ * space of the new or the old copies (fsck says so, -y frees it).  After a
+ * set was committed, the new copies stay allocated if the checkpoint fails
+ * (c->sets_committed); if a clear fails, the old ones (c->keep_old).
+ */
+static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_seq)
+{
+	struct tfs_fs *fs = c->b->fs;
+	struct tfs_btree_loc *set = calloc(c->nr ?: 1, sizeof(*set));
+	struct tfs_btree_loc *clear = calloc(c->nr + c->frees.nr ?: 1, sizeof(*clear));
+	struct tfs_trans_roots roots = { .b = c->b, .root_key = &c->root_key.k };
+	unsigned flags = reclaim ? TFS_TRANS_RESERVED : TFS_TRANS_NONBLOCK;
+	int ret = -ENOMEM;
+
+	if (!set || !clear || tfs_fault("alloc:ckpt_commit"))
+		goto out;
+	for (unsigned i = 0; i < c->nr; i++) {
+		loc_from_runs(&set[roots.nr_set++], c->nodes[i].runs, c->nodes[i].nr_runs);
+		if (c->nodes[i].old.nr)
+			clear[roots.nr_clear++] = c->nodes[i].old;
+	}
+	for (unsigned i = 0; i < c->frees.nr; i++)
+		clear[roots.nr_clear++] = c->frees.locs[i];
+	roots.set = set;
+	roots.clear = clear;
+	ret = tfs_fault("ckpt:alloc_keys_too_big") ? -TFS_ERR_journal_entry_too_big
+						   : ckpt_commit_one(fs, &roots, flags, root_seq);
+	*free_seq = *root_seq;
+	if (ret != -TFS_ERR_journal_entry_too_big)
+		goto out;
+
+	unsigned nr_set = roots.nr_set, nr_clear = roots.nr_clear;
+
+	c->sets_committed = true; /* some may be, from here on */
+	ret = ckpt_commit_chunks(c->b, set, nr_set, true, flags, root_seq);
+	if (ret)
+		goto out;
+	roots.nr_set = roots.nr_clear = 0;
+	ret = ckpt_commit_one(fs, &roots, flags, root_seq);
+	if (ret)
+		goto out;
+	c->sets_committed = false; /* the root entry refers to them */
+	*free_seq = *root_seq;
+	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, flags, free_seq))
+		c->keep_old = true;
+out:
+	free(set);
+	free(clear);
+	return ret;
+}
+
 /* Consecutive failed checkpoints of one tree before the filesystem stops writing. */
 #define CKPT_MAX_FAILURES 4
 
@@ -535,8 +662,8 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 {
 	struct tfs_fs *fs = b->fs;
 	struct ckpt c = { .b = b };
-	u64 root_seq = 0;
-	bool flushed_for_space = false;
+	u64 root_seq = 0, free_seq = 0;
+	bool flushed = false;
 	int ret;
 
 	if (fs->read_only || !fs->j)
@@ -553,7 +680,8 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 		 */
 		struct tfs_journal_res res;
 
-		ret = tfs_journal_res_get(fs->j, &res, root_entry_u64s(), TFS_JOURNAL_RES_NONBLOCK);
+		ret = tfs_journal_res_get(fs->j, &res, tfs_btree_roots_u64s(),
+					  TFS_JOURNAL_RES_NONBLOCK);
 		if (ret)
 			return ret;
 		tfs_journal_res_put(fs->j, &res);
@@ -561,36 +689,39 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 	pthread_mutex_init(&c.lock, NULL);
 	pthread_cond_init(&c.done, NULL);
 	pthread_mutex_lock(&b->ckpt_lock);
+	/* fsck's seqcount (fs/fs_types.h): running first, then a new start. */
+	__atomic_add_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&fs->ckpt_started, 1, __ATOMIC_SEQ_CST);
 
 	/* 1. Snapshot under the tree's lock. */
+again:
 	pthread_rwlock_wrlock(&b->lock);
 	if (!b->nr_dirty && b->root_key.k.type == TFS_BKEY_btree_ptr) {
 		/* Nothing changed (a commit that deleted nothing still pinned its seq). */
 		tfs_journal_pin_drop(fs->j, &b->pin);
 		pthread_rwlock_unlock(&b->lock);
+		__atomic_sub_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(&b->ckpt_lock);
 		ckpt_free(&c);
 		return 0;
 	}
-prepare:
 	ret = ckpt_prepare_locked(&c);
 	pthread_rwlock_unlock(&b->lock);
-	if (ret && tfs_err_matches(ret, ENOSPC) && !reclaim && !flushed_for_space &&
-	    space_waiting(fs)) {
+	if (ret && tfs_err_matches(ret, ENOSPC) && !flushed) {
+		struct tfs_alloc_usage u;
+
 		/*
-		 * Old node copies (and data) freed by commits not yet durable
-		 * fill what the metadata reserve had left: one journal flush
-		 * makes them reusable.  Reclaim does not flush here (its root
-		 * entries share the open entry, see step 4); it fails without
-		 * counting a failure and is retried once that entry is written.
+		 * Old copies freed by checkpoints whose root entry is not
+		 * durable yet (reclaim's are not flushed) wait for a flush:
+		 * make them durable, once, with no tree locked, and redo the
+		 * snapshot (prepare changed nothing).
 		 */
-		flushed_for_space = true;
-		ckpt_free_bufs(&c);
-		c.nr = 0;
-		ret = tfs_journal_flush(fs->j);
-		if (!ret) {
-			pthread_rwlock_wrlock(&b->lock);
-			goto prepare;
+		tfs_alloc_usage(fs, &u);
+		flushed = true;
+		if (u.waiting && !tfs_journal_flush(fs->j)) {
+			ckpt_free_bufs(&c);
+			c.nr = 0;
+			goto again;
 		}
 	}
 	if (ret) {
@@ -621,12 +752,23 @@ prepare:
 		goto out;
 	}
 
-	/* 4. The root entry that makes the new tree the durable one. */
-	ret = log_roots(fs, b, &c.root_key.k, &root_seq,
-			reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
-	if (ret && tfs_err_matches(ret, EAGAIN)) {
+	/*
+	 * 4. The root entry that makes the new tree the durable one, with
+	 * the btree alloc keys of the copies it takes and gives up in the
+	 * same journal entry (ckpt_commit()).  The alloc btree's own nodes
+	 * are not recorded: a plain root entry.  Failing before the entry is
+	 * filled (no journal room, no memory, an alloc node unreadable)
+	 * leaves nothing durable referring to the new copies: undone.
+	 */
+	if (b->id == TFS_BTREE_alloc) {
+		ret = log_roots(fs, b, &c.root_key.k, &root_seq,
+				reclaim ? TFS_JOURNAL_RES_RESERVED : TFS_JOURNAL_RES_NONBLOCK);
+		free_seq = root_seq;
+	} else
+		ret = ckpt_commit(&c, reclaim, &root_seq, &free_seq);
+	if (ret && (tfs_err_matches(ret, EAGAIN) || b->id != TFS_BTREE_alloc)) {
 		pthread_rwlock_wrlock(&b->lock);
-		ckpt_fail_locked(&c, false);
+		ckpt_fail_locked(&c, !tfs_err_matches(ret, EAGAIN));
 		pthread_rwlock_unlock(&b->lock);
 		goto out;
 	}
@@ -652,7 +794,7 @@ prepare:
 	 * rebuild frees what nothing refers to).
 	 */
 	pthread_rwlock_wrlock(&b->lock);
-	ckpt_done_locked(&c, root_seq, !ret);
+	ckpt_done_locked(&c, free_seq, !ret && !c.keep_old);
 	pthread_rwlock_unlock(&b->lock);
 	tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
 out:
@@ -666,6 +808,7 @@ out:
 			tfs_journal_halt(fs->j);
 		}
 	}
+	__atomic_sub_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&b->ckpt_lock);
 	ckpt_free(&c);
 	return ret;
@@ -702,7 +845,14 @@ int tfs_btree_write_all(struct tfs_fs *fs)
 		return 0;
 	/* Key cache hook: its dirty keys into the trees first, then the trees to disk. */
 	ret = tfs_btree_key_cache_flush_all(fs->key_cache);
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+	/*
+	 * The alloc btree last: every other tree's checkpoint changes its
+	 * btree alloc keys, its own changes none (fs/fs_format.h).
+	 */
+	for (unsigned i = 0; i < TFS_BTREE_NR; i++) {
+		unsigned id = i < TFS_BTREE_alloc    ? i
+			      : i + 1 < TFS_BTREE_NR ? i + 1
+						     : TFS_BTREE_alloc;
 		struct tfs_btree *b = &fs->btrees[id];
 		int r;
 

@@ -468,7 +468,11 @@ static void fs_mark_loc(struct tfs_fs *fs, enum tfs_btree_id id, unsigned level,
 			.offset = loc->ptrs[r].offset,
 			.len = fs->node_size,
 		};
-		int ret = tfs_alloc_mark_used(fs, &run);
+		int ret;
+
+		if (run.dev < fs->nr_devices && !fs->alloc.devs[run.dev].bits)
+			continue; /* a missing member: nothing is allocated there */
+		ret = tfs_alloc_mark_used(fs, &run);
 
 		if (ret) {
 			struct printbuf name = PRINTBUF;
@@ -499,20 +503,19 @@ static void fs_mark_tree(struct tfs_fs *fs, struct tfs_btree *b, struct tfs_bnod
 }
 
 /*
- * Everything that references space: every node (of the durable tree, and
- * those replay dropped, which it still refers to), from the node pointers
- * (interior nodes are in memory), and file data, from the alloc keys
- * (fs/alloc.h): the extents leaves are not read.
+ * Everything that references space, from the alloc btree alone (fs/alloc.h):
+ * its own nodes (of the durable tree, and those replay dropped, which it
+ * still refers to), from its node pointers, and the alloc keys, user (file
+ * data) and btree (every other tree's nodes).  No other tree is walked and
+ * no extents leaf is read.
  */
 static int fs_alloc_rebuild(struct tfs_fs *fs)
 {
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
-		struct tfs_btree *b = &fs->btrees[id];
+	struct tfs_btree *b = &fs->btrees[TFS_BTREE_alloc];
 
-		fs_mark_tree(fs, b, b->root);
-		for (unsigned i = 0; i < b->pending_free.nr; i++)
-			fs_mark_loc(fs, id, 0, &b->pending_free.locs[i]);
-	}
+	fs_mark_tree(fs, b, b->root);
+	for (unsigned i = 0; i < b->pending_free.nr; i++)
+		fs_mark_loc(fs, TFS_BTREE_alloc, 0, &b->pending_free.locs[i]);
 	return tfs_alloc_keys_load(fs);
 }
 

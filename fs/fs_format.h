@@ -208,14 +208,26 @@ static_assert(sizeof(struct tfs_orphan) == 8, "orphan value");
 /* --- alloc (btree alloc: types alloc and accounting) --- */
 
 /*
- * Alloc keys, position {member, bucket} (bucket = byte offset / the
- * member's bucket size): which blocks of that bucket file data (extents)
- * references.  A bucket no extent uses has no key.  Btree nodes are not
- * recorded here: their space is derived at open from the node pointers
- * (interior nodes are read at open anyway).  Alloc keys are changed only by
- * the commit trigger (fs/alloc_keys.c), in the same transaction, so in the
- * same journal entry, as the extent keys that take or release the space:
- * at every durable point they agree with the extents.
+ * Alloc keys: which blocks of one bucket are in use, per owner.
+ *  - {member, bucket} (data type user): the blocks file data (extents)
+ *    references;
+ *  - {TFS_ALLOC_BTREE_INODE + member, bucket} (data type btree): the
+ *    blocks btree nodes of the durable trees take, every tree but the alloc
+ *    btree itself (see below).
+ * (bucket = byte offset / the member's bucket size.)  A bucket with no
+ * such blocks has no key; one bucket may have both keys (nodes and data
+ * share buckets), never a block set in both.
+ *
+ * User keys are changed only by the commit trigger (fs/alloc_keys.c), in
+ * the same transaction, so in the same journal entry, as the extent keys
+ * that take or release the space.  Btree keys are changed only by a
+ * checkpoint, in the journal entry that holds its root entry: the new
+ * copies it wrote set, the copies the new tree no longer refers to clear.
+ * So at every durable point both agree with what the durable extents and
+ * trees use.  The alloc btree's own nodes are not recorded (a checkpoint of
+ * it would change the keys it just wrote back, without end): open reads
+ * the whole alloc btree anyway to load the keys and marks its nodes from
+ * that walk.
  *
  * bits: bit i (of word i / 64, LSB first) is block i of the bucket;
  * nr_blocks = bucket size / block size, bits past it are zero; used is the
@@ -224,7 +236,8 @@ static_assert(sizeof(struct tfs_orphan) == 8, "orphan value");
 /* clang-format off */
 #define TFS_ALLOC_DATA_TYPES(x)	\
 	x(free,		0)	\
-	x(user,		1)
+	x(user,		1)	\
+	x(btree,	2)
 /* clang-format on */
 
 enum tfs_alloc_data_type {
@@ -234,11 +247,20 @@ enum tfs_alloc_data_type {
 	TFS_ALLOC_DATA_NR
 };
 
+/* The first position (inode) of btree node alloc keys: + member. */
+#define TFS_ALLOC_BTREE_INODE 0x100ULL
+
+/* The position of the alloc key of (data type, member, bucket). */
+static inline struct tfs_bpos tfs_alloc_pos(enum tfs_alloc_data_type type, unsigned dev, u64 bucket)
+{
+	return TFS_POS((type == TFS_ALLOC_DATA_btree ? TFS_ALLOC_BTREE_INODE : 0) + dev, bucket);
+}
+
 /* Most blocks per bucket an alloc key's bitmap covers (its value stays within a key). */
 #define TFS_ALLOC_MAX_BUCKET_BLOCKS 32768
 
 struct tfs_alloc_key {
-	u8 data_type;	  /* enum tfs_alloc_data_type: user */
+	u8 data_type;	  /* enum tfs_alloc_data_type: user or btree, as the position */
 	u8 pad0;	  /* zero */
 	__le16 pad1;	  /* zero */
 	__le32 nr_blocks; /* blocks per bucket: bits in the bitmap */
@@ -260,7 +282,9 @@ static inline size_t tfs_alloc_key_val_bytes(unsigned nr_blocks)
  * are exact at every durable point and replay restores them with the keys.
  *   user_blocks: blocks of member `member` that extents reference (the sum
  *                of its alloc keys' used);
- *   inodes:      inode keys in the inodes btree (member 0).
+ *   inodes:      inode keys in the inodes btree (member 0);
+ *   btree_blocks: blocks of member `member` that btree nodes take (the sum
+ *                of its btree alloc keys' used), changed with them.
  * A counter at zero has no key.
  */
 #define TFS_ACCT_INODE 0xffffffffULL
@@ -268,7 +292,8 @@ static inline size_t tfs_alloc_key_val_bytes(unsigned nr_blocks)
 /* clang-format off */
 #define TFS_ACCT_KINDS(x)	\
 	x(user_blocks,	1)	\
-	x(inodes,	2)
+	x(inodes,	2)	\
+	x(btree_blocks,	3)
 /* clang-format on */
 
 enum tfs_acct_kind {

@@ -68,8 +68,16 @@ struct tfs_fs {
 	 */
 	pthread_mutex_t roots_lock;
 	struct tfs_journal_entry_pin roots_pin;
-	u64 roots_seq;	       /* seq of the newest root entry */
-	u64 next_node_seq;     /* node seqs (atomic) */
+	u64 roots_seq;	   /* seq of the newest root entry */
+	u64 next_node_seq; /* node seqs (atomic) */
+	/*
+	 * Checkpoints started and running (atomic): from its snapshot to its
+	 * end a checkpoint's pointers in memory and the btree alloc keys may
+	 * disagree, so fsck compares them only across a span no checkpoint
+	 * ran in (a seqcount).
+	 */
+	u64 ckpt_started;
+	unsigned ckpt_running;
 	bool write_back_error; /* a checkpoint failed: stop must report it */
 	int first_error;
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs/alloc.h"
 #include "fs/alloc_types.h"
@@ -482,13 +483,29 @@ out:
 
 /* --- allocation: alloc keys and accounting against the extents and nodes --- */
 
-/* Blocks [first, first + nr) of one bucket that an extent uses. */
+/*
+ * The two owners alloc keys record (fs/fs_format.h): index 0 file data
+ * (user keys, from the extents), 1 btree nodes (btree keys, from every
+ * tree's node pointers but the alloc btree's, whose nodes are not recorded).
+ */
+enum {
+	FA_USER,
+	FA_BTREE,
+	FA_NR
+};
+
+static enum tfs_alloc_data_type fa_type(unsigned t)
+{
+	return t == FA_BTREE ? TFS_ALLOC_DATA_btree : TFS_ALLOC_DATA_user;
+}
+
+/* Blocks [first, first + nr) of one bucket that an extent or a node uses. */
 struct fsck_blk {
 	u32 dev;
 	u32 first, nr;
 	u64 bucket;
-	tfs_ino_t ino;
-	u64 off;
+	tfs_ino_t ino; /* an extent's inode; 0: a node */
+	u64 off;       /* an extent's file block; a node's btree id */
 };
 
 static int blk_cmp(const void *a, const void *b)
@@ -502,14 +519,61 @@ static int blk_cmp(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* One alloc key, copied: its bitmap (nr_blocks bits, at most a bucket's). */
+struct fsck_akey {
+	u32 dev;
+	u64 bucket;
+	u32 nr_blocks;
+	u64 *bits;
+};
+
 struct fsck_alloc {
-	struct fsck_blk *blks;
-	size_t nr, size;
-	u64 user_blocks[TFS_MAX_DEVICES];
+	struct fsck *c;
+	struct fsck_blk *blks[FA_NR];
+	size_t nr[FA_NR], size[FA_NR];
+	struct fsck_akey *keys[FA_NR];
+	size_t nr_keys[FA_NR], size_keys[FA_NR];
+	u64 blocks[FA_NR][TFS_MAX_DEVICES]; /* counted: user blocks, btree blocks */
 	u64 inodes;
 };
 
-/* Every extent's blocks, bucket by bucket (what the alloc keys must hold). */
+static void fa_keys_free(struct fsck_alloc *a, unsigned t)
+{
+	for (size_t i = 0; i < a->nr_keys[t]; i++)
+		free(a->keys[t][i].bits);
+	a->nr_keys[t] = 0;
+}
+
+/* Blocks [off, off + len) of member dev, bucket by bucket, as owned by (ino, off). */
+static int fa_push(struct fsck_alloc *a, unsigned t, u32 dev, u64 off, u64 len, tfs_ino_t ino,
+		   u64 owner_off)
+{
+	struct tfs_fs *fs = a->c->fs;
+	u32 bsz;
+
+	if (dev >= fs->nr_devices || !(bsz = fs->alloc.devs[dev].bucket_size))
+		return 0; /* past the device: check_extents said so */
+	while (len) {
+		u64 in = off % bsz, n = min_t(u64, len, bsz - in);
+		int ret = grow((void **)&a->blks[t], &a->size[t], a->nr[t], sizeof(*a->blks[t]));
+
+		if (ret)
+			return ret;
+		a->blks[t][a->nr[t]++] = (struct fsck_blk){
+			.dev = dev,
+			.bucket = off / bsz,
+			.first = (u32)(in / fs->block_size),
+			.nr = (u32)(n / fs->block_size),
+			.ino = ino,
+			.off = owner_off,
+		};
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Every extent's blocks, bucket by bucket (what the user alloc keys must hold). */
 static int alloc_collect(struct fsck *c, struct fsck_alloc *a)
 {
 	struct tfs_fs *fs = c->fs;
@@ -524,37 +588,15 @@ static int alloc_collect(struct fsck *c, struct fsck_alloc *a)
 
 		if (k->type != TFS_BKEY_extent)
 			continue;
-		for (unsigned i = 0; i < x->nr_ptrs && !ret; i++) {
-			u32 dev = le32_to_cpu(x->ptrs[i].dev), bsz;
-			u64 off = le64_to_cpu(x->ptrs[i].offset);
-			u64 len = (u64)le32_to_cpu(x->nr_blocks) * fs->block_size;
-
-			if (dev >= fs->nr_devices || !(bsz = fs->alloc.devs[dev].bucket_size))
-				continue; /* past the device: check_extents said so */
-			while (len && !ret) {
-				u64 in = off % bsz, n = min_t(u64, len, bsz - in);
-
-				ret = grow((void **)&a->blks, &a->size, a->nr, sizeof(*a->blks));
-				if (ret)
-					break;
-				a->blks[a->nr++] = (struct fsck_blk){
-					.dev = dev,
-					.bucket = off / bsz,
-					.first = (u32)(in / fs->block_size),
-					.nr = (u32)(n / fs->block_size),
-					.ino = le64_to_cpu(k->inode),
-					.off = le64_to_cpu(k->offset),
-				};
-				off += n;
-				len -= n;
-			}
-		}
+		for (unsigned i = 0; i < x->nr_ptrs && !ret; i++)
+			ret = fa_push(a, FA_USER, le32_to_cpu(x->ptrs[i].dev),
+				      le64_to_cpu(x->ptrs[i].offset),
+				      (u64)le32_to_cpu(x->nr_blocks) * fs->block_size,
+				      le64_to_cpu(k->inode), le64_to_cpu(k->offset));
 	}
 	tfs_btree_iter_exit(&iter);
 	if (ret)
 		return ret;
-	if (a->nr)
-		qsort(a->blks, a->nr, sizeof(*a->blks), blk_cmp);
 
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
@@ -563,13 +605,122 @@ static int alloc_collect(struct fsck *c, struct fsck_alloc *a)
 	return ret;
 }
 
+static int fa_node_loc(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	struct fsck_alloc *a = ctx;
+	int ret = 0;
+
+	for (unsigned i = 0; i < ptr->nr_ptrs && !ret; i++)
+		ret = fa_push(a, FA_BTREE, le32_to_cpu(ptr->ptrs[i].dev),
+			      le64_to_cpu(ptr->ptrs[i].offset), a->c->fs->node_size, 0,
+			      a->c->node_btree);
+	return ret;
+}
+
+/* The alloc keys of owner t, copied, in position order (member, bucket). */
+static int alloc_read_keys(struct fsck_alloc *a, unsigned t)
+{
+	struct tfs_fs *fs = a->c->fs;
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	struct tfs_bpos start = tfs_alloc_pos(fa_type(t), 0, 0);
+	int ret;
+
+	fa_keys_free(a, t);
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_alloc, start,
+			    TFS_POS(start.inode + TFS_MAX_DEVICES - 1, UINT64_MAX));
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_alloc_key *v = tfs_bkey_val(k);
+		struct fsck_akey *e;
+		u32 nr;
+
+		if (k->type != TFS_BKEY_alloc)
+			continue;
+		ret = grow((void **)&a->keys[t], &a->size_keys[t], a->nr_keys[t],
+			   sizeof(*a->keys[t]));
+		if (ret)
+			break;
+		nr = le32_to_cpu(v->nr_blocks); /* validated: at most a bucket's */
+		e = &a->keys[t][a->nr_keys[t]];
+		*e = (struct fsck_akey){ .dev = (u32)(le64_to_cpu(k->inode) - start.inode),
+					 .bucket = le64_to_cpu(k->offset),
+					 .nr_blocks = nr,
+					 .bits = calloc(DIV_ROUND_UP(nr, 64) ?: 1, 8) };
+		if (!e->bits) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (u32 w = 0; w < DIV_ROUND_UP(nr, 64); w++)
+			e->bits[w] = le64_to_cpu(v->bits[w]);
+		a->nr_keys[t]++;
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+/*
+ * The nodes of every tree but the alloc btree, and the btree alloc keys,
+ * taken across a span no checkpoint ran in (fs->ckpt_started, a seqcount):
+ * a checkpoint changes the pointers in memory before its commit changes
+ * the keys.
+ */
+static int alloc_collect_nodes(struct fsck *c, struct fsck_alloc *a)
+{
+	struct tfs_fs *fs = c->fs;
+	int ret = 0;
+
+	for (unsigned tries = 0;; tries++) {
+		unsigned running = __atomic_load_n(&fs->ckpt_running, __ATOMIC_SEQ_CST);
+		u64 started = __atomic_load_n(&fs->ckpt_started, __ATOMIC_SEQ_CST);
+
+		a->nr[FA_BTREE] = 0;
+		if (!running) {
+			for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++) {
+				if (id == TFS_BTREE_alloc)
+					continue; /* its nodes are not recorded */
+				c->node_btree = id;
+				ret = tfs_btree_node_locations(fs, id, fa_node_loc, a);
+			}
+			ret = ret ?: alloc_read_keys(a, FA_BTREE);
+			if (ret)
+				return ret;
+			if (!__atomic_load_n(&fs->ckpt_running, __ATOMIC_SEQ_CST) &&
+			    __atomic_load_n(&fs->ckpt_started, __ATOMIC_SEQ_CST) == started)
+				break;
+		}
+		if (tries == 1000) {
+			fsck_say(c, "alloc: checkpoints kept running; btree space compared anyway");
+			break;
+		}
+		usleep(1000);
+	}
+	if (a->nr[FA_BTREE])
+		qsort(a->blks[FA_BTREE], a->nr[FA_BTREE], sizeof(*a->blks[FA_BTREE]), blk_cmp);
+	return 0;
+}
+
 static bool bit(const u64 *w, u32 i)
 {
 	return w[i / 64] & (1ULL << (i % 64));
 }
 
+static const char *fa_name(unsigned t)
+{
+	return t == FA_BTREE ? "alloc btree" : "alloc";
+}
+
+static void fa_owner_to_text(struct printbuf *out, const struct fsck_blk *b)
+{
+	if (b->ino)
+		prt_printf(out, "extent %llu:%llu", (unsigned long long)b->ino,
+			   (unsigned long long)b->off);
+	else
+		prt_printf(out, "a btree %s node", tfs_btree_id_str((unsigned)b->off));
+}
+
 /* The blocks of w (a bucket's difference) as "3..5" lines, with the owner when known. */
-static void alloc_say_runs(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32 nr,
+static void alloc_say_runs(struct fsck *c, unsigned t, u32 dev, u64 bucket, const u64 *w, u32 nr,
 			   const struct fsck_blk *b, size_t nr_b, bool leaked)
 {
 	for (u32 i = 0, j; i < nr; i = j) {
@@ -580,27 +731,33 @@ static void alloc_say_runs(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u3
 		for (j = i + 1; j < nr && bit(w, j); j++)
 			;
 		if (leaked) {
-			fsck_err(
-				c,
-				"alloc %u:%llu: blocks %u..%u marked used, but no extent references "
-				"them (leaked)",
-				dev, (unsigned long long)bucket, i, j - 1);
+			fsck_err(c,
+				 "%s %u:%llu: blocks %u..%u marked used, but no %s them (leaked)",
+				 fa_name(t), dev, (unsigned long long)bucket, i, j - 1,
+				 t == FA_BTREE ? "btree node uses" : "extent references");
 			continue;
 		}
 		for (size_t x = 0; x < nr_b; x++)
 			if (b[x].first <= i && i < b[x].first + b[x].nr) {
-				fsck_err(
-					c,
-					"alloc %u:%llu: blocks %u..%u used by extent %llu:%llu are "
-					"not marked used",
-					dev, (unsigned long long)bucket, i, j - 1,
-					(unsigned long long)b[x].ino, (unsigned long long)b[x].off);
+				struct printbuf o = PRINTBUF;
+
+				fa_owner_to_text(&o, &b[x]);
+				fsck_err(c,
+					 "%s %u:%llu: blocks %u..%u used by %s are not marked used",
+					 fa_name(t), dev, (unsigned long long)bucket, i, j - 1,
+					 printbuf_str(&o));
+				printbuf_exit(&o);
 				break;
 			}
 	}
 }
 
-/* Gives the allocator in memory what a repaired bucket now says. */
+/*
+ * Gives the allocator in memory what a repaired bucket now says.  Its
+ * bitmap is one for both owners: leaked blocks the other owner uses or
+ * marks stay used (marked by the other's key at open), and missing blocks
+ * are marked one by one (some may be marked already, by the other's key).
+ */
 static void alloc_mem_fix(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32 nr, bool leaked,
 			  u64 seq)
 {
@@ -613,7 +770,7 @@ static void alloc_mem_fix(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32
 			j = i + 1;
 			continue;
 		}
-		for (j = i + 1; j < nr && bit(w, j); j++)
+		for (j = i + 1; j < nr && bit(w, j) && leaked; j++)
 			;
 		run = (struct tfs_alloc_run){
 			.dev = dev,
@@ -625,7 +782,7 @@ static void alloc_mem_fix(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32
 			tfs_alloc_free_after(fs, &run,
 					     seq); /* reusable once the repair is durable */
 		else
-			tfs_alloc_mark_used(fs, &run); /* already used (a node) was said by open */
+			tfs_alloc_mark_used(fs, &run); /* already used was said by open */
 	}
 }
 
@@ -642,17 +799,41 @@ static int commit_one(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_bp
 	return ret;
 }
 
+/* A bucket's usable blocks (0: no bucket of a present member). */
+static u32 bucket_blocks(struct tfs_fs *fs, u32 dev, u64 bucket)
+{
+	u32 bsz = dev < fs->nr_devices ? fs->alloc.devs[dev].bucket_size : 0;
+
+	if (!bsz || bucket * bsz < fs->alloc.devs[dev].start ||
+	    (bucket + 1) * bsz > fs->alloc.devs[dev].end)
+		return 0;
+	return bsz / fs->block_size;
+}
+
+/* The bits the blocks b[0..nr_b) of one bucket set, in want (nr bits). */
+static void blks_bits(u64 *want, u32 nr, const struct fsck_blk *b, size_t nr_b)
+{
+	for (size_t x = 0; x < nr_b; x++)
+		for (u32 i = b[x].first; i < b[x].first + b[x].nr && i < nr; i++)
+			want[i / 64] |= 1ULL << (i % 64);
+}
+
+static const struct fsck_akey *akey_find(const struct fsck_alloc *a, unsigned t, u32 dev,
+					 u64 bucket);
+static size_t blks_find(const struct fsck_alloc *a, unsigned t, u32 dev, u64 bucket, size_t *first);
+
 /*
- * One bucket: the alloc key k (NULL: none) against the extents' blocks
- * b[0..nr_b).  Each difference is a line; -y writes the key the extents
- * say (or deletes it), one transaction.
+ * One bucket of owner t: the alloc key k (NULL: none) against the blocks
+ * b[0..nr_b) extents (or nodes) use.  Each difference is a line; -y writes
+ * the key they say (or deletes it), one transaction.
  */
-static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u64 bucket,
-			      const struct tfs_bkey *k, const struct fsck_blk *b, size_t nr_b)
+static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, unsigned t, u32 dev,
+			      u64 bucket, const struct fsck_akey *k, const struct fsck_blk *b,
+			      size_t nr_b)
 {
 	struct tfs_fs *fs = c->fs;
-	u32 bsz = dev < fs->nr_devices ? fs->alloc.devs[dev].bucket_size : 0;
-	u32 nr = bsz ? bsz / fs->block_size : 0, words = DIV_ROUND_UP(nr, 64);
+	struct tfs_bpos pos = tfs_alloc_pos(fa_type(t), dev, bucket);
+	u32 nr = bucket_blocks(fs, dev, bucket), words = DIV_ROUND_UP(nr, 64);
 	u64 want[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 },
 					       have[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 };
 	u64 leaked[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64], missing[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64];
@@ -662,35 +843,30 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u6
 	u64 seq = 0;
 	int ret;
 
-	if (!nr || bucket * bsz < fs->alloc.devs[dev].start ||
-	    (bucket + 1) * bsz > fs->alloc.devs[dev].end) {
-		fsck_err(c, "alloc %u:%llu: no such bucket of a present member", dev,
+	if (!nr) {
+		fsck_err(c, "%s %u:%llu: no such bucket of a present member", fa_name(t), dev,
 			 (unsigned long long)bucket);
 		if (!may_repair(c)) {
 			c->res->left++;
 			return 0;
 		}
-		ret = commit_one(fs, NULL, TFS_POS(dev, bucket), &seq);
+		ret = commit_one(fs, NULL, pos, &seq);
 		if (!ret) {
 			c->res->fixed++;
-			fsck_say(c, "fixed: alloc %u:%llu removed", dev,
+			fsck_say(c, "fixed: %s %u:%llu removed", fa_name(t), dev,
 				 (unsigned long long)bucket);
 		} else {
 			c->res->left++;
 		}
 		return 0;
 	}
-	for (size_t x = 0; x < nr_b; x++)
-		for (u32 i = b[x].first; i < b[x].first + b[x].nr && i < nr; i++)
-			want[i / 64] |= 1ULL << (i % 64);
+	blks_bits(want, nr, b, nr_b);
 	if (k) {
-		const struct tfs_alloc_key *a = tfs_bkey_val(k);
-
-		if (le32_to_cpu(a->nr_blocks) != nr)
-			fsck_err(c, "alloc %u:%llu: nr_blocks %u, the bucket has %u", dev,
-				 (unsigned long long)bucket, le32_to_cpu(a->nr_blocks), nr);
-		for (u32 i = 0; i < min_t(u32, nr, le32_to_cpu(a->nr_blocks)); i++)
-			if (le64_to_cpu(a->bits[i / 64]) & (1ULL << (i % 64)))
+		if (k->nr_blocks != nr)
+			fsck_err(c, "%s %u:%llu: nr_blocks %u, the bucket has %u", fa_name(t), dev,
+				 (unsigned long long)bucket, k->nr_blocks, nr);
+		for (u32 i = 0; i < min_t(u32, nr, k->nr_blocks); i++)
+			if (bit(k->bits, i))
 				have[i / 64] |= 1ULL << (i % 64);
 	}
 	for (u32 w = 0; w < words; w++) {
@@ -700,18 +876,20 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u6
 		any_missing |= !!missing[w];
 		used += (unsigned)__builtin_popcountll(want[w]);
 	}
-	fa->user_blocks[dev] += used; /* a block two extents use counts once */
+	fa->blocks[t][dev] += used; /* a block two owners use counts once */
 	if (any_leaked)
-		alloc_say_runs(c, dev, bucket, leaked, nr, b, nr_b, true);
+		alloc_say_runs(c, t, dev, bucket, leaked, nr, b, nr_b, true);
 	if (any_missing) {
-		if (!k)
-			fsck_err(c,
-				 "alloc %u:%llu: no alloc key, but extent %llu:%llu uses blocks "
-				 "of the bucket",
-				 dev, (unsigned long long)bucket, (unsigned long long)b[0].ino,
-				 (unsigned long long)b[0].off);
-		else
-			alloc_say_runs(c, dev, bucket, missing, nr, b, nr_b, false);
+		if (!k) {
+			struct printbuf o = PRINTBUF;
+
+			fa_owner_to_text(&o, &b[0]);
+			fsck_err(c, "%s %u:%llu: no alloc key, but %s uses blocks of the bucket",
+				 fa_name(t), dev, (unsigned long long)bucket, printbuf_str(&o));
+			printbuf_exit(&o);
+		} else {
+			alloc_say_runs(c, t, dev, bucket, missing, nr, b, nr_b, false);
+		}
 	}
 	if (c->res->found == found)
 		return 0;
@@ -720,28 +898,164 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, u32 dev, u6
 		return 0;
 	}
 	if (used) {
-		struct tfs_alloc_key *a = tfs_bkey_init(&buf, TFS_BKEY_alloc, TFS_POS(dev, bucket),
-							tfs_alloc_key_val_bytes(nr));
+		struct tfs_alloc_key *a =
+			tfs_bkey_init(&buf, TFS_BKEY_alloc, pos, tfs_alloc_key_val_bytes(nr));
 
-		a->data_type = TFS_ALLOC_DATA_user;
+		a->data_type = fa_type(t);
 		a->nr_blocks = cpu_to_le32(nr);
 		a->used = cpu_to_le32(used);
 		for (u32 w = 0; w < words; w++)
 			a->bits[w] = cpu_to_le64(want[w]);
 	}
-	ret = commit_one(fs, used ? &buf.k : NULL, TFS_POS(dev, bucket), &seq);
+	ret = commit_one(fs, used ? &buf.k : NULL, pos, &seq);
 	if (ret) {
 		c->res->left += c->res->found - found;
-		fsck_say(c, "not fixed: alloc %u:%llu: %s", dev, (unsigned long long)bucket,
-			 tfs_err_str(ret));
+		fsck_say(c, "not fixed: %s %u:%llu: %s", fa_name(t), dev,
+			 (unsigned long long)bucket, tfs_err_str(ret));
 		return 0;
 	}
 	c->res->fixed += c->res->found - found;
-	fsck_say(c, "fixed: alloc %u:%llu rewritten from the extents (%u blocks used)", dev,
-		 (unsigned long long)bucket, used);
+	fsck_say(c, "fixed: %s %u:%llu rewritten from the %s (%u blocks used)", fa_name(t), dev,
+		 (unsigned long long)bucket, t == FA_BTREE ? "nodes" : "extents", used);
+	{
+		/* The other owner's blocks in this bucket, wanted or marked. */
+		unsigned o = t == FA_USER ? FA_BTREE : FA_USER;
+		const struct fsck_akey *ko = akey_find(fa, o, dev, bucket);
+		size_t f, e = blks_find(fa, o, dev, bucket, &f);
+		u64 other[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 };
+
+		blks_bits(other, nr, &fa->blks[o][f], e - f);
+		for (u32 i = 0; ko && i < min_t(u32, nr, ko->nr_blocks); i++)
+			if (bit(ko->bits, i))
+				other[i / 64] |= 1ULL << (i % 64);
+		for (u32 w = 0; w < words; w++)
+			leaked[w] &= ~other[w];
+	}
 	alloc_mem_fix(c, dev, bucket, leaked, nr, true, seq);
 	alloc_mem_fix(c, dev, bucket, missing, nr, false, seq);
 	return 0;
+}
+
+static int akey_cmp(const struct fsck_akey *k, u32 dev, u64 bucket)
+{
+	if (k->dev != dev)
+		return k->dev < dev ? -1 : 1;
+	return k->bucket < bucket ? -1 : k->bucket > bucket;
+}
+
+/* Owner t: its keys and the blocks its owners use, merged by (member, bucket). */
+static int alloc_check_owner(struct fsck *c, struct fsck_alloc *a, unsigned t)
+{
+	const struct fsck_blk *b = a->blks[t];
+	size_t i = 0, x = 0, nr_b = a->nr[t], nr_k = a->nr_keys[t];
+	int ret = 0;
+
+	while (!ret && (i < nr_b || x < nr_k)) {
+		const struct fsck_akey *k = x < nr_k ? &a->keys[t][x] : NULL;
+		u32 dev;
+		u64 bucket;
+		size_t j = i;
+
+		if (k && (i == nr_b || akey_cmp(k, b[i].dev, b[i].bucket) <= 0)) {
+			dev = k->dev;
+			bucket = k->bucket;
+			x++;
+		} else {
+			dev = b[i].dev;
+			bucket = b[i].bucket;
+			k = NULL;
+		}
+		while (j < nr_b && b[j].dev == dev && b[j].bucket == bucket)
+			j++;
+		ret = alloc_check_bucket(c, a, t, dev, bucket, k, &b[i], j - i);
+		i = j;
+	}
+	return ret;
+}
+
+/* The key of owner t at (dev, bucket), or NULL. */
+static const struct fsck_akey *akey_find(const struct fsck_alloc *a, unsigned t, u32 dev,
+					 u64 bucket)
+{
+	size_t l = 0, r = a->nr_keys[t];
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+		int cmp = akey_cmp(&a->keys[t][m], dev, bucket);
+
+		if (!cmp)
+			return &a->keys[t][m];
+		if (cmp < 0)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return NULL;
+}
+
+/* The blocks of owner t in (dev, bucket): b[*first .. return). */
+static size_t blks_find(const struct fsck_alloc *a, unsigned t, u32 dev, u64 bucket, size_t *first)
+{
+	const struct fsck_blk *b = a->blks[t];
+	size_t l = 0, r = a->nr[t], e;
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+
+		if (b[m].dev < dev || (b[m].dev == dev && b[m].bucket < bucket))
+			l = m + 1;
+		else
+			r = m;
+	}
+	for (e = l; e < a->nr[t] && b[e].dev == dev && b[e].bucket == bucket; e++)
+		;
+	*first = l;
+	return e;
+}
+
+/*
+ * A block both a user and a btree alloc key mark (doubly used): said once
+ * per run.  The per-owner rewrites repair it unless data and a node really
+ * both use the block (check_extents()'s overlap line, not repaired).
+ */
+static void alloc_check_double(struct fsck *c, struct fsck_alloc *a)
+{
+	for (size_t x = 0; x < a->nr_keys[FA_BTREE]; x++) {
+		const struct fsck_akey *kb = &a->keys[FA_BTREE][x];
+		const struct fsck_akey *ku = akey_find(a, FA_USER, kb->dev, kb->bucket);
+		u64 wu[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 },
+						     wb[TFS_ALLOC_MAX_BUCKET_BLOCKS / 64] = { 0 };
+		u32 nr = bucket_blocks(c->fs, kb->dev, kb->bucket);
+		size_t f, e;
+
+		if (!ku || !nr)
+			continue;
+		nr = min_t(u32, nr, kb->nr_blocks);
+		nr = min_t(u32, nr, ku->nr_blocks);
+		e = blks_find(a, FA_USER, kb->dev, kb->bucket, &f);
+		blks_bits(wu, nr, &a->blks[FA_USER][f], e - f);
+		e = blks_find(a, FA_BTREE, kb->dev, kb->bucket, &f);
+		blks_bits(wb, nr, &a->blks[FA_BTREE][f], e - f);
+		for (u32 i = 0, j; i < nr; i = j) {
+			bool real = false;
+
+			if (!bit(kb->bits, i) || !bit(ku->bits, i)) {
+				j = i + 1;
+				continue;
+			}
+			for (j = i; j < nr && bit(kb->bits, j) && bit(ku->bits, j); j++)
+				real |= bit(wu, j) && bit(wb, j);
+			fsck_err(
+				c,
+				"alloc %u:%llu: blocks %u..%u marked used both by file data and by "
+				"btree nodes (doubly used)",
+				kb->dev, (unsigned long long)kb->bucket, i, j - 1);
+			if (may_repair(c) && !real)
+				c->res->fixed++; /* by the rewrite of the key that is wrong */
+			else
+				c->res->left++;
+		}
+	}
 }
 
 /* One counter: its key against the value counted. */
@@ -757,8 +1071,9 @@ static void acct_check(struct fsck *c, enum tfs_acct_kind kind, unsigned dev, u6
 		fsck_err(c, "accounting inodes: %llu, the inodes btree holds %llu",
 			 (unsigned long long)have, (unsigned long long)want);
 	else
-		fsck_err(c, "accounting %s member %u: %llu blocks, extents use %llu",
+		fsck_err(c, "accounting %s member %u: %llu blocks, %s use %llu",
 			 tfs_acct_kind_str(kind), dev, (unsigned long long)have,
+			 kind == TFS_ACCT_btree_blocks ? "nodes" : "extents",
 			 (unsigned long long)want);
 	if (!may_repair(c)) {
 		c->res->left++;
@@ -783,66 +1098,37 @@ static void acct_check(struct fsck *c, enum tfs_acct_kind kind, unsigned dev, u6
 }
 
 /*
- * The alloc keys hold exactly the blocks extents use (a merge of both,
- * sorted by member and bucket), and the accounting keys the sums.  Run
- * after the repairs that remove extents, from a fresh pass.  Two owners of
- * one block are check_extents()'s overlap lines.
+ * The user alloc keys hold exactly the blocks extents use, the btree alloc
+ * keys exactly the blocks of the nodes (every tree but the alloc btree), no
+ * block is in both, and the accounting keys are the sums.  Run after the
+ * repairs that remove extents, from a fresh pass.  Two owners of one block
+ * are check_extents()'s overlap lines.
  */
 static int check_alloc(struct fsck *c)
 {
-	struct fsck_alloc a = { 0 };
-	struct tfs_btree_iter iter;
-	const struct tfs_bkey *k;
-	size_t i = 0;
-	int ret = alloc_collect(c, &a);
+	struct fsck_alloc a = { .c = c };
+	int ret = alloc_collect(c, &a) ?: alloc_read_keys(&a, FA_USER)
+					       ?: alloc_collect_nodes(c, &a);
 
 	if (ret)
 		goto out;
-	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_alloc, TFS_POS_MIN,
-			    TFS_POS(TFS_MAX_DEVICES, 0));
-	for (ret = tfs_btree_iter_peek(&iter, &k);; ret = tfs_btree_iter_next(&iter, &k)) {
-		struct tfs_bpos kp = k ? tfs_bkey_pos(k) : TFS_POS(TFS_MAX_DEVICES, 0);
-		struct tfs_bkey_buf kb;
-
-		if (ret)
-			break;
-		if (k)
-			tfs_bkey_copy(&kb, k);
-		/* Buckets extents use that come before the key: no key for them. */
-		while (i < a.nr && tfs_bpos_cmp(TFS_POS(a.blks[i].dev, a.blks[i].bucket), kp) < 0) {
-			size_t j = i + 1;
-
-			while (j < a.nr && a.blks[j].dev == a.blks[i].dev &&
-			       a.blks[j].bucket == a.blks[i].bucket)
-				j++;
-			ret = alloc_check_bucket(c, &a, a.blks[i].dev, a.blks[i].bucket, NULL,
-						 &a.blks[i], j - i);
-			if (ret)
-				break;
-			i = j;
-		}
-		if (ret || !k)
-			break;
-		if (kb.k.type != TFS_BKEY_alloc)
-			continue;
-		size_t j = i;
-
-		while (j < a.nr && a.blks[j].dev == kp.inode && a.blks[j].bucket == kp.offset)
-			j++;
-		ret = alloc_check_bucket(c, &a, (u32)kp.inode, kp.offset, &kb.k, &a.blks[i], j - i);
-		i = j;
-		if (ret)
-			break;
-		/* A repair committed meanwhile: next() still moves past kp, never back. */
+	if (a.nr[FA_USER])
+		qsort(a.blks[FA_USER], a.nr[FA_USER], sizeof(*a.blks[FA_USER]), blk_cmp);
+	alloc_check_double(c, &a);
+	ret = alloc_check_owner(c, &a, FA_USER) ?: alloc_check_owner(c, &a, FA_BTREE);
+	if (ret)
+		goto out;
+	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++) {
+		acct_check(c, TFS_ACCT_user_blocks, dev, a.blocks[FA_USER][dev]);
+		acct_check(c, TFS_ACCT_btree_blocks, dev, a.blocks[FA_BTREE][dev]);
 	}
-	tfs_btree_iter_exit(&iter);
-	if (ret)
-		goto out;
-	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++)
-		acct_check(c, TFS_ACCT_user_blocks, dev, a.user_blocks[dev]);
 	acct_check(c, TFS_ACCT_inodes, 0, a.inodes);
 out:
-	free(a.blks);
+	for (unsigned t = 0; t < FA_NR; t++) {
+		fa_keys_free(&a, t);
+		free(a.keys[t]);
+		free(a.blks[t]);
+	}
 	return ret;
 }
 

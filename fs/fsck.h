@@ -22,13 +22,17 @@
  *    inside their member device and overlap neither other files' extents
  *    nor btree nodes (tfs_btree_node_locations());
  *  - orphan keys name existing inodes; an "unlinked" orphan has nlink 0;
- *  - allocation (run last, after the repairs that remove extents): each
+ *  - allocation (run last, after the repairs that remove extents): each user
  *    alloc key holds exactly the blocks of its bucket that extents use
- *    ("blocks 3..5 marked used, but no extent references them (leaked)",
- *    "blocks 8..8 used by extent INO:OFF are not marked used", "no alloc
- *    key, but extent ..."); two owners of one block are the overlap lines
- *    above, naming both; the accounting keys equal the sums (user blocks per
- *    member, inode keys).
+ *    ("alloc 0:12: blocks 3..5 marked used, but no extent references them
+ *    (leaked)", "blocks 8..8 used by extent INO:OFF are not marked used",
+ *    "no alloc key, but extent ..."), each btree alloc key exactly the
+ *    blocks nodes of every tree but the alloc btree take ("alloc btree
+ *    0:12: ... no btree node uses them (leaked)", "... used by a btree
+ *    dirents node are not marked used"), no block is in both ("... marked
+ *    used both by file data and by btree nodes (doubly used)"); two owners
+ *    of one block are the overlap lines above, naming both; the accounting
+ *    keys equal the sums (user and btree blocks per member, inode keys).
  *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
  * a crash during repair leaves the old or the repaired state), each said
@@ -41,9 +45,11 @@
  *    when missing) as "#INO";
  *  - orphan keys of missing inodes are removed; blocks is recounted;
  *    extents of no file are removed;
- *  - a wrong alloc key is rewritten from the extents (or removed), a wrong
- *    counter set to the count, each its own transaction; the allocator in
- *    memory follows (leaked space reusable once the repair is durable).
+ *  - a wrong alloc key is rewritten from the extents or nodes (or removed),
+ *    a wrong counter set to the count, each its own transaction; the
+ *    allocator in memory follows (leaked space reusable once the repair is
+ *    durable); a doubly used block is fixed by those rewrites unless data
+ *    and a node really both use it (left, with the overlap line).
  * Not repaired (counted as left): node/key corruption, overlapping or
  * out-of-device extents, unreachable directory cycles.
  *

@@ -400,9 +400,14 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st)
 	/*
 	 * Inodes have no table: each free block could hold one more.  Those in
 	 * use are counted out, so creating one drops f_ffree by one (as
-	 * programs expect from ext4) even when it takes no block.
+	 * programs expect from ext4) even when it takes no block.  The count
+	 * is the accounting key (fs/alloc.h), exact with every commit.
 	 */
-	u64 nr_inodes = __atomic_load_n(&p->nr_inodes, __ATOMIC_RELAXED);
+	u64 nr_inodes;
+	int ret = tfs_acct_read(fs, TFS_ACCT_inodes, 0, &nr_inodes);
+
+	if (ret)
+		return ret;
 
 	st->f_ffree = st->f_bavail > nr_inodes ? st->f_bavail - nr_inodes : 0;
 	st->f_favail = st->f_ffree;
@@ -563,21 +568,23 @@ static int orphans_process(struct tfs_fs *fs)
 	return ret;
 }
 
-/* Counts the inodes and finds the next free number. */
+/*
+ * The inode count (the accounting key: no scan) and the next free number:
+ * past the last inode key (one leaf read, not the whole btree).
+ */
 static int inodes_scan(struct tfs_fs *fs)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
 	u64 nr = 0, max = TFS_ROOT_INO;
-	int ret;
+	int ret = tfs_acct_read(fs, TFS_ACCT_inodes, 0, &nr);
 
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_inodes, TFS_POS_MIN, TFS_POS_MAX);
-	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
-	     ret = tfs_btree_iter_next(&iter, &k)) {
-		nr += k->type == TFS_BKEY_inode;
+	tfs_btree_iter_set_pos(&iter, TFS_POS_MAX);
+	ret = ret ?: tfs_btree_iter_prev(&iter, &k);
+	if (!ret && k)
 		max = max_t(u64, max, le64_to_cpu(k->inode));
-	}
 	tfs_btree_iter_exit(&iter);
 	/* Orphans may name inodes whose keys went (they are still reserved). */
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_orphans, TFS_POS_MIN, TFS_POS_MAX);

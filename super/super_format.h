@@ -37,13 +37,17 @@
  * as bucket ranges.  3: the alloc btree records the blocks file data uses
  * and accounting keys the usage counters (fs/fs_format.h); open no longer
  * finds data space from the extents, so a version 2 filesystem (no alloc
- * keys) would open with its data space free.  Nothing older was ever in
- * use: this build reads version 3 only.
+ * keys) would open with its data space free.  4: the alloc btree also
+ * records btree node space (alloc keys of data type btree, accounting
+ * btree_blocks); open no longer derives it from the node pointers, so a
+ * version 3 filesystem would open with its node space free.  Nothing older
+ * was ever in use: this build reads version 4 only.
  */
 #define TFS_SB_VERSIONS(x)	\
 	x(initial, 1)		\
 	x(btree_node_size, 2)	\
-	x(alloc_keys, 3)
+	x(alloc_keys, 3)	\
+	x(alloc_nodes, 4)
 /* clang-format on */
 
 enum tfs_sb_version {
@@ -54,7 +58,7 @@ enum tfs_sb_version {
 };
 
 #define TFS_SB_VERSION_CURRENT (TFS_SB_VERSION_NR - 1)
-#define TFS_SB_VERSION_MIN TFS_SB_VERSION_alloc_keys
+#define TFS_SB_VERSION_MIN TFS_SB_VERSION_alloc_nodes
 
 #define TFS_SB_LAYOUT_OFFSET 3584 /* bytes: sector 7 */
 #define TFS_SB_LAYOUT_SIZE 512

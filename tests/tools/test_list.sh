@@ -5,12 +5,15 @@
 fill=$build/tests/tools/btree_fill
 
 # 1. A fresh filesystem: every btree, empty but for the root directory mkfs made
-#    (and the alloc btree's inode counter, 1).
+#    (and in the alloc btree the inode counter, 1, and the space of the five
+#    other trees' root nodes: five btree alloc keys and their counter).
 run 0 "$mkfs" -q --size 32M a.img
 run 0 "$tinyfs" list a.img && has out "btree inodes:" && has out "btree orphans:"
 has out "inode 1:0 " || fail "no root directory: $(cat out)"
 has out "inodes: 1" || fail "no inode counter: $(cat out)"
-[ "$(wc -l <out)" = 8 ] || fail "a fresh filesystem lists keys: $(cat out)"
+has out "btree_blocks member 0: " || fail "no btree blocks counter: $(cat out)"
+[ "$(grep -c ': btree used ' out)" = 5 ] || fail "not five btree alloc keys: $(cat out)"
+[ "$(wc -l <out)" = 14 ] || fail "a fresh filesystem lists keys: $(cat out)"
 
 # 2. Keys, in order, with their text; filters.
 run 0 "$fill" extents 300 a.img

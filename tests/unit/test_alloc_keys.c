@@ -5,6 +5,11 @@
  * compares them block by block); open builds the allocator from them
  * without reading a single extents leaf; filling the filesystem and
  * deleting everything leaves no alloc key and no space used by data.
+ * Btree node space: every tree's nodes but the alloc btree's are in btree
+ * alloc keys, which open reads instead of walking the nodes; a power cut at
+ * any write of a write-back (node copies, flushes, the entry with the root
+ * and the keys) leaves keys that fsck finds exact.  The inode count of
+ * statfs is the accounting key; open reads one inodes leaf.
  * (Power cuts: test_posix_crash's fsck after every cut checks the alloc
  * keys against the extents too.)
  */
@@ -18,9 +23,12 @@
 #include <linux/falloc.h>
 
 #include "fs/alloc.h"
+#include "fs/btree.h"
 #include "fs/btree_types.h"
 #include "fs/fs_format.h"
 #include "fs/fs_types.h"
+#include "fs/fsck.h"
+#include "lib/fault_point.h"
 #include "posix_test.h"
 
 static struct pt T;
@@ -58,8 +66,8 @@ static u64 acct_v(enum tfs_acct_kind kind)
 	return v;
 }
 
-/* Alloc keys (not accounting) in the alloc btree, and the sum of their used. */
-static unsigned alloc_keys(u64 *used)
+/* Alloc keys of data type `type` in the alloc btree, and the sum of their used. */
+static unsigned alloc_keys_of(enum tfs_alloc_data_type type, u64 *used)
 {
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
@@ -69,13 +77,19 @@ static unsigned alloc_keys(u64 *used)
 	*used = 0;
 	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_alloc, TFS_POS_MIN, TFS_POS_MAX);
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
-		if (k->type == TFS_BKEY_alloc) {
+		if (k->type == TFS_BKEY_alloc &&
+		    ((const struct tfs_alloc_key *)tfs_bkey_val(k))->data_type == type) {
 			nr++;
 			*used += le32_to_cpu(((const struct tfs_alloc_key *)tfs_bkey_val(k))->used);
 		}
 	tfs_btree_iter_exit(&iter);
 	assert_int_equal(ret, 0);
 	return nr;
+}
+
+static unsigned alloc_keys(u64 *used)
+{
+	return alloc_keys_of(TFS_ALLOC_DATA_user, used);
 }
 
 static u64 file_blocks(const char *name)
@@ -233,6 +247,215 @@ static void test_degraded_delete(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/* Btree alloc keys and the blocks they mark (member 0). */
+static unsigned btree_keys(u64 *used)
+{
+	return alloc_keys_of(TFS_ALLOC_DATA_btree, used);
+}
+
+static int count_node(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	*(u64 *)ctx += ptr->nr_ptrs;
+	return 0;
+}
+
+/* Node copies on disk of every tree but the alloc btree (after a write-back). */
+static u64 recorded_nodes(void)
+{
+	u64 nr = 0;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (id != TFS_BTREE_alloc)
+			assert_int_equal(tfs_btree_node_locations(T.fs, id, count_node, &nr), 0);
+	return nr;
+}
+
+static int first_node(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	if (ptr->nr_ptrs && !*(u64 *)ctx)
+		*(u64 *)ctx = le64_to_cpu(ptr->ptrs[0].offset);
+	return 0;
+}
+
+/* Files enough for several inodes and dirents leaves (16 KiB nodes). */
+static void make_files(unsigned nr, unsigned seed)
+{
+	char name[32];
+
+	for (unsigned i = 0; i < nr; i++) {
+		struct tfs_file *f;
+		u8 blk[512];
+
+		snprintf(name, sizeof(name), "n%u_%u", seed, i);
+		assert_int_equal(pt_create(&T, 1, name, &f), 0);
+		pt_fill(blk, sizeof(blk), seed, i);
+		assert_int_equal(tfs_write(T.fs, f, blk, sizeof(blk), 0), (ssize_t)sizeof(blk));
+		assert_int_equal(tfs_release(T.fs, f), 0);
+	}
+}
+
+/*
+ * Node space is in the btree alloc keys, with its counter, and open takes
+ * it from them: a node whose key is removed is free space after a reopen
+ * (open walks no tree but the alloc btree).
+ */
+static void test_node_space_from_keys(void **state)
+{
+	struct statvfs before, after;
+	struct tfs_bkey_buf ak;
+	struct tfs_btree_trans trans;
+	struct tfs_fsck_opts o = { .repair = true };
+	struct tfs_fsck_result res;
+	u64 used, node = 0, bs = T.fs->block_size, nb = T.fs->node_size / bs;
+	u32 bsz = T.fs->alloc.devs[0].bucket_size;
+	struct tfs_bpos pos;
+
+	make_files(400, 1);
+	assert_int_equal(tfs_btree_write_all(T.fs), 0);
+	btree_keys(&used);
+	assert_int_equal(used, recorded_nodes() * nb);
+	assert_int_equal(tfs_acct_read(T.fs, TFS_ACCT_btree_blocks, 0, &node), 0);
+	assert_int_equal(node, used);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+
+	/* The dirents root's key goes (its bucket holds only that node: 16 KiB buckets). */
+	node = 0;
+	assert_int_equal(tfs_btree_node_locations(T.fs, TFS_BTREE_dirents, first_node, &node), 0);
+	pos = tfs_alloc_pos(TFS_ALLOC_DATA_btree, 0, node / bsz);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, pos, &ak), 0);
+	assert_int_equal(le32_to_cpu(((struct tfs_alloc_key *)tfs_bkey_val(&ak.k))->used), nb);
+	assert_int_equal(tfs_statfs(T.fs, &before), 0);
+	tfs_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_trans_delete(&trans, TFS_BTREE_alloc, pos), 0);
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_statfs(T.fs, &after), 0);
+	assert_int_equal(after.f_bfree, before.f_bfree + nb);
+	/* fsck says so and puts it back. */
+	assert_int_equal(tfs_fsck(T.fs, &o, &res), 0);
+	assert_int_equal(res.found, 1);
+	assert_int_equal(res.fixed, 1);
+	assert_int_equal(tfs_statfs(T.fs, &after), 0);
+	assert_int_equal(after.f_bfree, before.f_bfree);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
+ * A power cut at each write of a write-back that allocates nodes (splits
+ * of the inodes and dirents trees, copies of every changed node): after
+ * the reopen the btree alloc keys hold exactly the nodes of the durable
+ * trees (fsck: nothing leaked, nothing unmarked) and the files are there.
+ */
+static void test_power_cut_node_alloc(void **state)
+{
+	static const char *const policies[] = { "none", "prefix", "random", "torn" };
+	char template[160], rule[96];
+	unsigned cuts = 0;
+	bool lng = getenv("TFS_LONG"); /* more files: more splits, more writes to cut */
+
+	make_files(100, 2);
+	assert_int_equal(pt_stop(&T), 0);
+	snprintf(template, sizeof(template), "%s/template", T.dir);
+	pt_copy_file(T.path[0], template);
+	for (u64 k = 1;; k++) {
+		struct tfs_stat st;
+		bool cut;
+		int ret;
+
+		pt_copy_file(template, T.path[0]);
+		assert_int_equal(pt_open(&T), 0);
+		make_files(lng ? 150 : 60, 3);
+		assert_int_equal(tfs_syncfs(T.fs), 0); /* the files are durable: the journal */
+		snprintf(rule, sizeof(rule), "write nth=%llu powercut=%s", (unsigned long long)k,
+			 policies[k % 4]);
+		tfs_faultdev_set_seed(pt_bdev(&T, 0), k);
+		assert_true(pt_rule(&T, 0, rule) >= 0);
+		ret = tfs_btree_write_all(T.fs);
+		cut = tfs_faultdev_rule_fired(pt_bdev(&T, 0), 0) > 0;
+		assert_true(cut || !ret);
+		ret = pt_stop(&T); /* the cut may come in its writes too */
+		cut |= ret != 0;
+		assert_int_equal(pt_open(&T), 0);
+		assert_int_equal(pt_fsck(T.fs), 0);
+		assert_int_equal(pt_lookup(&T, 1, lng ? "n3_149" : "n3_59", &st), 0);
+		assert_int_equal(pt_lookup(&T, 1, "n2_0", &st), 0);
+		/* The space the reopen found free is free: more nodes go there. */
+		make_files(10, 4);
+		assert_int_equal(tfs_btree_write_all(T.fs), 0);
+		assert_int_equal(pt_fsck(T.fs), 0);
+		assert_int_equal(pt_stop(&T), 0);
+		if (!cut)
+			break;
+		cuts++;
+	}
+	unlink(template);
+	fprintf(stderr, "node allocation: %u power cuts\n", cuts);
+	assert_true(cuts > 5);
+}
+
+/*
+ * Keys for more node copies than one journal entry holds (forced by a fault
+ * point): sets, root entry and clears go in entries of their own, and the
+ * keys are still exact after the write-back and after a reopen.
+ */
+static void test_split_node_keys(void **state)
+{
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ALWAYS };
+	u64 used, v;
+
+	make_files(300, 6);
+	assert_int_equal(tfs_fault_point_arm("ckpt:alloc_keys_too_big", &arm), 0);
+	assert_int_equal(tfs_btree_write_all(T.fs), 0);
+	make_files(100, 7);
+	assert_int_equal(tfs_btree_write_all(T.fs), 0);
+	tfs_fault_points_reset();
+	assert_int_equal(pt_fsck(T.fs), 0);
+	btree_keys(&used);
+	assert_int_equal(used, recorded_nodes() * (T.fs->node_size / T.fs->block_size));
+	assert_int_equal(tfs_acct_read(T.fs, TFS_ACCT_btree_blocks, 0, &v), 0);
+	assert_int_equal(v, used);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/* statfs's inode count is the accounting key; open reads one inodes leaf, not all. */
+static void test_inode_count(void **state)
+{
+	struct statvfs st;
+	struct tfs_bkey_buf kb;
+	struct tfs_accounting *v;
+	struct tfs_btree_trans trans;
+	u64 r0, r1;
+
+	make_files(600, 5);
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 601);
+	assert_int_equal(tfs_btree_write_all(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	r0 = T.fs->btrees[TFS_BTREE_inodes].c.nodes_read;
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 601);
+	assert_int_equal(tfs_btree_verify(T.fs, TFS_BTREE_inodes), 0);
+	r1 = T.fs->btrees[TFS_BTREE_inodes].c.nodes_read;
+	fprintf(stderr, "inodes nodes read: %llu at open, %llu after a full walk\n",
+		(unsigned long long)r0, (unsigned long long)r1);
+	assert_true(r1 >= r0 + 4); /* the other leaves */
+	assert_true(r0 <= 2);	   /* the root and the last leaf */
+	/* The count is the key's: a wrong key shows (fsck repairs it). */
+	v = tfs_bkey_init(&kb, TFS_BKEY_accounting, tfs_acct_pos(TFS_ACCT_inodes, 0), sizeof(*v));
+	v->value = cpu_to_le64(1000);
+	tfs_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_alloc, &kb.k), 0);
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(tfs_statfs(T.fs, &st), 0);
+	assert_int_equal(st.f_files - st.f_ffree, 1000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -240,6 +463,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_open_reads_no_extents_leaf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fill_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_delete, setup_two, teardown),
+		cmocka_unit_test_setup_teardown(test_node_space_from_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_cut_node_alloc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_node_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inode_count, setup, teardown),
 	};
 
 	return pt_run_tests(tests);

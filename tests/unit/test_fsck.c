@@ -101,6 +101,8 @@ static void check_damage(const char *line, int exit_y)
 	T.opts.read_only = true;
 	assert_int_equal(pt_open(&T), 0);
 	assert_int_equal(fsck_capture(false, &res), 0);
+	if (!strstr(captured, line))
+		fprintf(stderr, "expected: %s\n", line);
 	assert_non_null(strstr(captured, line));
 	assert_true(res.found > 0);
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
@@ -452,6 +454,108 @@ static void test_alloc_missing(void **state)
 	check_damage(line, TFS_FSCK_EXIT_FIXED);
 }
 
+/* The btree alloc key of the bucket of btree id's root node (member 0), and that node's block. */
+static struct tfs_bpos node_alloc_pos(enum tfs_btree_id id, struct tfs_bkey_buf *ak, u32 *blk)
+{
+	u32 bsz = T.fs->alloc.devs[0].bucket_size;
+	struct tfs_bpos pos;
+	u64 node = 0;
+
+	assert_int_equal(tfs_btree_write_all(T.fs), 0); /* every node has its place */
+	assert_int_equal(tfs_btree_node_locations(T.fs, id, first_node, &node), 0);
+	assert_true(node);
+	*blk = (u32)(node % bsz / T.fs->block_size);
+	pos = tfs_alloc_pos(TFS_ALLOC_DATA_btree, 0, node / bsz);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, pos, ak), 0);
+	return pos;
+}
+
+/* A bucket no node uses marked as btree space: leaked, -y frees it. */
+static void test_alloc_node_leaked(void **state)
+{
+	struct tfs_alloc_run run;
+	struct tfs_bkey_buf kb;
+	struct tfs_alloc_key *v;
+	struct statvfs before, after;
+	u32 bsz = T.fs->alloc.devs[0].bucket_size, nr = bsz / T.fs->block_size;
+	char line[200];
+
+	/* A whole free bucket (given back at once: nothing refers to it). */
+	assert_int_equal(tfs_alloc(T.fs, bsz, bsz, 1, 0, &run), (s64)bsz);
+	tfs_alloc_free_now(T.fs, &run);
+	assert_int_equal(run.offset % bsz, 0);
+	v = tfs_bkey_init(&kb, TFS_BKEY_alloc,
+			  tfs_alloc_pos(TFS_ALLOC_DATA_btree, 0, run.offset / bsz),
+			  tfs_alloc_key_val_bytes(nr));
+	v->data_type = TFS_ALLOC_DATA_btree;
+	v->nr_blocks = cpu_to_le32(nr);
+	v->used = cpu_to_le32(nr);
+	for (u32 i = 0; i < nr; i++)
+		v->bits[i / 64] |= cpu_to_le64(1ULL << (i % 64));
+	put_key(TFS_BTREE_alloc, &kb.k);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_statfs(T.fs, &before), 0);
+	snprintf(line, sizeof(line),
+		 "alloc btree 0:%llu: blocks 0..%u marked used, but no btree node uses them "
+		 "(leaked)",
+		 (unsigned long long)(run.offset / bsz), nr - 1);
+	check_damage(line, TFS_FSCK_EXIT_FIXED);
+	/* The bucket is free space again. */
+	assert_int_equal(tfs_statfs(T.fs, &after), 0);
+	assert_int_equal(after.f_bfree, before.f_bfree + nr);
+}
+
+/* A node's blocks also marked as file data: doubly used, -y keeps them the node's. */
+static void test_alloc_node_doubly_used(void **state)
+{
+	struct tfs_bkey_buf nk, kb;
+	struct tfs_alloc_key *v;
+	struct tfs_bpos pos;
+	u32 blk, nb = T.fs->node_size / T.fs->block_size;
+	char line[200];
+
+	pos = node_alloc_pos(TFS_BTREE_inodes, &nk, &blk);
+	/* The user key of the same bucket, marking the node's blocks. */
+	tfs_bkey_copy(&kb, &nk.k);
+	kb.k.inode = cpu_to_le64(0);
+	v = tfs_bkey_val(&kb.k);
+	v->data_type = TFS_ALLOC_DATA_user;
+	/* Only this node's blocks (another node may share the bucket). */
+	memset(v->bits, 0, DIV_ROUND_UP(le32_to_cpu(v->nr_blocks), 64) * 8);
+	for (u32 i = blk; i < blk + nb; i++)
+		v->bits[i / 64] |= cpu_to_le64(1ULL << (i % 64));
+	v->used = cpu_to_le32(nb);
+	put_key(TFS_BTREE_alloc, &kb.k);
+	snprintf(line, sizeof(line),
+		 "alloc 0:%llu: blocks %u..%u marked used both by file data and by btree nodes "
+		 "(doubly used)",
+		 (unsigned long long)pos.offset, blk, blk + nb - 1);
+	check_damage(line, TFS_FSCK_EXIT_FIXED);
+	assert_null(strstr(captured, "doubly")); /* the last check is clean */
+	/* The btree key is still there, the user one is gone. */
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, pos, &kb), 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, TFS_POS(0, pos.offset), &kb),
+			 -ENOENT);
+}
+
+/* A node's blocks not marked: open would hand them out; -y marks them. */
+static void test_alloc_node_missing(void **state)
+{
+	struct tfs_bkey_buf nk;
+	struct tfs_bpos pos;
+	u32 blk;
+	char line[200];
+
+	pos = node_alloc_pos(TFS_BTREE_dirents, &nk, &blk);
+	del_key(TFS_BTREE_alloc, pos);
+	snprintf(
+		line, sizeof(line),
+		"alloc btree 0:%llu: no alloc key, but a btree ", /* the first node of the bucket */
+		(unsigned long long)pos.offset);
+	check_damage(line, TFS_FSCK_EXIT_FIXED);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, pos, &nk), 0);
+}
+
 /* Counters that disagree with what they count. */
 static void test_accounting_wrong(void **state)
 {
@@ -518,6 +622,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extent_over_node, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_unclean, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_leaked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_node_leaked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_node_doubly_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_node_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accounting_wrong, setup, teardown),
 	};

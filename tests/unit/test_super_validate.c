@@ -87,7 +87,7 @@ MUT(csum, sb->csum ^= 1)
 MUT(size, sb->u64s = cpu_to_le32(100000))
 MUT(version, sb->version = 9)
 MUT(version_1, sb->version = 1; sb->version_min = 1)
-MUT(version_min, sb->version_min = 4)
+MUT(version_min, sb->version_min = 5)
 MUT(features, sb->features = 4)
 MUT(layout_nr, sb->layout.nr_superblocks = 0;
     sb->layout.csum = cpu_to_le32(tfs_sb_layout_csum(&sb->layout)))
@@ -177,11 +177,11 @@ static const struct vcase cases[] = {
 	{ "size", mut_size, true, -TFS_ERR_invalid_sb_size,
 	  "u64s 100000: fields end at 800688, past the copy's 32768 bytes" },
 	{ "version", mut_version, false, -TFS_ERR_invalid_sb_version,
-	  "version 9: this build reads 3 to 3" },
+	  "version 9: this build reads 4 to 4" },
 	{ "version_1", mut_version_1, false, -TFS_ERR_invalid_sb_version,
-	  "version 1: this build reads 3 to 3" },
+	  "version 1: this build reads 4 to 4" },
 	{ "version_min", mut_version_min, false, -TFS_ERR_invalid_sb_version,
-	  "version_min 4 not in [3, version 3]" },
+	  "version_min 5 not in [4, version 4]" },
 	{ "features", mut_features, false, -TFS_ERR_invalid_sb_version,
 	  "unknown incompatible features 0x4" },
 	{ "layout_nr", mut_layout_nr, false, -TFS_ERR_invalid_sb_layout,
