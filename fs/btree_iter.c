@@ -507,6 +507,21 @@ static int node_locations(struct tfs_bnode *n, tfs_btree_node_loc_fn fn, void *c
 	return ret;
 }
 
+/* fn on a location held outside any key (as a pointer value). */
+static int loc_locations(const struct tfs_btree_loc *loc, tfs_btree_node_loc_fn fn, void *ctx)
+{
+	struct {
+		struct tfs_btree_ptr p;
+		struct tfs_btree_ptr_dev d[TFS_BTREE_PTR_MAX_REPLICAS];
+	} v = { .p.nr_ptrs = (u8)loc->nr };
+
+	for (unsigned r = 0; r < loc->nr; r++) {
+		v.d[r].dev = cpu_to_le32(loc->ptrs[r].dev);
+		v.d[r].offset = cpu_to_le64(loc->ptrs[r].offset);
+	}
+	return fn(ctx, &v.p);
+}
+
 int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_node_loc_fn fn,
 			     void *ctx)
 {
@@ -530,21 +545,17 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 	pthread_rwlock_rdlock(&b->lock);
 	if (have_root)
 		ret = fn(ctx, tfs_bkey_val(&root.k));
+	/*
+	 * The root's own copy: no key in memory points at it when it is not
+	 * the durable root (a shrink made a child the root; the durable tree
+	 * reaches it through the old root until the next checkpoint).
+	 */
+	if (!ret && b->root && b->root->disk.nr)
+		ret = loc_locations(&b->root->disk, fn, ctx);
 	ret = ret ?: node_locations(b->root, fn, ctx);
 	/* Nodes dropped since the last checkpoint: the durable tree still has them. */
-	for (size_t i = 0; !ret && i < b->pending_free.nr; i++) {
-		const struct tfs_btree_loc *loc = &b->pending_free.locs[i];
-		struct {
-			struct tfs_btree_ptr p;
-			struct tfs_btree_ptr_dev d[TFS_BTREE_PTR_MAX_REPLICAS];
-		} v = { .p.nr_ptrs = (u8)loc->nr };
-
-		for (unsigned r = 0; r < loc->nr; r++) {
-			v.d[r].dev = cpu_to_le32(loc->ptrs[r].dev);
-			v.d[r].offset = cpu_to_le64(loc->ptrs[r].offset);
-		}
-		ret = fn(ctx, &v.p);
-	}
+	for (size_t i = 0; !ret && i < b->pending_free.nr; i++)
+		ret = loc_locations(&b->pending_free.locs[i], fn, ctx);
 	pthread_rwlock_unlock(&b->lock);
 	return ret;
 }
