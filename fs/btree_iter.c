@@ -507,6 +507,16 @@ static int node_locations(struct tfs_bnode *n, tfs_btree_node_loc_fn fn, void *c
 	return ret;
 }
 
+/* Is loc where the root key points (reported already)? */
+static bool loc_is_root(const struct tfs_btree_loc *loc, bool have_root,
+			const struct tfs_bkey_buf *root)
+{
+	const struct tfs_btree_ptr *p = have_root ? tfs_bkey_val(&root->k) : NULL;
+
+	return p && p->nr_ptrs && le32_to_cpu(p->ptrs[0].dev) == loc->ptrs[0].dev &&
+	       le64_to_cpu(p->ptrs[0].offset) == loc->ptrs[0].offset;
+}
+
 /* fn on a location held outside any key (as a pointer value). */
 static int loc_locations(const struct tfs_btree_loc *loc, tfs_btree_node_loc_fn fn, void *ctx)
 {
@@ -550,7 +560,7 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 	 * the durable root (a shrink made a child the root; the durable tree
 	 * reaches it through the old root until the next checkpoint).
 	 */
-	if (!ret && b->root && b->root->disk.nr)
+	if (!ret && b->root && b->root->disk.nr && !loc_is_root(&b->root->disk, have_root, &root))
 		ret = loc_locations(&b->root->disk, fn, ctx);
 	ret = ret ?: node_locations(b->root, fn, ctx);
 	/* Nodes dropped since the last checkpoint: the durable tree still has them. */
