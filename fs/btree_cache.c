@@ -113,14 +113,26 @@ static size_t budget_bytes(struct tfs_fs *fs)
 }
 
 /*
+ * The registry and the key cache are set once the journal runs
+ * (tfs_fs_key_cache_init()), while journal reclaim may already run
+ * checkpoints that reach here: read them once, published with release.
+ */
+static struct tfs_shrinkers *fs_shrinkers(struct tfs_fs *fs)
+{
+	return __atomic_load_n(&fs->shrinkers, __ATOMIC_ACQUIRE);
+}
+
+/*
  * About to malloc bytes for the node cache: make room under the shared
  * budget first (a no-op before the registry exists: open, read-only).
  * Callers may hold tree locks (the scan only trylocks trees), never c->lock.
  */
 static void node_reserve(struct tfs_fs *fs, size_t bytes)
 {
-	if (fs->shrinkers)
-		tfs_shrinkers_reserve(fs->shrinkers, bytes);
+	struct tfs_shrinkers *s = fs_shrinkers(fs);
+
+	if (s)
+		tfs_shrinkers_reserve(s, bytes);
 }
 
 /* The high-water mark (c->lock held). */
@@ -371,17 +383,20 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
  */
 static size_t approx_bytes(struct tfs_fs *fs)
 {
-	return budget_bytes(fs) + (fs->key_cache ? tfs_btree_key_cache_bytes(fs->key_cache) : 0);
+	struct tfs_btree_key_cache *kc = __atomic_load_n(&fs->key_cache, __ATOMIC_ACQUIRE);
+
+	return budget_bytes(fs) + (kc ? tfs_btree_key_cache_bytes(kc) : 0);
 }
 
 void tfs_btree_cache_make_room(struct tfs_fs *fs, unsigned nr_nodes)
 {
 	struct tfs_btree_cache *c = &fs->cache;
 	size_t want = nr_nodes * (c->node_bytes + c->child_bytes);
+	struct tfs_shrinkers *s = fs_shrinkers(fs);
 
-	if (!fs->shrinkers || !c->budget || approx_bytes(fs) + want <= c->budget)
+	if (!s || !c->budget || approx_bytes(fs) + want <= c->budget)
 		return;
-	tfs_shrinkers_reserve(fs->shrinkers, want);
+	tfs_shrinkers_reserve(s, want);
 }
 
 /*
@@ -391,14 +406,18 @@ void tfs_btree_cache_make_room(struct tfs_fs *fs, unsigned nr_nodes)
  */
 static size_t shared_bytes(struct tfs_fs *fs)
 {
-	return fs->shrinkers ? tfs_shrinkers_bytes(fs->shrinkers) : budget_bytes(fs);
+	struct tfs_shrinkers *s = fs_shrinkers(fs);
+
+	return s ? tfs_shrinkers_bytes(s) : budget_bytes(fs);
 }
 
 /* Frees clean memory down to target: both caches through the registry, or the nodes alone. */
 static void shrink_to(struct tfs_fs *fs, size_t bytes, size_t target)
 {
-	if (fs->shrinkers)
-		tfs_shrinkers_run(fs->shrinkers, target);
+	struct tfs_shrinkers *s = fs_shrinkers(fs);
+
+	if (s)
+		tfs_shrinkers_run(s, target);
 	else
 		tfs_btree_cache_scan(fs, DIV_ROUND_UP(bytes - target, 4096));
 }
@@ -441,7 +460,7 @@ static bool dirty_over(struct tfs_fs *fs, size_t bytes)
 {
 	size_t budget = fs->cache.budget;
 
-	return fs->shrinkers && bytes > budget - budget / 8 && dirty_bytes(fs) > budget / 4;
+	return fs_shrinkers(fs) && bytes > budget - budget / 8 && dirty_bytes(fs) > budget / 4;
 }
 
 void tfs_btree_cache_check_budget(struct tfs_fs *fs)

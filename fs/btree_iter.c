@@ -63,7 +63,9 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 	int ret;
 
 	/* Key cache hook: cached btrees answer from the cache first, without a lock. */
-	if (tfs_btree_key_cache_lookup(fs->key_cache, id, pos, out))
+	struct tfs_btree_key_cache *kc = __atomic_load_n(&fs->key_cache, __ATOMIC_ACQUIRE);
+
+	if (tfs_btree_key_cache_lookup(kc, id, pos, out))
 		return 0;
 	tfs_btree_cache_make_room(fs, TFS_BTREE_READ_ROOM);
 	tfs_btree_rdlock(b);
@@ -76,7 +78,7 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 		    tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos)) {
 			tfs_bkey_copy(out, tfs_bnode_key(leaf, idx));
 			/* Key cache hook: cache what was read, under the lock. */
-			tfs_btree_key_cache_fill(fs->key_cache, id, tfs_bnode_key(leaf, idx));
+			tfs_btree_key_cache_fill(kc, id, tfs_bnode_key(leaf, idx));
 		} else
 			ret = -ENOENT;
 	}

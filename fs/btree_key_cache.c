@@ -1171,7 +1171,10 @@ int tfs_fs_key_cache_init(struct tfs_fs *fs)
 
 	if (fs->read_only || !fs->j)
 		return 0;
-	ret = tfs_shrinkers_init(&fs->shrinkers, fs->opts.cache_budget, true);
+	struct tfs_shrinkers *shrinkers;
+	struct tfs_btree_key_cache *kc = NULL;
+
+	ret = tfs_shrinkers_init(&shrinkers, fs->opts.cache_budget, true);
 	if (ret)
 		return ret;
 	fs->node_shrinker = (struct tfs_shrinker){
@@ -1182,9 +1185,15 @@ int tfs_fs_key_cache_init(struct tfs_fs *fs)
 		.seeks = 4, /* a node evicted is a disk read to get back */
 		.private = fs,
 	};
-	tfs_shrinker_register(fs->shrinkers, &fs->node_shrinker);
-	return tfs_btree_key_cache_init(&fs->key_cache, 1U << TFS_BTREE_inodes, fs->j,
-					fs->shrinkers, &ops);
+	tfs_shrinker_register(shrinkers, &fs->node_shrinker);
+	ret = tfs_btree_key_cache_init(&kc, 1U << TFS_BTREE_inodes, fs->j, shrinkers, &ops);
+	/*
+	 * Published whole, with release: journal reclaim already runs
+	 * checkpoints that read both (fs/btree_cache.c, TSan in errloop_io).
+	 */
+	__atomic_store_n(&fs->key_cache, kc, __ATOMIC_RELEASE);
+	__atomic_store_n(&fs->shrinkers, shrinkers, __ATOMIC_RELEASE);
+	return ret;
 }
 
 void tfs_fs_key_cache_exit(struct tfs_fs *fs)
