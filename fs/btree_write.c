@@ -708,17 +708,14 @@ again:
 	ret = ckpt_prepare_locked(&c);
 	pthread_rwlock_unlock(&b->lock);
 	if (ret && tfs_err_matches(ret, ENOSPC) && !flushed) {
-		struct tfs_alloc_usage u;
-
 		/*
 		 * Old copies freed by checkpoints whose root entry is not
 		 * durable yet (reclaim's are not flushed) wait for a flush:
 		 * make them durable, once, with no tree locked, and redo the
 		 * snapshot (prepare changed nothing).
 		 */
-		tfs_alloc_usage(fs, &u);
 		flushed = true;
-		if (u.waiting && !tfs_journal_flush(fs->j)) {
+		if (space_waiting(fs) && !tfs_journal_flush(fs->j)) {
 			ckpt_free_bufs(&c);
 			c.nr = 0;
 			goto again;
