@@ -419,13 +419,36 @@ unsigned tfs_alloc_trigger_btrees(const struct tfs_btree_trans *trans, unsigned 
 	return 0;
 }
 
+/*
+ * The block deltas of t, sorted: one new alloc key of type per bucket, then
+ * the change of blocks used per member into its acct counter.
+ */
+static int deltas_apply(struct tfs_btree_trans *trans, struct trigger *t,
+			enum tfs_alloc_data_type type, enum tfs_acct_kind acct)
+{
+	s64 used_delta[TFS_MAX_DEVICES] = { 0 };
+	int ret = 0;
+
+	if (t->nr)
+		qsort(t->d, t->nr, sizeof(*t->d), delta_cmp);
+	for (unsigned i = 0, j; !ret && i < t->nr; i = j) {
+		for (j = i + 1;
+		     j < t->nr && t->d[j].dev == t->d[i].dev && t->d[j].bucket == t->d[i].bucket;
+		     j++)
+			;
+		ret = bucket_update(trans, type, &t->d[i], j - i, &used_delta[t->d[i].dev]);
+	}
+	for (unsigned dev = 0; !ret && dev < TFS_MAX_DEVICES; dev++)
+		ret = acct_update(trans, acct, dev, used_delta[dev]);
+	return ret;
+}
+
 int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags)
 {
 	struct tfs_fs *fs = trans->fs;
 	struct trigger t = { .fs = fs };
 	struct trig_item stack[16], *items = stack;
 	unsigned nr_items = 0, nr_updates = trans->nr_updates;
-	s64 used_delta[TFS_MAX_DEVICES] = { 0 };
 	int ret = 0;
 
 	if (!tfs_alloc_trigger_btrees(trans, flags))
@@ -467,17 +490,8 @@ int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags)
 		free(items);
 
 	/* Per bucket, the new alloc key. */
-	if (!ret && t.nr)
-		qsort(t.d, t.nr, sizeof(*t.d), delta_cmp);
-	for (unsigned i = 0, j; !ret && i < t.nr; i = j) {
-		for (j = i + 1;
-		     j < t.nr && t.d[j].dev == t.d[i].dev && t.d[j].bucket == t.d[i].bucket; j++)
-			;
-		ret = bucket_update(trans, TFS_ALLOC_DATA_user, &t.d[i], j - i,
-				    &used_delta[t.d[i].dev]);
-	}
-	for (unsigned dev = 0; !ret && dev < TFS_MAX_DEVICES; dev++)
-		ret = acct_update(trans, TFS_ACCT_user_blocks, dev, used_delta[dev]);
+	if (!ret)
+		ret = deltas_apply(trans, &t, TFS_ALLOC_DATA_user, TFS_ACCT_user_blocks);
 	if (!ret)
 		ret = acct_update(trans, TFS_ACCT_inodes, 0, t.inodes);
 	free(t.d);
@@ -511,7 +525,6 @@ int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans)
 {
 	const struct tfs_trans_roots *r = trans->roots;
 	struct trigger t = { .fs = trans->fs };
-	s64 used_delta[TFS_MAX_DEVICES] = { 0 };
 	int ret = 0;
 
 	/* The alloc btree's own nodes are not recorded (fs/fs_format.h). */
@@ -521,17 +534,8 @@ int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans)
 		ret = loc_deltas(&t, &r->clear[i], false);
 	for (unsigned i = 0; i < r->nr_set && !ret; i++)
 		ret = loc_deltas(&t, &r->set[i], true);
-	if (!ret && t.nr)
-		qsort(t.d, t.nr, sizeof(*t.d), delta_cmp);
-	for (unsigned i = 0, j; !ret && i < t.nr; i = j) {
-		for (j = i + 1;
-		     j < t.nr && t.d[j].dev == t.d[i].dev && t.d[j].bucket == t.d[i].bucket; j++)
-			;
-		ret = bucket_update(trans, TFS_ALLOC_DATA_btree, &t.d[i], j - i,
-				    &used_delta[t.d[i].dev]);
-	}
-	for (unsigned dev = 0; !ret && dev < TFS_MAX_DEVICES; dev++)
-		ret = acct_update(trans, TFS_ACCT_btree_blocks, dev, used_delta[dev]);
+	if (!ret)
+		ret = deltas_apply(trans, &t, TFS_ALLOC_DATA_btree, TFS_ACCT_btree_blocks);
 	free(t.d);
 	return ret;
 }
