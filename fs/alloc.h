@@ -135,7 +135,9 @@ int tfs_alloc_trigger(struct tfs_btree_trans *trans, unsigned flags);
  * tfs_alloc_trigger(): queues the btree alloc keys (and btree_blocks
  * counters) for the node copies the new tree takes and gives up, so they
  * share the journal entry of its root entry.  Nothing for the alloc btree's
- * own checkpoints.  0, -ENOMEM or a node read error.
+ * own checkpoints.  0, -ENOMEM or a node read error; for fsck's guarded
+ * repairs (trans->roots->guard), -TFS_ERR_fsck_raced_writeback when a
+ * write-back ran since its compare (struct tfs_trans_roots).
  */
 int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans);
 

@@ -527,8 +527,21 @@ int tfs_alloc_nodes_trigger(struct tfs_btree_trans *trans)
 	struct trigger t = { .fs = trans->fs };
 	int ret = 0;
 
+	if (!r)
+		return 0;
+	/*
+	 * fsck's repair: its keys were computed from nodes and keys taken
+	 * with no write-back running; one started since may have changed
+	 * both (its pointers before its keys).  Checked under the alloc
+	 * btree's lock: a write-back starting after this reads the repaired
+	 * keys in its own trigger.
+	 */
+	if (r->guard &&
+	    (__atomic_load_n(&trans->fs->ckpt_running, __ATOMIC_SEQ_CST) ||
+	     __atomic_load_n(&trans->fs->ckpt_started, __ATOMIC_SEQ_CST) != r->ckpt_started))
+		return -TFS_ERR_fsck_raced_writeback;
 	/* The alloc btree's own nodes are not recorded (fs/fs_format.h). */
-	if (!r || r->b->id == TFS_BTREE_alloc)
+	if (!r->b || r->b->id == TFS_BTREE_alloc)
 		return 0;
 	for (unsigned i = 0; i < r->nr_clear && !ret; i++)
 		ret = loc_deltas(&t, &r->clear[i], false);

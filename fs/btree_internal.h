@@ -24,12 +24,17 @@ struct printbuf;
  * b's new root durable (every root, root_key for b) and the btree alloc
  * keys for the node copies the new tree takes (set) and gives up (clear),
  * queued by tfs_alloc_nodes_trigger() under the alloc btree's lock.
+ * fsck's repairs of node space use it too (b NULL, guard): the commit fails
+ * with -TFS_ERR_fsck_raced_writeback, changing nothing, when a write-back
+ * is running or started since fs->ckpt_started was ckpt_started.
  */
 struct tfs_trans_roots {
 	struct tfs_btree *b;
 	const struct tfs_bkey *root_key; /* NULL: node space keys only, no root entry */
 	const struct tfs_btree_loc *set, *clear;
 	unsigned nr_set, nr_clear;
+	bool guard;
+	u64 ckpt_started;
 };
 
 /* Words a root entry takes in a reservation (every tree's root, largest keys). */

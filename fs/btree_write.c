@@ -22,6 +22,7 @@
 #include "fs/btree_internal.h"
 #include "fs/btree_io.h"
 #include "fs/alloc.h"
+#include "fs/fs_format.h"
 #include "lib/bdev.h"
 #include "journal/journal.h"
 #include "lib/errcode.h"
@@ -546,25 +547,48 @@ static bool space_waiting(struct tfs_fs *fs)
 	return u.waiting != 0;
 }
 
-/* One commit of a checkpoint's node space (and root entry, with r->root_key). */
+/*
+ * One commit of a checkpoint's node space (and root entry, with
+ * r->root_key); with mark, the tree's split marker is set (or removed)
+ * in the same transaction.
+ */
 static int ckpt_commit_one(struct tfs_fs *fs, const struct tfs_trans_roots *r, unsigned flags,
-			   u64 *seq)
+			   u64 *seq, int mark)
 {
 	struct tfs_btree_trans trans;
-	int ret;
+	struct tfs_bkey_buf m;
+	struct tfs_bpos pos = TFS_POS(TFS_ALLOC_SPLIT_INODE, r->b->id);
+	int ret = 0;
 
 	tfs_trans_init(&trans, fs);
 	trans.roots = r;
-	ret = tfs_trans_commit(&trans, flags, seq);
+	if (mark > 0) {
+		tfs_bkey_init(&m, TFS_BKEY_cookie, pos, 0);
+		ret = tfs_trans_update(&trans, TFS_BTREE_alloc, &m.k);
+	} else if (mark < 0) {
+		ret = tfs_trans_delete(&trans, TFS_BTREE_alloc, pos);
+	}
+	ret = ret ?: tfs_trans_commit(&trans, flags, seq);
 	tfs_trans_exit(&trans);
+	/* Tests: each piece of a split write-back durable on its own (any prefix can remain). */
+	if (!ret && !r->root_key && tfs_fault("ckpt:split_flush_pieces"))
+		ret = tfs_journal_flush_seq(fs->j, *seq);
 	return ret;
 }
 
-/* Sets (or clears) the btree alloc keys of locs[0..nr), a few per transaction. */
+/*
+ * Sets (or clears) the btree alloc keys of locs[0..nr), a few per
+ * transaction; the first sets the split marker with mark > 0, the last
+ * removes it with mark < 0.
+ */
 static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *locs, unsigned nr,
-			      bool set, unsigned flags, u64 *seq)
+			      bool set, int mark, unsigned flags, u64 *seq)
 {
-	for (unsigned i = 0, n; i < nr; i += n) {
+	unsigned i = 0, n;
+
+	if (!nr && !mark)
+		return 0;
+	do {
 		struct tfs_trans_roots r = { .b = b };
 		int ret;
 
@@ -576,10 +600,14 @@ static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *l
 			r.clear = locs + i;
 			r.nr_clear = n;
 		}
-		ret = ckpt_commit_one(b->fs, &r, flags, seq);
+		ret = ckpt_commit_one(b->fs, &r, flags, seq,
+				      mark > 0 && !i		? 1
+				      : mark < 0 && i + n == nr ? -1
+								: 0);
 		if (ret)
 			return ret;
-	}
+		i += n;
+	} while (i < nr);
 	return 0;
 }
 
@@ -595,10 +623,16 @@ static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *l
  * the root entry, then the clears, each in entries of their own.  A block
  * is then never doubly used (the sets are durable before the root entry,
  * and the old copies are reused only once the clears are durable:
- * *free_seq is the last clear's seq), but a crash between them leaks the
- * space of the new or the old copies (fsck says so, -y frees it).  After a
- * set was committed, the new copies stay allocated if the checkpoint fails
- * (c->sets_committed); if a clear fails, the old ones (c->keep_old).
+ * *free_seq is the last clear's seq), but a prefix of them would leak the
+ * space of the new or the old copies.  So the first piece also sets the
+ * tree's split marker (fs/fs_format.h) and the last one removes it: a
+ * crash (or a failure) in between leaves the marker, and the next writable
+ * open rewrites the btree alloc keys from the durable trees' nodes
+ * (tfs_fsck_split_writeback()) before anything else runs.  Whatever
+ * prefix survives, the keys are exact once open returns.  A marker left by
+ * an earlier failed split stays (that open still has work to do).  After
+ * a set was committed, the new copies stay allocated if the checkpoint
+ * fails (c->sets_committed); if a clear fails, the old ones (c->keep_old).
  */
 static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_seq)
 {
@@ -620,25 +654,33 @@ static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_se
 		clear[roots.nr_clear++] = c->frees.locs[i];
 	roots.set = set;
 	roots.clear = clear;
-	ret = tfs_fault("ckpt:alloc_keys_too_big") ? -TFS_ERR_journal_entry_too_big
-						   : ckpt_commit_one(fs, &roots, flags, root_seq);
+	ret = tfs_fault("ckpt:alloc_keys_too_big")
+		      ? -TFS_ERR_journal_entry_too_big
+		      : ckpt_commit_one(fs, &roots, flags, root_seq, 0);
 	*free_seq = *root_seq;
 	if (ret != -TFS_ERR_journal_entry_too_big)
 		goto out;
 
 	unsigned nr_set = roots.nr_set, nr_clear = roots.nr_clear;
+	struct tfs_bkey_buf old_mark;
+	/* A marker already there: an earlier split failed; its repair waits for the next open. */
+	int mark = tfs_btree_lookup(fs, TFS_BTREE_alloc, TFS_POS(TFS_ALLOC_SPLIT_INODE, c->b->id),
+				    &old_mark)
+			   ? 1
+			   : 0;
 
 	c->sets_committed = true; /* some may be, from here on */
-	ret = ckpt_commit_chunks(c->b, set, nr_set, true, flags, root_seq);
+	ret = ckpt_commit_chunks(c->b, set, nr_set, true, mark, flags, root_seq);
 	if (ret)
 		goto out;
 	roots.nr_set = roots.nr_clear = 0;
-	ret = ckpt_commit_one(fs, &roots, flags, root_seq);
+	ret = ckpt_commit_one(fs, &roots, flags, root_seq, 0);
 	if (ret)
 		goto out;
 	c->sets_committed = false; /* the root entry refers to them */
 	*free_seq = *root_seq;
-	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, flags, free_seq))
+	/* Crash safety: the marker goes with the last clear, never before. */
+	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, -mark, flags, free_seq))
 		c->keep_old = true;
 out:
 	free(set);

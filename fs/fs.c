@@ -34,6 +34,7 @@
 #include "fs/fs_format.h"
 #include "fs/fs.h"
 #include "fs/fs_types.h"
+#include "fs/fsck.h"
 #include "fs/posix.h"
 #include "journal/journal.h"
 #include "lib/bdev.h"
@@ -738,7 +739,8 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		/* Before the first write: a failed open changes nothing on disk. */
 		ret = tfs_fault("init:fs_start") ? -TFS_ERR_fault_injected : 0;
 		ret = ret ?: fs_clear_clean(fs) ?: fs_start_journal(fs, jd, nr_jd, r, &rc)
-			?: tfs_fs_key_cache_init(fs); /* key cache hook */
+			?: tfs_fs_key_cache_init(fs) /* key cache hook */
+			?: tfs_fsck_split_writeback(fs); /* node space a crash left wrong */
 		if (ret)
 			goto err;
 	}

@@ -276,6 +276,19 @@ static inline size_t tfs_alloc_key_val_bytes(unsigned nr_blocks)
 }
 
 /*
+ * Split write-back markers: a `cookie` key with no value at
+ * {TFS_ALLOC_SPLIT_INODE, btree id} in the alloc btree.  A write-back whose
+ * btree alloc keys do not fit one journal entry commits them in several
+ * (fs/btree_write.c): the first sets the marker, the last removes it.  A
+ * writable open that finds one rewrites every btree alloc key (and the
+ * btree_blocks counters) from the nodes of the durable trees, then removes
+ * the markers (tfs_fsck_split_writeback()).  Cookie keys are valid in every
+ * btree, so older versions read such an alloc btree (and leave the leak to
+ * fsck -y, as they did).
+ */
+#define TFS_ALLOC_SPLIT_INODE 0x200ULL
+
+/*
  * Accounting keys (type accounting, btree alloc), position
  * {TFS_ACCT_INODE, kind << 32 | member}: filesystem-wide counters, changed
  * by the same trigger in the same transaction as what they count, so they

@@ -15,6 +15,7 @@
 
 #include "fs/alloc.h"
 #include "fs/alloc_types.h"
+#include "fs/btree_internal.h"
 #include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "fs/fsck.h"
@@ -53,6 +54,9 @@ struct fsck {
 	size_t nr_edges, size_edges;
 	struct fsck_phys *phys;
 	size_t nr_phys, size_phys;
+	/* Node space: fs->ckpt_started at the compare; a repair met a write-back since. */
+	u64 ckpt_started;
+	bool raced;
 };
 
 static int grow(void **v, size_t *size, size_t nr, size_t elem)
@@ -685,6 +689,7 @@ static int alloc_collect_nodes(struct fsck *c, struct fsck_alloc *a)
 			ret = ret ?: alloc_read_keys(a, FA_BTREE);
 			if (ret)
 				return ret;
+			c->ckpt_started = started; /* what the repairs are guarded with */
 			if (!__atomic_load_n(&fs->ckpt_running, __ATOMIC_SEQ_CST) &&
 			    __atomic_load_n(&fs->ckpt_started, __ATOMIC_SEQ_CST) == started)
 				break;
@@ -786,16 +791,28 @@ static void alloc_mem_fix(struct fsck *c, u32 dev, u64 bucket, const u64 *w, u32
 	}
 }
 
-static int commit_one(struct tfs_fs *fs, const struct tfs_bkey *k, struct tfs_bpos del, u64 *seq)
+/*
+ * One repaired key (or its removal).  Node space (guard): committed only if
+ * no write-back ran since the compare (struct tfs_trans_roots): one that
+ * ran may have moved nodes and their keys meanwhile, and this key would
+ * overwrite its change; c->raced then says to compare again.
+ */
+static int commit_one(struct fsck *c, bool guard, const struct tfs_bkey *k, struct tfs_bpos del,
+		      u64 *seq)
 {
+	struct tfs_trans_roots r = { .guard = true, .ckpt_started = c->ckpt_started };
 	struct tfs_btree_trans trans;
 	int ret;
 
-	tfs_trans_init(&trans, fs);
+	tfs_trans_init(&trans, c->fs);
+	if (guard)
+		trans.roots = &r;
 	ret = (k ? tfs_trans_update(&trans, TFS_BTREE_alloc, k)
 		 : tfs_trans_delete(&trans, TFS_BTREE_alloc, del))
 		      ?: tfs_trans_commit(&trans, 0, seq);
 	tfs_trans_exit(&trans);
+	if (ret == -TFS_ERR_fsck_raced_writeback)
+		c->raced = true;
 	return ret;
 }
 
@@ -850,7 +867,9 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, unsigned t,
 			c->res->left++;
 			return 0;
 		}
-		ret = commit_one(fs, NULL, pos, &seq);
+		ret = commit_one(c, t == FA_BTREE, NULL, pos, &seq);
+		if (ret == -TFS_ERR_fsck_raced_writeback)
+			return 0; /* compared again */
 		if (!ret) {
 			c->res->fixed++;
 			fsck_say(c, "fixed: %s %u:%llu removed", fa_name(t), dev,
@@ -907,7 +926,9 @@ static int alloc_check_bucket(struct fsck *c, struct fsck_alloc *fa, unsigned t,
 		for (u32 w = 0; w < words; w++)
 			a->bits[w] = cpu_to_le64(want[w]);
 	}
-	ret = commit_one(fs, used ? &buf.k : NULL, pos, &seq);
+	ret = commit_one(c, t == FA_BTREE, used ? &buf.k : NULL, pos, &seq);
+	if (ret == -TFS_ERR_fsck_raced_writeback)
+		return 0; /* compared again */
 	if (ret) {
 		c->res->left += c->res->found - found;
 		fsck_say(c, "not fixed: %s %u:%llu: %s", fa_name(t), dev,
@@ -1085,7 +1106,10 @@ static void acct_check(struct fsck *c, enum tfs_acct_kind kind, unsigned dev, u6
 
 		a->value = cpu_to_le64(want);
 	}
-	ret = commit_one(c->fs, want ? &buf.k : NULL, tfs_acct_pos(kind, dev), &seq);
+	ret = commit_one(c, kind == TFS_ACCT_btree_blocks, want ? &buf.k : NULL,
+			 tfs_acct_pos(kind, dev), &seq);
+	if (ret == -TFS_ERR_fsck_raced_writeback)
+		return; /* compared again */
 	if (ret) {
 		c->res->left++;
 		fsck_say(c, "not fixed: accounting %s: %s", tfs_acct_kind_str(kind),
@@ -1104,6 +1128,50 @@ static void acct_check(struct fsck *c, enum tfs_acct_kind kind, unsigned dev, u6
  * repairs that remove extents, from a fresh pass.  Two owners of one block
  * are check_extents()'s overlap lines.
  */
+static void fa_free(struct fsck_alloc *a)
+{
+	for (unsigned t = 0; t < FA_NR; t++) {
+		fa_keys_free(a, t);
+		free(a->keys[t]);
+		free(a->blks[t]);
+	}
+}
+
+/*
+ * Node space: the btree alloc keys and the btree_blocks counters against
+ * the nodes (a->blks[FA_BTREE] and a->keys[FA_BTREE] from
+ * alloc_collect_nodes()).  A repair that met a write-back (c->raced)
+ * changed nothing: everything is compared again from fresh nodes and keys
+ * (what was said is said again if still wrong), a few times.
+ */
+static int check_node_space(struct fsck *c, struct fsck_alloc *a, bool collected)
+{
+	struct tfs_fsck_result before = *c->res;
+	int ret = 0;
+
+	for (unsigned tries = 0;; tries++) {
+		c->raced = false;
+		memset(a->blocks[FA_BTREE], 0, sizeof(a->blocks[FA_BTREE]));
+		if (!collected || tries)
+			ret = alloc_collect_nodes(c, a);
+		ret = ret ?: alloc_check_owner(c, a, FA_BTREE);
+		if (ret)
+			return ret;
+		for (unsigned dev = 0; dev < c->fs->nr_devices; dev++)
+			acct_check(c, TFS_ACCT_btree_blocks, dev, a->blocks[FA_BTREE][dev]);
+		if (!c->raced)
+			return 0;
+		if (tries == 10) {
+			fsck_say(c, "alloc: write-backs kept running; node space left unrepaired");
+			c->res->left =
+				c->res->found - c->res->fixed; /* repairs: the rest was fixed */
+			return 0;
+		}
+		fsck_say(c, "alloc: a write-back ran during the node space repairs: again");
+		*c->res = before;
+	}
+}
+
 static int check_alloc(struct fsck *c)
 {
 	struct fsck_alloc a = { .c = c };
@@ -1115,20 +1183,68 @@ static int check_alloc(struct fsck *c)
 	if (a.nr[FA_USER])
 		qsort(a.blks[FA_USER], a.nr[FA_USER], sizeof(*a.blks[FA_USER]), blk_cmp);
 	alloc_check_double(c, &a);
-	ret = alloc_check_owner(c, &a, FA_USER) ?: alloc_check_owner(c, &a, FA_BTREE);
+	ret = alloc_check_owner(c, &a, FA_USER) ?: check_node_space(c, &a, true);
 	if (ret)
 		goto out;
-	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++) {
+	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++)
 		acct_check(c, TFS_ACCT_user_blocks, dev, a.blocks[FA_USER][dev]);
-		acct_check(c, TFS_ACCT_btree_blocks, dev, a.blocks[FA_BTREE][dev]);
-	}
 	acct_check(c, TFS_ACCT_inodes, 0, a.inodes);
 out:
-	for (unsigned t = 0; t < FA_NR; t++) {
-		fa_keys_free(&a, t);
-		free(a.keys[t]);
-		free(a.blks[t]);
+	fa_free(&a);
+	return ret;
+}
+
+/* The trees whose split markers are in the alloc btree (bit per btree id). */
+static int split_markers(struct tfs_fs *fs, unsigned *ids)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	*ids = 0;
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_alloc, TFS_POS(TFS_ALLOC_SPLIT_INODE, 0),
+			    TFS_POS(TFS_ALLOC_SPLIT_INODE, TFS_BTREE_NR - 1));
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
+		*ids |= 1U << le64_to_cpu(k->offset);
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
+int tfs_fsck_split_writeback(struct tfs_fs *fs)
+{
+	static const struct tfs_fsck_opts o = { .repair = true, .quiet = true };
+	struct tfs_fsck_result res = { 0 };
+	struct fsck c = { .fs = fs, .opts = &o, .res = &res };
+	struct fsck_alloc a = { .c = &c };
+	struct tfs_btree_trans trans;
+	struct printbuf names = PRINTBUF;
+	unsigned ids;
+	int ret = split_markers(fs, &ids);
+
+	if (ret || !ids || tfs_posix_writable(fs))
+		return ret;
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (ids & (1U << id))
+			prt_printf(&names, "%s%s", names.pos ? ", " : "", tfs_btree_id_str(id));
+	/* The user keys only say which blocks data marks (no extents leaf is read). */
+	ret = alloc_read_keys(&a, FA_USER) ?: check_node_space(&c, &a, false);
+	fa_free(&a);
+	if (!ret && !res.left) {
+		/* After the repairs: a crash before this commit repairs again. */
+		tfs_trans_init(&trans, fs);
+		for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
+			if (ids & (1U << id))
+				ret = tfs_trans_delete(&trans, TFS_BTREE_alloc,
+						       TFS_POS(TFS_ALLOC_SPLIT_INODE, id));
+		ret = ret ?: tfs_trans_commit(&trans, 0, NULL);
+		tfs_trans_exit(&trans);
 	}
+	fprintf(stderr,
+		"btree %s: interrupted write-back: btree alloc keys rewritten from the nodes "
+		"(%u wrong, %u left)%s%s\n",
+		printbuf_str(&names), res.found, res.left, ret ? ": " : "",
+		ret ? tfs_err_str(ret) : "");
+	printbuf_exit(&names);
 	return ret;
 }
 

@@ -83,6 +83,17 @@ struct tfs_fsck_result {
  */
 int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsck_result *res);
 
+/*
+ * A writable open's repair of an interrupted split write-back (the split
+ * markers, fs/fs_format.h): when the alloc btree holds a marker, every
+ * btree alloc key and btree_blocks counter is rewritten from the nodes of
+ * the durable trees (fsck -y's node space repair, which reads interior
+ * nodes only), then the markers are removed in one more transaction.
+ * Says on stderr what it did.  0 also when there is no marker or the
+ * filesystem is read-only; a negative code when the check could not run.
+ */
+int tfs_fsck_split_writeback(struct tfs_fs *fs);
+
 /* e2fsck's exit codes: what `tinyfs fsck` returns for a check that ran. */
 enum tfs_fsck_exit {
 	TFS_FSCK_EXIT_CLEAN = 0,

@@ -103,6 +103,7 @@
 	x(EINVAL, fs_members)                                                  \
 	x(TFS_ERR_erofs_journal, fs_read_only)                                 \
 	x(EAGAIN, key_cache_flush_raced)                                       \
+	x(EAGAIN, fsck_raced_writeback)                                        \
 	/* the POSIX layer (fs/) */                                            \
 	x(EUCLEAN, fs_inconsistent)                                            \
 	x(TFS_ERR_fs_inconsistent, inode_invalid)                              \
