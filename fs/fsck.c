@@ -20,6 +20,7 @@
 #include "fs/fs_types.h"
 #include "fs/fsck.h"
 #include "fs/posix.h"
+#include "lib/fault_point.h"
 #include "lib/printbuf.h"
 
 struct fsck_ino {
@@ -1154,6 +1155,9 @@ static int check_node_space(struct fsck *c, struct fsck_alloc *a, bool collected
 		memset(a->blocks[FA_BTREE], 0, sizeof(a->blocks[FA_BTREE]));
 		if (!collected || tries)
 			ret = alloc_collect_nodes(c, a);
+		/* Tests: a write-back between the compare and the repairs (another thread's). */
+		if (!ret && !tries && tfs_fault("fsck:node_space_race"))
+			ret = tfs_btree_write_all(c->fs);
 		ret = ret ?: alloc_check_owner(c, a, FA_BTREE);
 		if (ret)
 			return ret;

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
@@ -29,14 +30,20 @@
  * of the members; meanwhile its lock file in the run directory says
  * "stopping PID ..." (fuse/mount.c).  fsck right after an unmount waits for
  * that daemon, as a mount does, instead of failing on the exclusive open.
- * A daemon still serving is not waited for: the open then says busy.
+ *
+ * A daemon still serving ("serving PID MOUNTPOINT") is not waited for: a
+ * mounted filesystem is neither checked nor repaired, as e2fsck refuses to
+ * repair one.  Its daemon writes it meanwhile (a repair computed from what
+ * fsck read could undo a write-back that ran after the read), and it holds
+ * the members exclusively anyway.  False, said, for a mounted member.
  */
-static void wait_for_stopping_daemons(char *const *devs, unsigned nr)
+static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
 {
 	struct printbuf dir = PRINTBUF;
+	bool ok = true;
 
 	tfs_ctl_run_dir(&dir);
-	for (unsigned i = 0; i < nr && !dir.allocation_failure; i++) {
+	for (unsigned i = 0; i < nr && !dir.allocation_failure && ok; i++) {
 		struct printbuf path = PRINTBUF;
 		struct stat st;
 		int fd = -1;
@@ -52,7 +59,7 @@ static void wait_for_stopping_daemons(char *const *devs, unsigned nr)
 			continue;
 		/* At most a minute: a daemon stuck writing back is then reported busy. */
 		for (unsigned tries = 0; tries < 600; tries++) {
-			char state[64] = "";
+			char state[PATH_MAX + 64] = "";
 			ssize_t n;
 
 			if (!flock(fd, LOCK_SH | LOCK_NB)) {
@@ -63,6 +70,20 @@ static void wait_for_stopping_daemons(char *const *devs, unsigned nr)
 				break;
 			n = pread(fd, state, sizeof(state) - 1, 0);
 			state[n > 0 ? n : 0] = '\0';
+			if (!strncmp(state, "serving ", 8)) {
+				long pid = 0;
+				int at = 0;
+
+				state[strcspn(state, "\n")] = '\0';
+				if (sscanf(state + 8, "%ld %n", &pid, &at) < 1)
+					at = 0;
+				fprintf(stderr,
+					"tinyfs fsck: %s is mounted%s%s (tinyfs daemon %ld): a mounted "
+					"filesystem is neither checked nor repaired; unmount it first\n",
+					devs[i], at ? " on " : "", at ? state + 8 + at : "", pid);
+				ok = false;
+				break;
+			}
 			if (strncmp(state, "stopping ", 9))
 				break;
 			if (tries == 10)
@@ -75,24 +96,28 @@ static void wait_for_stopping_daemons(char *const *devs, unsigned nr)
 		close(fd);
 	}
 	printbuf_exit(&dir);
+	return ok;
 }
 
 static void fsck_usage(FILE *f)
 {
-	fprintf(f, "usage: tinyfs fsck " USAGE "\n"
-		   "Checks the filesystem on DEV... (all its members): every btree node and key,\n"
-		   "dirents, link counts, reachability, extents, orphans.  One line per problem.\n"
-		   "\n"
-		   "  -n  check only, change nothing (the default): the filesystem is opened\n"
-		   "      read-only; an unclean journal is replayed in memory only\n"
-		   "  -y  repair what can be repaired safely, each repair a journaled transaction\n"
-		   "  -a, -p  as -y (fsck(8)'s automatic mode)\n"
-		   "  -f  accepted (the check is always full)\n"
-		   "  -v  also print counts and pending orphans\n"
-		   "\n"
-		   "Exit status: 0 clean, 1 problems found and all fixed, 4 problems left\n"
-		   "uncorrected, 8 usage or operational error (cannot open: mounted, missing,\n"
-		   "unreadable).\n");
+	fprintf(f,
+		"usage: tinyfs fsck " USAGE "\n"
+		"Checks the filesystem on DEV... (all its members): every btree node and key,\n"
+		"dirents, link counts, reachability, extents, orphans.  One line per problem.\n"
+		"\n"
+		"  -n  check only, change nothing (the default): the filesystem is opened\n"
+		"      read-only; an unclean journal is replayed in memory only\n"
+		"  -y  repair what can be repaired safely, each repair a journaled transaction\n"
+		"  -a, -p  as -y (fsck(8)'s automatic mode)\n"
+		"  -f  accepted (the check is always full)\n"
+		"  -v  also print counts and pending orphans\n"
+		"\n"
+		"A mounted filesystem is refused (as e2fsck refuses to repair one): unmount it.\n"
+		"\n"
+		"Exit status: 0 clean, 1 problems found and all fixed, 4 problems left\n"
+		"uncorrected, 8 usage or operational error (cannot open: mounted, missing,\n"
+		"unreadable).\n");
 }
 
 static int cmd_fsck(int argc, char **argv)
@@ -143,8 +168,9 @@ static int cmd_fsck(int argc, char **argv)
 	tfs_fs_opts_default(&opts);
 	opts.read_only = !o.repair;
 	opts.verbose = o.verbose;
-	wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind));
-	/* A mounted filesystem holds its members' locks: the open fails with EBUSY. */
+	if (!wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind)))
+		return FSCK_EXIT_OPERATIONAL;
+	/* A filesystem open elsewhere holds its members' locks: the open fails with EBUSY. */
 	ret = tfs_fs_open((const char *const *)argv + optind, (unsigned)(argc - optind), &opts,
 			  &fs);
 	if (ret) {

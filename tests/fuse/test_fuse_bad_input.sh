@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Bad input to `tinyfs mount` and mount.tinyfs: a missing or busy mount
 # point, a missing device, a non-tinyfs image (named by what it holds), a
-# corrupt image, a second mount of a mounted filesystem, unknown options.
+# corrupt image, a second mount of a mounted filesystem, unknown options;
+# fsck of a mounted filesystem.
 # Each: a clear message, a non-zero exit, no mount left, and no byte of the
 # image written.
 #   test_fuse_bad_input.sh BUILD_DIR
@@ -87,6 +88,10 @@ ln -s "$img" "$tmp/alias.img"
 refused 1 "already mounted" "$tinyfs" mount "$tmp/alias.img" "$tmp/mnt2"
 new_image "$tmp/c.img" 64M || finish
 refused 1 "busy" "$tinyfs" mount "$tmp/c.img" "$mnt"
+# fsck of a mounted filesystem: refused, saying so (as e2fsck), repair or not.
+refused 8 "is mounted on $mnt" "$tinyfs" fsck -y "$img"
+refused 8 "unmount it first" "$tinyfs" fsck -n "$img"
+refused 8 "is mounted" "$tinyfs" fsck -y "$tmp/alias.img"
 tfs_umount "$mnt"
 
 # mount.tinyfs as mount(8) runs it: -f (fake) mounts nothing; a real one works.
