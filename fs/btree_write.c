@@ -612,6 +612,31 @@ static int ckpt_commit_chunks(struct tfs_btree *b, const struct tfs_btree_loc *l
 }
 
 /*
+ * Whether tree id's split marker is in the alloc btree: 1 yes, 0 no, -1 a
+ * node could not be read.  A walk, not tfs_btree_lookup(): that may write
+ * back a tree for memory, maybe the one whose checkpoint (and ckpt_lock)
+ * the caller holds.
+ */
+static int split_marker_present(struct tfs_fs *fs, enum tfs_btree_id id)
+{
+	struct tfs_btree *a = &fs->btrees[TFS_BTREE_alloc];
+	struct tfs_bpos pos = TFS_POS(TFS_ALLOC_SPLIT_INODE, id);
+	struct tfs_btree_path path;
+	int present = -1;
+
+	tfs_btree_rdlock(a);
+	if (!tfs_btree_walk(a, pos, 0, &path, false)) {
+		const struct tfs_bnode *leaf = path.n[0];
+		unsigned idx = path.idx[0];
+
+		present = idx < leaf->nr_keys &&
+			  tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos);
+	}
+	pthread_rwlock_unlock(&a->lock);
+	return present;
+}
+
+/*
  * Step 4 of a tree but the alloc btree: one transaction whose journal entry
  * holds the root entry and the btree alloc keys (tfs_alloc_nodes_trigger()):
  * set for every copy written now, clear for every copy the durable tree
@@ -662,15 +687,15 @@ static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_se
 		goto out;
 
 	unsigned nr_set = roots.nr_set, nr_clear = roots.nr_clear;
-	struct tfs_bkey_buf old_mark;
-	/* A marker already there: an earlier split failed; its repair waits for the next open. */
-	int mark = tfs_btree_lookup(fs, TFS_BTREE_alloc, TFS_POS(TFS_ALLOC_SPLIT_INODE, c->b->id),
-				    &old_mark)
-			   ? 1
-			   : 0;
+	/*
+	 * A marker already there: an earlier split failed; its repair waits
+	 * for the next open, so this one neither sets nor removes it.  Not
+	 * known: set, never removed.
+	 */
+	int present = split_marker_present(fs, c->b->id);
 
 	c->sets_committed = true; /* some may be, from here on */
-	ret = ckpt_commit_chunks(c->b, set, nr_set, true, mark, flags, root_seq);
+	ret = ckpt_commit_chunks(c->b, set, nr_set, true, present != 1, flags, root_seq);
 	if (ret)
 		goto out;
 	roots.nr_set = roots.nr_clear = 0;
@@ -680,7 +705,7 @@ static int ckpt_commit(struct ckpt *c, bool reclaim, u64 *root_seq, u64 *free_se
 	c->sets_committed = false; /* the root entry refers to them */
 	*free_seq = *root_seq;
 	/* Crash safety: the marker goes with the last clear, never before. */
-	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, -mark, flags, free_seq))
+	if (ckpt_commit_chunks(c->b, clear, nr_clear, false, present ? 0 : -1, flags, free_seq))
 		c->keep_old = true;
 out:
 	free(set);

@@ -1176,14 +1176,24 @@ static int check_node_space(struct fsck *c, struct fsck_alloc *a, bool collected
 	}
 }
 
+static int split_markers(struct tfs_fs *fs, unsigned *ids);
+
 static int check_alloc(struct fsck *c)
 {
 	struct fsck_alloc a = { .c = c };
+	unsigned ids;
 	int ret = alloc_collect(c, &a) ?: alloc_read_keys(&a, FA_USER)
-					       ?: alloc_collect_nodes(c, &a);
+					       ?: alloc_collect_nodes(c, &a) ?: split_markers(c->fs, &ids);
 
 	if (ret)
 		goto out;
+	/* Not an error by itself: what it left wrong is said below. */
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (ids & (1U << id))
+			fsck_say(c,
+				 "btree %s: a write-back was interrupted (split marker): the next "
+				 "writable open rewrites the btree alloc keys",
+				 tfs_btree_id_str(id));
 	if (a.nr[FA_USER])
 		qsort(a.blks[FA_USER], a.nr[FA_USER], sizeof(*a.blks[FA_USER]), blk_cmp);
 	alloc_check_double(c, &a);
