@@ -98,35 +98,22 @@ void faultdev_trace_entry_free(struct tfs_fault_trace_entry *e)
 unsigned tfs_faultdev_trace_nr(struct tfs_bdev *bdev)
 {
 	struct fault_dev *d = to_fd(bdev);
-	unsigned n;
 
-	pthread_mutex_lock(&d->lock);
-	n = d->nr_trace;
-	pthread_mutex_unlock(&d->lock);
-	return n;
+	return fd_locked_read(d, d->nr_trace);
 }
 
 const struct tfs_fault_trace_entry *tfs_faultdev_trace_entry(struct tfs_bdev *bdev, unsigned i)
 {
 	struct fault_dev *d = to_fd(bdev);
-	const struct tfs_fault_trace_entry *e = NULL;
 
-	pthread_mutex_lock(&d->lock);
-	if (i < d->nr_trace)
-		e = d->trace[i];
-	pthread_mutex_unlock(&d->lock);
-	return e;
+	return fd_locked_read(d, i < d->nr_trace ? d->trace[i] : NULL);
 }
 
 u64 tfs_faultdev_nr_writes(struct tfs_bdev *bdev)
 {
 	struct fault_dev *d = to_fd(bdev);
-	u64 n;
 
-	pthread_mutex_lock(&d->lock);
-	n = d->write_index;
-	pthread_mutex_unlock(&d->lock);
-	return n;
+	return fd_locked_read(d, d->write_index);
 }
 
 void tfs_faultdev_trace_to_text(struct printbuf *out, struct tfs_bdev *bdev)

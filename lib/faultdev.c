@@ -196,13 +196,10 @@ void tfs_faultdev_clear_rules(struct tfs_bdev *bdev)
 static s64 rule_stat(struct tfs_bdev *bdev, unsigned i, bool fired)
 {
 	struct fault_dev *d = to_fd(bdev);
-	s64 v = -1;
 
-	pthread_mutex_lock(&d->lock);
-	if (i < d->nr_rules)
-		v = (s64)(fired ? d->rules[i].fired : d->rules[i].matched);
-	pthread_mutex_unlock(&d->lock);
-	return v;
+	return fd_locked_read(d, i >= d->nr_rules
+					 ? (s64)-1
+					 : (s64)(fired ? d->rules[i].fired : d->rules[i].matched));
 }
 
 s64 tfs_faultdev_rule_fired(struct tfs_bdev *bdev, unsigned i)

@@ -269,7 +269,5 @@ void tfs_faultdev_crash_info(struct tfs_bdev *bdev, struct tfs_faultdev_crash *i
 {
 	struct fault_dev *d = to_fd(bdev);
 
-	pthread_mutex_lock(&d->lock);
-	*info = d->crash;
-	pthread_mutex_unlock(&d->lock);
+	*info = fd_locked_read(d, d->crash);
 }

@@ -93,6 +93,18 @@ static inline struct fault_dev *to_fd(struct tfs_bdev *bdev)
 }
 
 /*
+ * The value of expr, read under d->lock: what the getters of fields the
+ * worker changes return (a snapshot: it may change once the lock is gone).
+ */
+#define fd_locked_read(d, expr)                              \
+	({                                                   \
+		pthread_mutex_lock(&(d)->lock);              \
+		__typeof__(expr) fd_locked_read_v_ = (expr); \
+		pthread_mutex_unlock(&(d)->lock);            \
+		fd_locked_read_v_;                           \
+	})
+
+/*
  * Makes room for element nr of the array *p of *size elements of elem
  * bytes, doubling it (from 16).  False (the array untouched) when it cannot.
  */
