@@ -85,6 +85,30 @@ new_image() {
 	"$mkfs" -q "$@" --size "$size" "$img" || { fail "mkfs.tinyfs $img"; return 1; }
 }
 
+# need_python3: the test is skipped where python3 is absent.
+need_python3() { command -v python3 >/dev/null || skip "python3 is absent"; }
+
+# fresh_image SIZE [MKFS OPTIONS...]: img=$tmp/a.img, a new filesystem, and
+# mnt=$tmp/mnt, where to mount it; the test fails and finishes if mkfs fails.
+fresh_image() {
+	img=$tmp/a.img mnt=$tmp/mnt
+	new_image "$img" "$@" || finish
+}
+
+# mount_or_finish WHAT [OPTS...] DEV MNT: tfs_mount, or the test fails (WHAT) and finishes.
+mount_or_finish() {
+	local what=$1
+	shift
+	tfs_mount "$@" || { fail "$what"; finish; }
+}
+
+# fsck_clean IMG [WHAT]: `tinyfs fsck -n IMG` finds nothing, else a failure
+# (WHAT, default "fsck -n") with the first lines it printed.
+fsck_clean() {
+	"$tinyfs" fsck -n "$1" >"$tmp/fsck.out" 2>&1 ||
+		fail "${2:-fsck -n}: $(head -5 "$tmp/fsck.out")"
+}
+
 finish() {
 	if [ "$fails" = 0 ]; then
 		echo "ok"

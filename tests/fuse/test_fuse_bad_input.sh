@@ -8,8 +8,7 @@
 #   test_fuse_bad_input.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 64M || finish
+fresh_image 64M
 mkdir -p "$mnt"
 
 # Only this test's mounts: other tests and users mount and unmount meanwhile.
@@ -81,7 +80,7 @@ refused 1 "" "$tinyfs" mount "$img:$tmp/other.img" "$mnt"
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount with a foreign member wrote to the image"
 
 # A second mount of a mounted filesystem, elsewhere; and over a live mount.
-tfs_mount "$img" "$mnt" || { fail mount; finish; }
+mount_or_finish mount "$img" "$mnt"
 mkdir -p "$tmp/mnt2"
 refused 1 "already mounted at $mnt" "$tinyfs" mount "$img" "$tmp/mnt2"
 ln -s "$img" "$tmp/alias.img"

@@ -6,10 +6,10 @@
 #   test_fuse_concurrency.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt nproc=4 nops=400
+nproc=4 nops=400
 [ -n "${TFS_LONG:-}" ] && nops=5000
-new_image "$img" 256M || finish
-tfs_mount "$img" "$mnt" || { fail mount; finish; }
+fresh_image 256M
+mount_or_finish mount "$img" "$mnt"
 mkdir "$mnt/shared" || fail mkdir
 
 worker() {
@@ -75,7 +75,7 @@ check() {
 check "mounted"
 echo "$(wc -l <"$tmp/expect") files as expected"
 tfs_umount "$mnt"
-tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+mount_or_finish "mount again" "$img" "$mnt"
 check "after remount"
 tfs_umount "$mnt"
 finish

@@ -6,10 +6,9 @@
 #   test_fuse_crash.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt
 rounds=3
 [ -n "${TFS_LONG:-}" ] && rounds=20
-new_image "$img" 256M || finish
+fresh_image 256M
 
 # The workload: files written and fsynced one after another; a line in the
 # log after each fsync returned (the log is outside the mount).

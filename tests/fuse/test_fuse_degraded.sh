@@ -8,7 +8,7 @@
 a=$tmp/a.img b=$tmp/b.img mnt=$tmp/mnt
 "$mkfs" -q --metadata-replicas 2 --data-replicas 2 --size 128M "$a" "$b" ||
 	{ fail "mkfs of two members"; finish; }
-tfs_mount "$a:$b" "$mnt" || { fail "mount of two members"; finish; }
+mount_or_finish "mount of two members" "$a:$b" "$mnt"
 grep -q " $mnt fuse.tinyfs " /proc/self/mounts && grep -q "^$a:$b $mnt " /proc/self/mounts ||
 	fail "mountinfo source is not $a:$b"
 mkdir "$mnt/d" && head -c 1000000 /dev/urandom >"$mnt/d/data" && echo small >"$mnt/small" ||
@@ -20,7 +20,7 @@ mv "$b" "$tmp/b.away"
 tfs_mount "$a" "$mnt" 2>"$tmp/err" && { fail "mount with a member missing worked without -o degraded"; tfs_umount "$mnt"; }
 [ -s "$tmp/err" ] || fail "refused mount said nothing"
 cat "$tmp/err"
-tfs_mount -o degraded "$a" "$mnt" || { fail "mount -o degraded"; finish; }
+mount_or_finish "mount -o degraded" -o degraded "$a" "$mnt"
 [ "$(md5sum <"$mnt/d/data")" = "$sum" ] || fail "data differs on the degraded mount"
 [ "$(cat "$mnt/small")" = small ] || fail "small file on the degraded mount"
 tfs_umount "$mnt"

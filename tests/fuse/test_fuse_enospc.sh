@@ -7,9 +7,8 @@
 #   test_fuse_enospc.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 64M || finish
-tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "mount"; finish; }
+fresh_image 64M
+mount_or_finish mount -o "log=$tmp/daemon.log" "$img" "$mnt"
 mkdir "$mnt/fill" && echo keep >"$mnt/keep" || fail "first files"
 i=0
 while dd if=/dev/zero of="$mnt/fill/f$i" bs=1M count=4 status=none 2>/dev/null; do
@@ -43,8 +42,8 @@ mkdir "$mnt/again" && dd if=/dev/zero of="$mnt/again/big" bs=1M count=$((i * 4 -
 	fail "$((i * 4 - 8)) MiB after deleting $((i * 4)) MiB"
 find "$mnt" | sort >"$tmp/tree1"
 tfs_umount "$mnt"
-"$tinyfs" fsck -n "$img" >"$tmp/fsck" 2>&1 || fail "fsck -n: $(head -5 "$tmp/fsck")"
-tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+fsck_clean "$img"
+mount_or_finish "mount again" "$img" "$mnt"
 find "$mnt" | sort >"$tmp/tree2"
 cmp -s "$tmp/tree1" "$tmp/tree2" || fail "the tree after a new mount differs: $(diff "$tmp/tree1" "$tmp/tree2" | head -5)"
 tfs_umount "$mnt"

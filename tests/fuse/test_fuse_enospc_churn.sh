@@ -14,20 +14,19 @@
 src=$(cd "$(dirname "$0")" && pwd)
 secs=8
 [ "${TFS_LONG:-0}" = 1 ] && secs=60
-command -v python3 >/dev/null || skip "python3 is absent"
+need_python3
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 48M || finish
-tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "mount"; finish; }
+fresh_image 48M
+mount_or_finish mount -o "log=$tmp/daemon.log" "$img" "$mnt"
 python3 "$src/enospc_churn.py" "$mnt/churn" "$secs" 6 || fail "enospc_churn.py"
 # Write-back must never lack room for a node copy (not even once).
 grep -q 'read-only\|no space for' "$tmp/daemon.log" &&
 	fail "write-back ran out of space: $(grep -m2 'no space for\|read-only' "$tmp/daemon.log")"
 rm -rf "$mnt/churn" || fail "rm -rf after the churn"
 tfs_umount "$mnt"
-"$tinyfs" fsck -n "$img" >"$tmp/fsck" 2>&1 || fail "fsck -n: $(head -5 "$tmp/fsck")"
-tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+fsck_clean "$img"
+mount_or_finish "mount again" "$img" "$mnt"
 dd if=/dev/zero of="$mnt/after" bs=1M count=16 status=none || fail "16 MiB after the churn"
 tfs_umount "$mnt"
-"$tinyfs" fsck -n "$img" >"$tmp/fsck" 2>&1 || fail "fsck -n at the end: $(head -5 "$tmp/fsck")"
+fsck_clean "$img" "fsck -n at the end"
 finish

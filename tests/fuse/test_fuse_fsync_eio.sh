@@ -5,8 +5,7 @@
 #   test_fuse_fsync_eio.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 128M || finish
+fresh_image 128M
 mkdir -p "$mnt/../ok"
 # Every data write fails once the rule is armed; the first one is the test's.
 TFS_FAULTS="dev $img tag=data write nth=1 fail=EIO" tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" ||

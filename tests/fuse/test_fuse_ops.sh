@@ -7,9 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 src=$(cd "$(dirname "$0")/../.." && pwd) # the source tree: something to copy
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 256M || finish
-tfs_mount "$img" "$mnt" || { fail "tinyfs mount"; finish; }
+fresh_image 256M
+mount_or_finish "tinyfs mount" "$img" "$mnt"
 grep -q " $mnt fuse.tinyfs " /proc/self/mounts || fail "no fuse.tinyfs mount at $mnt"
 
 # --- shell: names, data, links, modes, owners, times ---
@@ -92,7 +91,7 @@ grep -q "not a mount point" "$tmp/err" || fail "stats of a non-mount: $(cat "$tm
 (cd "$mnt" && find . | sort) >"$tmp/names.before"
 tfs_umount "$mnt"
 grep -q " $mnt fuse" /proc/self/mounts && fail "still mounted after umount"
-tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+mount_or_finish "mount again" "$img" "$mnt"
 (cd "$mnt" && find . -path ./c_posix -prune -o -type f -print0 | sort -z | xargs -0 md5sum) >"$tmp/after"
 (cd "$mnt" && find . | sort) >"$tmp/names.after"
 cmp -s "$tmp/before" "$tmp/after" || { fail "contents changed across unmount"; diff "$tmp/before" "$tmp/after" | head; }

@@ -9,16 +9,15 @@
 src=$(cd "$(dirname "$0")" && pwd)
 rounds=100
 [ "${TFS_LONG:-0}" = 1 ] && rounds=1000
-command -v python3 >/dev/null || skip "python3 is absent"
+need_python3
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 256M || finish
-tfs_mount "$img" "$mnt" || { fail "mount"; finish; }
+fresh_image 256M
+mount_or_finish mount "$img" "$mnt"
 python3 "$src/races.py" "$mnt/r" "$rounds" || fail "races.py"
 sum1=$(md5sum <"$mnt/r/shared")
 tfs_umount "$mnt"
-"$tinyfs" fsck -n "$img" >"$tmp/fsck" 2>&1 || fail "fsck -n: $(head -5 "$tmp/fsck")"
-tfs_mount "$img" "$mnt" || { fail "mount again"; finish; }
+fsck_clean "$img"
+mount_or_finish "mount again" "$img" "$mnt"
 [ "$(md5sum <"$mnt/r/shared")" = "$sum1" ] || fail "the shared file differs after a new mount"
 tfs_umount "$mnt"
 finish

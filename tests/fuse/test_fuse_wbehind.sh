@@ -8,11 +8,14 @@
 #   test_fuse_wbehind.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
-img=$tmp/a.img mnt=$tmp/mnt
-new_image "$img" 1G || finish
-tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "mount"; finish; }
+fresh_image 1G
+mount_or_finish mount -o "log=$tmp/daemon.log" "$img" "$mnt"
 
-python3 - "$mnt" write <<'PY' || fail "after writing: see above"
+# files write|check: writes the 300 files through the mount (each truncated
+# or not, its times set right after the data), or checks them: times, size,
+# st_blocks, bytes.  Then an fsync.
+files() {
+	python3 - "$mnt" "$1" <<'PY'
 import os, sys
 mnt, what = sys.argv[1], sys.argv[2]
 def data(i):
@@ -42,43 +45,20 @@ for i in range(300):
 fd = os.open(os.path.join(mnt, "f1"), os.O_RDONLY); os.fsync(fd); os.close(fd)
 sys.exit(1 if bad else 0)
 PY
+}
+
+files write || fail "after writing: see above"
 queued=$("$tinyfs" stats "$mnt" fuse | awk '$1 == "write-behind:" { print $2 }')
 [ "${queued:-0}" -gt 0 ] || fail "nothing was written behind ($("$tinyfs" stats "$mnt" fuse | grep write-behind))"
 # The same after a cache drop (root) and after a remount.
 if [ "$(id -u)" = 0 ]; then
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
-	python3 - "$mnt" check <<'PY' || fail "after a cache drop"
-import os, sys
-mnt = sys.argv[1]
-def data(i):
-    d = bytes((i * 7 + j) % 251 for j in range((i * 997) % 20000 + 1))
-    return (d + bytes(10))[:10] if i % 10 == 0 else d
-bad = 0
-for i in range(300):
-    p = os.path.join(mnt, "f%d" % i); st = os.stat(p)
-    want = data(i)
-    if st.st_mtime_ns != 1000000000 * (i + 1) or open(p, "rb").read() != want:
-        print("FAIL: f%d after the drop" % i); bad += 1
-sys.exit(1 if bad else 0)
-PY
+	files check || fail "after a cache drop"
 fi
 tfs_umount "$mnt" || finish
-"$tinyfs" fsck -n "$img" >"$tmp/fsck.out" 2>&1 || fail "fsck: $(tail -3 "$tmp/fsck.out")"
-tfs_mount -o "log=$tmp/daemon.log" "$img" "$mnt" || { fail "second mount"; finish; }
-python3 - "$mnt" <<'PY' || fail "after the remount"
-import os, sys
-mnt = sys.argv[1]
-def data(i):
-    d = bytes((i * 7 + j) % 251 for j in range((i * 997) % 20000 + 1))
-    return (d + bytes(10))[:10] if i % 10 == 0 else d
-bad = 0
-for i in range(300):
-    p = os.path.join(mnt, "f%d" % i); st = os.stat(p)
-    want = data(i)
-    if st.st_mtime_ns != 1000000000 * (i + 1) or open(p, "rb").read() != want:
-        print("FAIL: f%d after the remount: mtime %d size %d" % (i, st.st_mtime_ns, st.st_size)); bad += 1
-sys.exit(1 if bad else 0)
-PY
+fsck_clean "$img" fsck
+mount_or_finish "second mount" -o "log=$tmp/daemon.log" "$img" "$mnt"
+files check || fail "after the remount"
 tfs_umount "$mnt"
 finish
