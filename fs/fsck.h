@@ -49,7 +49,9 @@
  *    a wrong counter set to the count, each its own transaction; the
  *    allocator in memory follows (leaked space reusable once the repair is
  *    durable); a doubly used block is fixed by those rewrites unless data
- *    and a node really both use it (left, with the overlap line).
+ *    and a node really both use it (left, with the overlap line).  Node
+ *    space repairs commit only if no write-back ran since the compare
+ *    (one may have moved the nodes meanwhile): else it is compared again.
  * Not repaired (counted as left): node/key corruption, overlapping or
  * out-of-device extents, unreachable directory cycles.
  *
