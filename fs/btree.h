@@ -208,8 +208,10 @@ void tfs_btree_cache_to_text(struct printbuf *out, struct tfs_fs *fs);
  * nodes are large, so a scan is asked for pages, frees whole nodes (at
  * least one), and reports pages freed; the USDT probe btree_cache_scan
  * (nr_to_scan_pages, nr_to_scan_nodes, can_free_nodes, ret) shows both.
- * Only clean, unlocked nodes without children in memory are freed (never a
- * root); a node used since the last scan gets a second chance.  Count: pages
+ * Oldest first: nodes in the order they entered the cache; a node used
+ * since it entered or since the last pass gets a second chance (the scan
+ * clears its accessed bit and moves it to the back).  Only clean, unlocked
+ * nodes without children in memory are freed (never a root).  Count: pages
  * that could be freed now (an estimate).  The cache also keeps itself
  * within opts.cache_budget after every read and commit, writing back the
  * tree with most dirty nodes when clean ones are not enough.

@@ -3,6 +3,18 @@
  * The node cache: node memory, a reserve of spare nodes for splits, and
  * (below) the scan that frees clean nodes when the cache is over budget.
  *
+ * The scan frees the oldest clean node first: every node allocated for a
+ * tree is on one LRU list (under c->lock) in the order it entered the
+ * cache, read from disk or made by a split.  A lookup that uses a node
+ * again only sets its accessed bit (an atomic store under the tree's shared
+ * lock, no list move on the read path); the scan, from the oldest, clears
+ * the bit and moves the node to the back (a second chance: it goes only if
+ * it is not used again before the scan comes round to it), and frees a
+ * clean node whose bit is clear.  What it never frees: the root, a node
+ * with children in memory (its parent pointer is the only way to them),
+ * dirty nodes and nodes being written, nodes of a tree whose lock it could
+ * not take, and the spare nodes (not on the list).
+ *
  * A node's memory is one block: the struct, its heap (the on-disk
  * capacity) and its offsets; an interior node also has a child array
  * (allocated the first time the block serves an interior node, kept with
@@ -41,6 +53,8 @@ static size_t align8(size_t v)
 	return (v + 7) & ~(size_t)7;
 }
 
+static struct tfs_bnode *bnode_alloc(struct tfs_fs *fs, struct tfs_btree *b, unsigned level);
+
 int tfs_btree_cache_init(struct tfs_fs *fs)
 {
 	struct tfs_btree_cache *c = &fs->cache;
@@ -57,7 +71,7 @@ int tfs_btree_cache_init(struct tfs_fs *fs)
 	/* fs.h: 0 means a default. */
 	c->budget = fs->opts.cache_budget ?: BTREE_CACHE_DEFAULT_BUDGET;
 	for (unsigned i = 0; i < c->reserve; i++) {
-		struct tfs_bnode *n = tfs_bnode_alloc(fs, 0);
+		struct tfs_bnode *n = bnode_alloc(fs, NULL, 0);
 
 		if (!n)
 			return -ENOMEM;
@@ -75,9 +89,43 @@ static void bnode_release(struct tfs_btree_cache *c, struct tfs_bnode *n)
 	__atomic_sub_fetch(&c->nr_nodes, 1, __ATOMIC_RELAXED);
 }
 
+/* --- the LRU (c->lock held) --- */
+
+static void lru_add_tail(struct tfs_btree_cache *c, struct tfs_btree *b, struct tfs_bnode *n)
+{
+	n->tree = b;
+	n->lru_next = NULL;
+	n->lru_prev = c->lru_tail;
+	if (c->lru_tail)
+		c->lru_tail->lru_next = n;
+	else
+		c->lru_head = n;
+	c->lru_tail = n;
+	c->nr_lru++;
+}
+
+static void lru_del(struct tfs_btree_cache *c, struct tfs_bnode *n)
+{
+	if (n->lru_prev)
+		n->lru_prev->lru_next = n->lru_next;
+	else
+		c->lru_head = n->lru_next;
+	if (n->lru_next)
+		n->lru_next->lru_prev = n->lru_prev;
+	else
+		c->lru_tail = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+	n->tree = NULL;
+	c->nr_lru--;
+}
+
 void tfs_btree_cache_exit(struct tfs_fs *fs)
 {
 	struct tfs_btree_cache *c = &fs->cache;
+
+	/* Every tree's nodes were freed (tfs_btree_free_nodes()). */
+	if (c->lru_head)
+		abort();
 
 	while (c->free) {
 		struct tfs_bnode *n = c->free;
@@ -144,7 +192,8 @@ static void cache_note_bytes(struct tfs_btree_cache *c)
 		c->max_bytes = bytes;
 }
 
-struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
+/* b NULL: a spare node for the reserve, not on the LRU. */
+static struct tfs_bnode *bnode_alloc(struct tfs_fs *fs, struct tfs_btree *b, unsigned level)
 {
 	struct tfs_btree_cache *c = &fs->cache;
 	unsigned cap = tfs_btree_node_capacity_u64s(fs->node_size);
@@ -200,8 +249,31 @@ struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level)
 	n->cap = cap;
 	pthread_mutex_lock(&c->lock);
 	c->nr_allocs++;
+	/* The newest: at the back of the LRU. */
+	if (b)
+		lru_add_tail(c, b, n);
 	pthread_mutex_unlock(&c->lock);
 	return n;
+}
+
+struct tfs_bnode *tfs_bnode_alloc(struct tfs_btree *b, unsigned level)
+{
+	return bnode_alloc(b->fs, b, level);
+}
+
+/* Off the LRU, to the spare list (the reserve first) or back to malloc; c->lock held. */
+static void bnode_free_locked(struct tfs_btree_cache *c, struct tfs_bnode *n)
+{
+	c->nr_frees++;
+	if (n->tree)
+		lru_del(c, n);
+	if (c->nr_free < c->reserve) {
+		n->next = c->free;
+		c->free = n;
+		c->nr_free++;
+	} else {
+		bnode_release(c, n);
+	}
 }
 
 void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n)
@@ -209,15 +281,7 @@ void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n)
 	struct tfs_btree_cache *c = &fs->cache;
 
 	pthread_mutex_lock(&c->lock);
-	c->nr_frees++;
-	if (c->nr_free < c->reserve) {
-		n->next = c->free;
-		c->free = n;
-		c->nr_free++;
-		n = NULL;
-	} else {
-		bnode_release(c, n);
-	}
+	bnode_free_locked(c, n);
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -270,45 +334,76 @@ static bool bnode_has_children(const struct tfs_bnode *n)
 }
 
 /*
- * Frees up to nr of n's descendants (leaves first: a node with children in
- * memory cannot go), under the tree's lock held exclusively.
+ * n's parent and n's index in it, found from the root through the nodes in
+ * memory (a node has no parent pointer: splits, merges and height changes
+ * would have to keep it); NULL when n is the root or not (yet, or any
+ * longer) in the tree.  The tree's lock held exclusively.
  */
-static void scan_node(struct tfs_btree *b, struct tfs_bnode *n, unsigned long nr,
-		      struct scan_stats *st)
+static struct tfs_bnode *bnode_parent(struct tfs_btree *b, const struct tfs_bnode *n, unsigned *idx)
 {
-	struct tfs_btree_cache *c = &b->fs->cache;
+	struct tfs_bnode *p = b->root;
 
-	for (unsigned i = 0; n->level && i < n->nr_keys && st->freed < nr; i++) {
-		struct tfs_bnode *ch = n->child[i];
+	while (p && p->level > n->level) {
+		unsigned i = tfs_bnode_lower_bound(p, n->min_key);
 
-		if (!ch)
+		if (i >= p->nr_keys)
+			return NULL;
+		if (p->level == n->level + 1) {
+			if (p->child[i] != n)
+				return NULL;
+			*idx = i;
+			return p;
+		}
+		p = p->child[i];
+	}
+	return NULL;
+}
+
+/*
+ * Walks the LRU from the oldest node, each node at most once, until nr
+ * nodes are freed: held[id] says which trees' locks the scan holds
+ * exclusively (nodes of the others are skipped).  c->lock held.
+ */
+static void scan_lru(struct tfs_btree_cache *c, const bool *held, unsigned long nr,
+		     struct scan_stats *st)
+{
+	/* A second chance moves a node behind every node this walk has yet to see. */
+	u64 nr_walk = c->nr_lru;
+	struct tfs_bnode *n, *next;
+
+	for (n = c->lru_head; n && nr_walk && st->freed < nr; n = next, nr_walk--) {
+		struct tfs_btree *b = n->tree;
+		struct tfs_bnode *parent;
+		unsigned idx;
+
+		next = n->lru_next;
+		if (!held[b->id] || n == b->root || n->dead)
 			continue;
-		if (ch->level)
-			scan_node(b, ch, nr, st);
-		if (st->freed >= nr)
-			break;
-		if (bnode_has_children(ch)) {
+		if (bnode_has_children(n)) {
 			st->children++;
 			continue;
 		}
-		if (ch->dirty || ch->writing) {
+		if (n->dirty || n->writing) {
 			st->dirty++;
 			continue;
 		}
-		if (__atomic_load_n(&ch->accessed, __ATOMIC_RELAXED)) {
-			/* Second chance: used since the last scan. */
-			__atomic_store_n(&ch->accessed, 0, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&n->accessed, __ATOMIC_RELAXED)) {
+			/* Second chance: used since it entered or since the last pass. */
+			__atomic_store_n(&n->accessed, 0, __ATOMIC_RELAXED);
+			lru_del(c, n);
+			lru_add_tail(c, b, n);
 			st->accessed++;
 			continue;
 		}
-		n->child[i] = NULL;
-		__atomic_sub_fetch(&b->nr_nodes[ch->level], 1, __ATOMIC_RELAXED);
+		parent = bnode_parent(b, n, &idx);
+		if (!parent)
+			continue; /* allocated, not in the tree: its owner frees it */
+		parent->child[idx] = NULL;
+		__atomic_sub_fetch(&b->nr_nodes[n->level], 1, __ATOMIC_RELAXED);
 		/* Kept as a spare for splits rather than given back: counted, not freed. */
-		pthread_mutex_lock(&c->lock);
 		if (c->nr_free < c->reserve)
 			st->reserve++;
-		pthread_mutex_unlock(&c->lock);
-		tfs_bnode_free(b->fs, ch);
+		bnode_free_locked(c, n);
 		st->freed++;
 	}
 }
@@ -339,19 +434,28 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 	unsigned long nr_nodes = DIV_ROUND_UP(nr_to_scan_pages, pages_per_node);
 	unsigned long can_free = tfs_btree_cache_count(fs) / pages_per_node;
 	struct scan_stats st = { 0 };
-	unsigned start = __atomic_fetch_add(&c->scan_cursor, 1, __ATOMIC_RELAXED) % TFS_BTREE_NR;
+	bool held[TFS_BTREE_NR];
 
-	for (unsigned k = 0; k < TFS_BTREE_NR && st.freed < nr_nodes; k++) {
-		struct tfs_btree *b = &fs->btrees[(start + k) % TFS_BTREE_NR];
+	/*
+	 * The trees first, then c->lock (the order allocations take them in).
+	 * Never wait for a tree: a busy one is skipped (and counted), its
+	 * nodes keep their place on the LRU.
+	 */
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
 
-		/* Never wait for a tree: a busy one is skipped (and counted). */
-		if (pthread_rwlock_trywrlock(&b->lock)) {
+		held[id] = !pthread_rwlock_trywrlock(&b->lock);
+		if (!held[id])
 			st.locked++;
-			continue;
-		}
-		if (b->root)
-			scan_node(b, b->root, nr_nodes, &st);
-		pthread_rwlock_unlock(&b->lock);
+	}
+	pthread_mutex_lock(&c->lock);
+	scan_lru(c, held, nr_nodes, &st);
+	pthread_mutex_unlock(&c->lock);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		if (held[id])
+			pthread_rwlock_unlock(&b->lock);
 	}
 	pthread_mutex_lock(&c->lock);
 	c->nr_scans++;
@@ -512,9 +616,9 @@ void tfs_btree_cache_to_text(struct printbuf *out, struct tfs_fs *fs)
 	pthread_mutex_lock(&c->lock);
 	prt_printf(out, "node cache:\n");
 	printbuf_indent_add(out, 2);
-	prt_printf(out, "nodes:\t%llu (%u spare, reserve %u, %zu bytes each)\n",
-		   (unsigned long long)__atomic_load_n(&c->nr_nodes, __ATOMIC_RELAXED), c->nr_free,
-		   c->reserve, c->node_bytes);
+	prt_printf(out, "nodes:\t%llu (%llu on the LRU, %u spare, reserve %u, %zu bytes each)\n",
+		   (unsigned long long)__atomic_load_n(&c->nr_nodes, __ATOMIC_RELAXED),
+		   (unsigned long long)c->nr_lru, c->nr_free, c->reserve, c->node_bytes);
 	prt_str(out, "memory:\t");
 	prt_units_u64(out, cache_bytes(c));
 	prt_str(out, " (max ");

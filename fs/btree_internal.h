@@ -131,8 +131,12 @@ void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
 
 int tfs_btree_cache_init(struct tfs_fs *fs);
 void tfs_btree_cache_exit(struct tfs_fs *fs);
-/* A node's memory (empty); NULL on ENOMEM.  May use the split reserve. */
-struct tfs_bnode *tfs_bnode_alloc(struct tfs_fs *fs, unsigned level);
+/*
+ * A node's memory (empty) for tree b; NULL on ENOMEM.  May use the split
+ * reserve.  The node enters the cache's LRU at the back (the newest): the
+ * caller installs it in b under b's lock (held in either mode) or frees it.
+ */
+struct tfs_bnode *tfs_bnode_alloc(struct tfs_btree *b, unsigned level);
 void tfs_bnode_free(struct tfs_fs *fs, struct tfs_bnode *n);
 /* Frees every node of the tree (stop). */
 void tfs_btree_free_nodes(struct tfs_btree *b);

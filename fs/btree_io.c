@@ -236,7 +236,7 @@ int tfs_btree_node_validate(struct tfs_fs *fs, const struct tfs_btree_node *n,
 static struct tfs_bnode *bnode_from_disk(struct tfs_btree *b, const struct tfs_btree_node *d)
 {
 	struct tfs_fs *fs = b->fs;
-	struct tfs_bnode *n = tfs_bnode_alloc(fs, d->level);
+	struct tfs_bnode *n = tfs_bnode_alloc(b, d->level);
 	const __le64 *p = d->_data;
 
 	if (!n)

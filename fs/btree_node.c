@@ -121,7 +121,7 @@ void tfs_bnode_reset(struct tfs_bnode *n)
 
 struct tfs_bnode *tfs_btree_new_root_leaf(struct tfs_btree *b)
 {
-	struct tfs_bnode *n = tfs_bnode_alloc(b->fs, 0);
+	struct tfs_bnode *n = tfs_bnode_alloc(b, 0);
 
 	if (!n)
 		return NULL;
@@ -175,12 +175,14 @@ int tfs_btree_walk(struct tfs_btree *b, struct tfs_bpos pos, unsigned level,
 			abort();
 		child = __atomic_load_n(&n->child[idx], __ATOMIC_ACQUIRE);
 		if (!child) {
+			/* Just read: it enters the cache's LRU at the back, not accessed. */
 			ret = tfs_btree_read_child(b, n, idx, &child);
 			if (ret)
 				return ret;
-		}
-		if (!__atomic_load_n(&child->accessed, __ATOMIC_RELAXED))
+		} else if (!__atomic_load_n(&child->accessed, __ATOMIC_RELAXED)) {
+			/* A hit: the bit alone (the scan gives a second chance), no list move. */
 			__atomic_store_n(&child->accessed, 1, __ATOMIC_RELAXED);
+		}
 		n = child;
 	}
 }
@@ -193,7 +195,7 @@ static int btree_split_grow_root(struct tfs_btree *b, struct tfs_bnode *n)
 
 	if (n->level + 1 >= TFS_BTREE_MAX_DEPTH)
 		return -E2BIG;
-	r = tfs_bnode_alloc(b->fs, n->level + 1);
+	r = tfs_bnode_alloc(b, n->level + 1);
 	if (!r)
 		return -ENOMEM;
 	r->min_key = TFS_POS_MIN;
@@ -246,7 +248,7 @@ int tfs_btree_split_locked(struct tfs_btree *b, struct tfs_bpos pos, unsigned le
 			return ret;
 	}
 
-	left = tfs_bnode_alloc(fs, level);
+	left = tfs_bnode_alloc(b, level);
 	if (!left)
 		return -ENOMEM;
 	nr_left = tfs_bnode_lower_bound(n, tfs_bpos_successor(split_pos));

@@ -50,7 +50,14 @@ struct tfs_btree_loc {
  * so writing a node back never changes the size of its parent's keys.
  */
 struct tfs_bnode {
+	/*
+	 * The node cache's LRU (btree_cache.c; under the cache's lock, not the
+	 * tree's): tree is set while the node is on it, from the allocation
+	 * for a tree to the free, and lru_prev/lru_next link it in the order
+	 * nodes entered the cache (a second chance moves a node to the back).
+	 */
 	struct tfs_btree *tree;
+	struct tfs_bnode *lru_prev, *lru_next;
 	u8 level;
 	bool dirty;    /* changed since it was last serialized */
 	bool writing;  /* serialized into a checkpoint that is not durable yet */
@@ -132,9 +139,12 @@ struct tfs_btree {
 
 /* The node cache: every node's memory comes from here. */
 struct tfs_btree_cache {
-	pthread_mutex_t lock;	/* the free list and the counters below */
+	pthread_mutex_t lock;	/* the free list, the LRU and the counters below */
 	struct tfs_bnode *free; /* spare nodes: the split reserve first */
 	unsigned nr_free;
+	/* Every node allocated for a tree (in it, dead or about to be installed), oldest first. */
+	struct tfs_bnode *lru_head, *lru_tail;
+	u64 nr_lru;
 	unsigned reserve;    /* spare nodes kept for splits */
 	u64 nr_nodes;	     /* allocated: in trees, dead and spare */
 	u64 nr_child_arrays; /* interior nodes' child arrays allocated */
@@ -145,7 +155,6 @@ struct tfs_btree_cache {
 	u64 ckpt_bytes;		   /* checkpoints' write buffers allocated now */
 	size_t budget;		   /* bytes; 0: no budget */
 	pthread_mutex_t scan_lock; /* one budget check at a time */
-	unsigned scan_cursor;	   /* the tree a scan starts with (round robin) */
 	/* Counters. */
 	u64 nr_allocs, nr_frees, nr_scans, nr_scan_freed, nr_writeback_for_memory;
 	u64 not_freed_dirty, not_freed_locked, not_freed_accessed, not_freed_reserve;

@@ -10,10 +10,12 @@
  *    back for memory copies every dirty node of its tree at once, so dirty
  *    nodes are charged for their copies before it starts.
  *  - The scan's rules, each with a test that fails if the rule is broken:
- *    a node used since the last scan gets a second chance (freed by the
- *    next one, not this one); dirty nodes are never freed; a tree whose
- *    lock is held is skipped; every reason is counted; asked for pages, the
- *    scan frees whole nodes and reports pages.
+ *    the oldest clean node goes first (the order nodes entered the cache,
+ *    not tree order); a node used since the last scan gets a second chance
+ *    (it goes to the back, freed by a later scan, not this one); dirty
+ *    nodes are never freed, however old; a tree whose lock is held is
+ *    skipped; every reason is counted; asked for pages, the scan frees
+ *    whole nodes and reports pages.
  *  - One budget for both caches: the node cache and the key cache each
  *    filled past the budget on their own; the total the shrinker registry
  *    counts for them together never passes the budget (checked after every
@@ -172,6 +174,150 @@ static void test_second_chance(void **state)
 	ft_cleanup(&t);
 }
 
+/*
+ * Reopened after a fill: only the xattrs tree's root (an interior node)
+ * is in memory.  Returns it.
+ */
+static struct tfs_bnode *reopened_root(struct ft *t, unsigned n)
+{
+	assert_int_equal(ft_mkfs(t, &geo), 0);
+	assert_int_equal(ft_open(t), 0);
+	fill(t->fs, n);
+	assert_int_equal(ft_stop(t), 0);
+	assert_int_equal(ft_open(t), 0);
+
+	struct tfs_bnode *r = t->fs->btrees[TFS_BTREE_xattrs].root;
+
+	assert_int_equal(r->level, 1);
+	assert_true(r->nr_keys > 8);
+	assert_int_equal(t->fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 0);
+	return r;
+}
+
+/* A lookup that walks to the root's child i: reads it (a miss) or uses it (a hit). */
+static void touch_leaf(struct tfs_fs *fs, unsigned i)
+{
+	struct tfs_bnode *r = fs->btrees[TFS_BTREE_xattrs].root;
+	struct tfs_bkey_buf buf;
+	int ret = tfs_btree_lookup(fs, TFS_BTREE_xattrs, tfs_bkey_pos(tfs_bnode_key(r, i)), &buf);
+
+	assert_true(ret == 0 || ret == -ENOENT);
+	assert_non_null(r->child[i]);
+}
+
+/* Leaves A, B, C: the root's children 5, 1, 3 (tree order would be B, C, A). */
+enum {
+	LEAF_A = 5,
+	LEAF_B = 1,
+	LEAF_C = 3
+};
+
+static void test_oldest_first(void **state)
+{
+	struct ft t;
+	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+
+	/* A, B, C enter the cache in that order; none is used again. */
+	touch_leaf(t.fs, LEAF_A);
+	touch_leaf(t.fs, LEAF_B);
+	touch_leaf(t.fs, LEAF_C);
+	assert_int_equal(t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 3);
+	/* One node asked for at a time: the oldest goes first. */
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_A]);
+	assert_non_null(r->child[LEAF_B]);
+	assert_non_null(r->child[LEAF_C]);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_B]);
+	assert_non_null(r->child[LEAF_C]);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_C]);
+	/* Read back after eviction: the newest now. */
+	touch_leaf(t.fs, LEAF_B);
+	touch_leaf(t.fs, LEAF_A);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_B]);
+	assert_non_null(r->child[LEAF_A]);
+	read_all(t.fs, 300);
+	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(&t);
+}
+
+static void test_second_chance_order(void **state)
+{
+	struct ft t;
+	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+
+	touch_leaf(t.fs, LEAF_A);
+	touch_leaf(t.fs, LEAF_B);
+	touch_leaf(t.fs, LEAF_C);
+	/* A used again: the oldest, but it gets a second chance. */
+	touch_leaf(t.fs, LEAF_A);
+	u64 accessed0 = c->not_freed_accessed;
+
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_non_null(r->child[LEAF_A]);
+	assert_null(r->child[LEAF_B]);
+	assert_non_null(r->child[LEAF_C]);
+	assert_int_equal(c->not_freed_accessed - accessed0, 1);
+	/* A went to the back, behind C: C goes next, then A. */
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_non_null(r->child[LEAF_A]);
+	assert_null(r->child[LEAF_C]);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_A]);
+	assert_int_equal(c->not_freed_accessed - accessed0, 1);
+	read_all(t.fs, 300);
+	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(&t);
+}
+
+static void test_oldest_dirty_stays(void **state)
+{
+	struct ft t;
+	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+
+	touch_leaf(t.fs, LEAF_A);
+	touch_leaf(t.fs, LEAF_B);
+	/* A, the oldest, gets a key (dirty); B stays clean. */
+	struct tfs_bnode *a = r->child[LEAF_A];
+	u8 *v = tfs_bkey_init(&buf, TFS_BKEY_cookie, tfs_bkey_pos(tfs_bnode_key(a, 0)), 1000);
+
+	memset(v, 0x5a, 1000);
+	tfs_trans_init(&trans, t.fs);
+	assert_int_equal(tfs_trans_update(&trans, TFS_BTREE_xattrs, &buf.k), 0);
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	assert_true(a->dirty);
+	assert_ptr_equal(r->child[LEAF_A], a);
+
+	u64 dirty0 = c->not_freed_dirty;
+
+	/* B goes, though younger; A stays through every scan, counted each time. */
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	assert_null(r->child[LEAF_B]);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(tfs_btree_cache_scan(t.fs, ~0UL / 2), 0);
+	assert_ptr_equal(r->child[LEAF_A], a);
+	assert_true(c->not_freed_dirty - dirty0 >= 5);
+	/* Written back: clean, and then it may go (after its second chance). */
+	assert_int_equal(tfs_btree_write_all(t.fs), 0);
+	tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	tfs_btree_cache_scan(t.fs, ~0UL / 2);
+	assert_null(r->child[LEAF_A]);
+	assert_int_equal(tfs_btree_lookup(t.fs, TFS_BTREE_xattrs, tfs_bkey_pos(&buf.k), &buf), 0);
+	assert_int_equal(((u8 *)tfs_bkey_val(&buf.k))[999], 0x5a);
+	ft_cleanup(&t);
+}
+
 static void test_dirty_and_locked_stay(void **state)
 {
 	struct ft t;
@@ -318,6 +464,9 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_budget_10x),
 		cmocka_unit_test(test_second_chance),
+		cmocka_unit_test(test_oldest_first),
+		cmocka_unit_test(test_second_chance_order),
+		cmocka_unit_test(test_oldest_dirty_stays),
 		cmocka_unit_test(test_dirty_and_locked_stay),
 		cmocka_unit_test(test_shared_budget),
 	};
