@@ -522,6 +522,8 @@ static int inode_load(struct tfs_fs *fs, struct tfs_inode_mem *im)
 		im->target[im->ui.size] = 0;
 	}
 	im->loaded = true;
+	/* Whatever was known before (a reload after an error): looked at again. */
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_unknown, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&tfs_posix(fs)->c.inodes_loaded, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -608,6 +610,7 @@ int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *
 	im->deleted = false;
 	im->loaded = true;
 	im->ui = *ui;
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_unknown, __ATOMIC_RELAXED);
 	free(im->target);
 	im->target = t;
 	*ret = im;

@@ -733,5 +733,7 @@ void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
 		   LD(c->fsync_flushes), LD(c->fsync_skipped));
 	prt_printf(out, "orphans added %llu reclaimed %llu; enospc flush retries %llu\n",
 		   LD(c->orphans_added), LD(c->orphans_reclaimed), LD(c->enospc_flush_retries));
+	prt_printf(out, "getxattr lookups skipped (inode without xattrs) %llu\n",
+		   LD(c->xattr_lookups_skipped));
 #undef LD
 }
