@@ -643,6 +643,8 @@ static void atomic_max(u64 *v, u64 new)
 void tfs_inode_committed(struct tfs_inode_mem *im, const struct tfs_inode_unpacked *ui, u64 seq,
 			 bool times_only)
 {
+	if (ui && ui->blocks != im->ui.blocks)
+		__atomic_fetch_add(&im->blocks_changes, 1, __ATOMIC_RELEASE);
 	if (ui)
 		im->ui = *ui;
 	atomic_max(&im->last_seq, seq);

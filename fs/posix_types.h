@@ -53,6 +53,8 @@ struct tfs_inode_mem {
 	/* Atomics: the journal seq of the inode's last change, and of its last
 	 * change fdatasync must cover (data, size, anything but times). */
 	u64 last_seq, last_data_seq;
+	/* Atomic: bumped whenever ui.blocks changes (tfs_file_blocks_changes()). */
+	u64 blocks_changes;
 	tfs_errseq_t wb_err; /* data write errors (lib/errseq.h) */
 	/*
 	 * enum tfs_inode_xattrs, atomic: set to none only under the shared
