@@ -241,6 +241,11 @@ int tfs_create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, cons
 	       size_t len, u32 mode, int flags, struct tfs_file **f, struct tfs_stat *st);
 int tfs_release(struct tfs_fs *fs, struct tfs_file *f);
 tfs_ino_t tfs_file_ino(const struct tfs_file *f);
+/*
+ * How often the file's allocated blocks (st_blocks) changed so far: two
+ * equal answers mean no change in between (a counter, not a size).
+ */
+u64 tfs_file_blocks_changes(const struct tfs_file *f);
 
 /* Reads up to len bytes at off (holes read as zeros); returns bytes read (0 at EOF). */
 ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u64 off);

@@ -522,6 +522,8 @@ static int inode_load(struct tfs_fs *fs, struct tfs_inode_mem *im)
 		im->target[im->ui.size] = 0;
 	}
 	im->loaded = true;
+	/* Whatever was known before (a reload after an error): looked at again. */
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_unknown, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&tfs_posix(fs)->c.inodes_loaded, 1, __ATOMIC_RELAXED);
 	return 0;
 }
@@ -608,6 +610,7 @@ int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *
 	im->deleted = false;
 	im->loaded = true;
 	im->ui = *ui;
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_unknown, __ATOMIC_RELAXED);
 	free(im->target);
 	im->target = t;
 	*ret = im;
@@ -640,6 +643,8 @@ static void atomic_max(u64 *v, u64 new)
 void tfs_inode_committed(struct tfs_inode_mem *im, const struct tfs_inode_unpacked *ui, u64 seq,
 			 bool times_only)
 {
+	if (ui && ui->blocks != im->ui.blocks)
+		__atomic_fetch_add(&im->blocks_changes, 1, __ATOMIC_RELEASE);
 	if (ui)
 		im->ui = *ui;
 	atomic_max(&im->last_seq, seq);

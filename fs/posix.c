@@ -207,6 +207,11 @@ tfs_ino_t tfs_file_ino(const struct tfs_file *f)
 	return f->im->ino;
 }
 
+u64 tfs_file_blocks_changes(const struct tfs_file *f)
+{
+	return __atomic_load_n(&f->im->blocks_changes, __ATOMIC_ACQUIRE);
+}
+
 /* Makes f an open file of im (locked, referenced: the reference becomes f's). */
 static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
 {
@@ -510,8 +515,10 @@ static int orphan_finish(struct tfs_fs *fs, tfs_ino_t ino, u64 flags)
 
 			im->ui.size = UINT64_MAX;
 			ret = tfs_data_truncate(fs, im, &ui, &seq);
-			if (ret)
+			if (ret) {
 				im->ui = ui;
+				__atomic_fetch_add(&im->blocks_changes, 1, __ATOMIC_RELEASE);
+			}
 		}
 		tfs_posix_trans_init(&trans, fs);
 		ret = ret ?: tfs_orphan_del(&trans, ino) ?: tfs_posix_commit(&trans, NULL);
@@ -733,5 +740,7 @@ void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
 		   LD(c->fsync_flushes), LD(c->fsync_skipped));
 	prt_printf(out, "orphans added %llu reclaimed %llu; enospc flush retries %llu\n",
 		   LD(c->orphans_added), LD(c->orphans_reclaimed), LD(c->enospc_flush_retries));
+	prt_printf(out, "getxattr lookups skipped (inode without xattrs) %llu\n",
+		   LD(c->xattr_lookups_skipped));
 #undef LD
 }

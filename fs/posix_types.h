@@ -53,7 +53,28 @@ struct tfs_inode_mem {
 	/* Atomics: the journal seq of the inode's last change, and of its last
 	 * change fdatasync must cover (data, size, anything but times). */
 	u64 last_seq, last_data_seq;
+	/* Atomic: bumped whenever ui.blocks changes (tfs_file_blocks_changes()). */
+	u64 blocks_changes;
 	tfs_errseq_t wb_err; /* data write errors (lib/errseq.h) */
+	/*
+	 * enum tfs_inode_xattrs, atomic: set to none only under the shared
+	 * lock (a lookup that found no key), to some under the exclusive lock
+	 * before a key is added, so none is never set over a key.
+	 */
+	u8 xattrs;
+};
+
+/*
+ * What is known of an inode's xattr keys (tfs_inode_mem.xattrs).  The
+ * kernel asks getxattr("security.capability") before every write (FUSE's
+ * HANDLE_KILLPRIV v1): for an inode known to have no key, that is answered
+ * without a btree lookup.  In memory only: a loaded inode starts unknown, so
+ * a remount or a crash can never leave it wrong.
+ */
+enum tfs_inode_xattrs {
+	TFS_INODE_XATTRS_unknown, /* not looked at since the inode was loaded */
+	TFS_INODE_XATTRS_none,	  /* no xattr key at all */
+	TFS_INODE_XATTRS_some,	  /* some key (perhaps only whiteouts): look names up */
 };
 
 /* An open file description. */
@@ -75,6 +96,7 @@ struct tfs_posix_counters {
 	u64 orphans_added, orphans_reclaimed;
 	u64 enospc_flush_retries;
 	u64 hash_probes, whiteouts_written;
+	u64 xattr_lookups_skipped; /* getxattr answered by tfs_inode_mem.xattrs */
 };
 
 struct tfs_posix {

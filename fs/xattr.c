@@ -227,6 +227,34 @@ static unsigned nr_chunks(unsigned name_len, unsigned value_len)
 	return 1 + DIV_ROUND_UP(value_len - first, TFS_XATTR_CHUNK_BYTES);
 }
 
+/*
+ * Whether im (locked, shared or exclusive) has no xattr key at all: known
+ * (*known set), or found out now with one peek at its range and remembered.
+ * A key added later goes in under the exclusive lock, which first sets
+ * TFS_INODE_XATTRS_some (tfs_setxattr()): none never outlives a key.
+ */
+static bool xattrs_none(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known)
+{
+	u8 s = __atomic_load_n(&im->xattrs, __ATOMIC_ACQUIRE);
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k = NULL;
+	int ret;
+
+	*known = s != TFS_INODE_XATTRS_unknown;
+	if (*known)
+		return s == TFS_INODE_XATTRS_none;
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_xattrs, TFS_POS(im->ino, 0),
+			    TFS_POS(im->ino, UINT64_MAX));
+	ret = tfs_btree_iter_peek(&iter, &k);
+	s = k ? TFS_INODE_XATTRS_some : TFS_INODE_XATTRS_none;
+	tfs_btree_iter_exit(&iter);
+	/* An error: not remembered; the lookup meets it and reports it. */
+	if (ret)
+		return false;
+	__atomic_store_n(&im->xattrs, s, __ATOMIC_RELEASE);
+	return s == TFS_INODE_XATTRS_none;
+}
+
 /* --- operations --- */
 
 ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *buf, size_t size)
@@ -239,6 +267,7 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *b
 	const struct tfs_xattr *x;
 	u64 slot;
 	size_t value_len = 0, done;
+	bool known;
 	int ret = xattr_name_parse(name, &n);
 
 	if (ret)
@@ -246,6 +275,14 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *b
 	ret = tfs_iget_locked(fs, ino, false, &im);
 	if (ret)
 		return ret;
+	/* Most files have none, and the kernel asks before every write. */
+	if (xattrs_none(fs, im, &known)) {
+		if (known)
+			__atomic_fetch_add(&tfs_posix(fs)->c.xattr_lookups_skipped, 1,
+					   __ATOMIC_RELAXED);
+		tfs_iput_unlock(fs, im);
+		return -ENODATA;
+	}
 	tfs_posix_trans_init(&trans, fs);
 	ret = xattr_find(&trans, im, &n, &slot, NULL, &kb);
 	if (ret)
@@ -483,6 +520,8 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	ret = tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
+	/* Before any key goes in (see xattrs_none()); kept if none does. */
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_some, __ATOMIC_RELEASE);
 	tfs_posix_trans_init(&trans, fs);
 	ret = xattr_find(&trans, im, &n, &slot, &free_slot, &kb);
 	/*

@@ -203,7 +203,8 @@ struct tfs_fuse {
 	_Atomic u64 op_ns[TFS_FUSE_OP_NR];
 	_Atomic u64 op_max_ns[TFS_FUSE_OP_NR];
 	_Atomic u64 nr_forget_mismatch;
-	_Atomic u64 nr_wb_errors_deferred; /* writeback EIO left to fsync (see write) */
+	_Atomic u64 nr_wb_errors_deferred;  /* writeback EIO left to fsync (see write) */
+	_Atomic u64 nr_fsync_inval_skipped; /* st_blocks unchanged: cache kept (op_fsync) */
 	_Atomic u64 bytes_read, bytes_written;
 	struct timespec started;
 };

@@ -62,6 +62,35 @@ sh -c 'echo data >gone; rm gone' && sync -f . || fail "syncfs after a written fi
 python3 -c 'import os; fd = os.open("blk", os.O_CREAT | os.O_RDWR, 0o644); os.write(fd, b"x" * 65536); os.fsync(fd); b = os.fstat(fd).st_blocks; os.close(fd); exit(b * 512 < 65536)' ||
 	fail "st_blocks after write and fsync"
 rm -f blk
+# And after each later fsync that changed them: the daemon keeps the
+# kernel's attributes only while st_blocks stays the same (an append+fsync
+# loop then pays no GETATTR per write); a truncate and rewrite changes them.
+python3 - <<'PY' || fail "st_blocks across appends and fsyncs"
+import os
+fd = os.open("blk2", os.O_CREAT | os.O_RDWR | os.O_APPEND, 0o644)
+bad = 0
+for i in range(200):
+    os.write(fd, b"y" * 128)
+    os.fsync(fd)
+    want = ((i + 1) * 128 + 4095) // 4096 * 8
+    b = os.fstat(fd).st_blocks
+    if b != want:
+        print("after %d appends: st_blocks %d, want %d" % (i + 1, b, want))
+        bad += 1
+for n in (0, 20000, 8192):
+    os.ftruncate(fd, 0)
+    os.write(fd, b"z" * n)
+    os.fsync(fd)
+    b = os.fstat(fd).st_blocks
+    if b != (n + 4095) // 4096 * 8:
+        print("truncated and %d bytes written: st_blocks %d" % (n, b))
+        bad += 1
+os.close(fd)
+os.unlink("blk2")
+exit(bad != 0)
+PY
+kept=$("$tinyfs" stats "$mnt" fuse | awk -F: '/keeping the kernel.s attributes/ { print $2 + 0 }')
+[ "${kept:-0}" -ge 150 ] || fail "fsyncs keeping the kernel's attributes: ${kept:-none}, want >= 150 of 200"
 
 # --- the C cases ---
 for c in rename xattr fallocate seek fsync posix; do

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "fs/alloc.h"
+#include "journal/journal_internal.h"
 #include "posix_test.h"
 
 static struct pt T;
@@ -174,6 +175,51 @@ static void test_fsync_only_what_is_needed(void **state)
 	assert_int_equal(tfs_posix(T.fs)->c.fsync_skipped, skipped + 1);
 	assert_int_equal(tfs_release(T.fs, a), 0);
 	assert_int_equal(tfs_release(T.fs, b), 0);
+}
+
+/*
+ * An append and its fsync, nothing else dirty: at most one device flush.
+ * The data write carries no flush; the journal's flush entry is one write
+ * with PREFLUSH (the data durable first) and FUA; never a separate flush
+ * (one member holds every older entry).  The measured shape of the
+ * README's append+fsync figures.
+ */
+static void test_fsync_append_one_flush(void **state)
+{
+	struct tfs_bdev *b = pt_bdev(&T, 0);
+	struct tfs_journal_device *jd = &T.fs->j->devs[0];
+	struct tfs_file *f;
+	u8 rec[128];
+	u64 preflushes;
+
+	memset(rec, 'r', sizeof(rec));
+	assert_int_equal(pt_create(&T, 1, "log", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, rec, sizeof(rec), 0), sizeof(rec));
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	for (unsigned i = 1; i <= 40; i++) {
+		u64 flush0 = __atomic_load_n(&b->counters.ios[TFS_OP_flush], __ATOMIC_RELAXED);
+		u64 fua0 = __atomic_load_n(&b->counters.fua, __ATOMIC_RELAXED);
+		u64 data0 = tfs_posix(T.fs)->c.data_bytes_written;
+		u64 pre0;
+
+		pthread_mutex_lock(&T.fs->j->lock);
+		pre0 = jd->nr_preflushes;
+		pthread_mutex_unlock(&T.fs->j->lock);
+		assert_int_equal(tfs_write(T.fs, f, rec, sizeof(rec), i * sizeof(rec)),
+				 sizeof(rec));
+		assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+		/* One block written (copy-on-write of the last one), durable now. */
+		assert_int_equal(tfs_posix(T.fs)->c.data_bytes_written - data0, 4096);
+		assert_true(tfs_journal_flushed_seq_ondisk(T.fs->j) >= f->im->last_seq);
+		assert_int_equal(__atomic_load_n(&b->counters.ios[TFS_OP_flush], __ATOMIC_RELAXED),
+				 flush0);
+		assert_int_equal(__atomic_load_n(&b->counters.fua, __ATOMIC_RELAXED) - fua0, 1);
+		pthread_mutex_lock(&T.fs->j->lock);
+		preflushes = jd->nr_preflushes - pre0;
+		pthread_mutex_unlock(&T.fs->j->lock);
+		assert_int_equal(preflushes, 1);
+	}
+	assert_int_equal(tfs_release(T.fs, f), 0);
 }
 
 /* --- orphans --- */
@@ -595,6 +641,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fsync_journal_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsync_both_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsync_only_what_is_needed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fsync_append_one_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_truncate_after_crash, setup, teardown),

@@ -323,6 +323,104 @@ static void test_list_limit(void **state)
 	assert_true(tfs_listxattr(T.fs, F, NULL, 0) > TFS_XATTR_LIST_MAX - 251);
 }
 
+static u64 lookups_skipped(void)
+{
+	return __atomic_load_n(&tfs_posix(T.fs)->c.xattr_lookups_skipped, __ATOMIC_RELAXED);
+}
+
+/*
+ * The kernel asks for security.capability before every write: an inode
+ * known to have no xattr answers ENODATA without a lookup, and knows it
+ * no more once one is set (directly, or after a remount).
+ */
+static void test_none_known(void **state)
+{
+	struct tfs_stat st;
+	tfs_ino_t g;
+	char buf[64];
+	u64 c0;
+
+	assert_int_equal(pt_mknod(&T, 1, "g", S_IFREG | 0644, &st), 0);
+	g = st.ino;
+	assert_int_equal(tfs_getxattr(T.fs, F, "security.capability", buf, sizeof(buf)), -ENODATA);
+	c0 = lookups_skipped();
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(tfs_getxattr(T.fs, F, "security.capability", NULL, 0), -ENODATA);
+	assert_int_equal(lookups_skipped(), c0 + 3);
+	assert_int_equal(tfs_getxattr(T.fs, g, "user.a", buf, sizeof(buf)), -ENODATA);
+
+	/* Set after the inode was known to have none: found. */
+	assert_int_equal(tfs_setxattr(T.fs, F, "security.capability", "cap", 3, 0), 0);
+	assert_int_equal(tfs_getxattr(T.fs, F, "security.capability", buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "cap", 3);
+	assert_int_equal(tfs_getxattr(T.fs, F, "user.other", buf, sizeof(buf)), -ENODATA);
+	/* A REPLACE that fails adds nothing, and still leaves nothing wrong. */
+	assert_int_equal(tfs_setxattr(T.fs, g, "user.a", "x", 1, TFS_XATTR_REPLACE), -ENODATA);
+	assert_int_equal(tfs_getxattr(T.fs, g, "user.a", buf, sizeof(buf)), -ENODATA);
+
+	reopen();
+	assert_int_equal(tfs_getxattr(T.fs, F, "security.capability", buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "cap", 3);
+	assert_int_equal(tfs_getxattr(T.fs, g, "user.a", buf, sizeof(buf)), -ENODATA);
+	c0 = lookups_skipped();
+	assert_int_equal(tfs_getxattr(T.fs, g, "user.a", buf, sizeof(buf)), -ENODATA);
+	assert_int_equal(lookups_skipped(), c0 + 1);
+	assert_int_equal(tfs_setxattr(T.fs, g, "user.a", "y", 1, 0), 0);
+	assert_int_equal(tfs_getxattr(T.fs, g, "user.a", buf, sizeof(buf)), 1);
+	assert_int_equal(lookups_skipped(), c0 + 1);
+}
+
+/*
+ * The same across a power cut: an xattr set on an inode known to have none,
+ * fsynced, survives; an inode that never had one still answers ENODATA.
+ */
+static void test_none_known_power_cut(void **state)
+{
+	static const char *const policies[] = { "none", "prefix", "random", "torn" };
+
+	for (unsigned p = 0; p < 4; p++) {
+		struct tfs_file *f, *h;
+		struct tfs_stat st;
+		tfs_ino_t g;
+		char buf[64], name[16];
+		int ret;
+
+		snprintf(name, sizeof(name), "g%u", p);
+		assert_int_equal(pt_create(&T, 1, name, &f), 0);
+		assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+		g = st.ino;
+		assert_int_equal(tfs_getxattr(T.fs, g, "security.capability", NULL, 0), -ENODATA);
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.p", NULL, 0), p ? 1 : -ENODATA);
+		assert_int_equal(tfs_setxattr(T.fs, F, "user.p", "v", 1, 0), 0);
+		assert_int_equal(tfs_write(T.fs, f, "data", 4, 0), 4);
+		assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+		assert_int_equal(tfs_fsyncdir(T.fs, F, false), 0);
+
+		/* The power goes at the next device write (whatever was unflushed: policy). */
+		snprintf(buf, sizeof(buf), "write nth=1 powercut=%s", policies[p]);
+		tfs_faultdev_set_seed(pt_bdev(&T, 0), p + 1);
+		assert_true(pt_rule(&T, 0, buf) >= 0);
+		snprintf(name, sizeof(name), "h%u", p);
+		ret = pt_create(&T, 1, name, &h);
+		if (!ret) {
+			tfs_write(T.fs, h, "x", 1, 0);
+			tfs_fsync(T.fs, h, false);
+			tfs_release(T.fs, h);
+		}
+		assert_true(tfs_faultdev_rule_fired(pt_bdev(&T, 0), 0) > 0);
+		tfs_release(T.fs, f);
+		pt_stop(&T);
+		assert_int_equal(pt_open(&T), 0);
+
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.p", buf, sizeof(buf)), 1);
+		assert_memory_equal(buf, "v", 1);
+		assert_int_equal(tfs_getxattr(T.fs, F, "user.p", buf, sizeof(buf)), 1);
+		assert_int_equal(tfs_getxattr(T.fs, g, "security.capability", NULL, 0), -ENODATA);
+		assert_int_equal(tfs_getxattr(T.fs, g, "security.capability", NULL, 0), -ENODATA);
+		assert_int_equal(pt_fsck(T.fs), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +429,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_none_known_power_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_basic, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_large_values, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup_collide, teardown),
