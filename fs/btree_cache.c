@@ -345,13 +345,18 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 		struct tfs_btree *b = &fs->btrees[(start + k) % TFS_BTREE_NR];
 
 		/* Never wait for a tree: a busy one is skipped (and counted). */
-		if (pthread_rwlock_trywrlock(&b->lock)) {
+		if (!tfs_six_trylock_intent(&b->lock)) {
+			st.locked++;
+			continue;
+		}
+		if (!tfs_six_trylock_write(&b->lock)) {
+			tfs_six_unlock_intent(&b->lock);
 			st.locked++;
 			continue;
 		}
 		if (b->root)
 			scan_node(b, b->root, nr_nodes, &st);
-		pthread_rwlock_unlock(&b->lock);
+		tfs_btree_unlock_exclusive(b);
 	}
 	pthread_mutex_lock(&c->lock);
 	c->nr_scans++;

@@ -101,6 +101,13 @@ struct tfs_btree_key_cache {
 	unsigned long ht_buckets; /* the size we last asked the table for */
 	unsigned long ht_grow;	  /* atomic: a resize to this is due (0: none) */
 	size_t freed_bytes;	  /* memory of the freed list: on its way out */
+	/*
+	 * Commits between their prep and done: fills are skipped meanwhile.
+	 * A commit holds only intent from prep to its apply, and a reader
+	 * under read may fill then; an entry prep did not see would find no
+	 * key or pin prepared for it at apply (which cannot fail).
+	 */
+	unsigned fills_blocked;
 	struct kc_pin *pin_pool, *pins_all;
 	u64 gp_seq, gp_inflight, gp_completed;
 	bool gp_in_flight, gp_pending;
@@ -698,7 +705,12 @@ void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id 
 
 	tfs_rcu_read_lock();
 	pthread_mutex_lock(&kc->lock);
-	node = cds_lfht_add_unique(kc->ht, kc_hash(id, mk.pos), kc_match, &mk, &e->hnode);
+	if (kc->fills_blocked) {
+		/* A commit is between its prep and apply (see fills_blocked). */
+		node = NULL;
+	} else {
+		node = cds_lfht_add_unique(kc->ht, kc_hash(id, mk.pos), kc_match, &mk, &e->hnode);
+	}
 	if (node == &e->hnode) {
 		kc_list_add_tail(&e->list, &kc->clean);
 		kc->nr_clean++;
@@ -799,6 +811,14 @@ int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_k
 	kc_commit_release(kc, c);
 	c->flush = trans_flags & TFS_TRANS_KEY_CACHE_FLUSH;
 	c->nr_cached = 0;
+	for (unsigned i = 0; i < nr_updates && !c->blocks_fills; i++)
+		if (tfs_btree_key_cache_wants(kc, updates[i].id)) {
+			/* Before looking: a fill that got in first is seen below. */
+			pthread_mutex_lock(&kc->lock);
+			kc->fills_blocked++;
+			pthread_mutex_unlock(&kc->lock);
+			c->blocks_fills = true;
+		}
 	tfs_rcu_thread_register();
 	tfs_rcu_read_lock();
 	for (unsigned i = 0; i < nr_updates && !ret; i++) {
@@ -914,7 +934,7 @@ bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 	struct kc_key *nk = kc_commit_take_key(c, tfs_bkey_u64s(k));
 	struct kc_key *old = e->k;
 
-	/* prep allocated for every cached update, and no entry appears under the write lock. */
+	/* prep allocated for every cached update, and no entry appeared since (fills_blocked). */
 	if (!nk)
 		abort();
 	memcpy(&nk->k, k, tfs_bkey_bytes(k));
@@ -950,8 +970,15 @@ out:
 
 void tfs_btree_key_cache_commit_done(struct tfs_btree_key_cache *kc, struct tfs_key_cache_commit *c)
 {
-	if (kc)
-		kc_commit_release(kc, c);
+	if (!kc)
+		return;
+	kc_commit_release(kc, c);
+	if (c->blocks_fills) {
+		pthread_mutex_lock(&kc->lock);
+		kc->fills_blocked--;
+		pthread_mutex_unlock(&kc->lock);
+		c->blocks_fills = false;
+	}
 }
 
 /* --- write-back --- */
@@ -1224,7 +1251,7 @@ void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, stru
 	 * Under the lock neither can happen: take the entry or the leaf's key.
 	 * (Deleted since: k stays, a key of a change concurrent with us.)
 	 */
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	if (!tfs_btree_key_cache_overlay(fs->key_cache, id, k, true, 0, NULL, NULL) &&
 	    !tfs_btree_walk(b, tfs_bkey_pos(&k->k), 0, &path, false)) {
 		struct tfs_bnode *leaf = path.n[0];
@@ -1234,7 +1261,7 @@ void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, stru
 		    tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), tfs_bkey_pos(&k->k)))
 			tfs_bkey_copy(k, tfs_bnode_key(leaf, idx));
 	}
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 }
 
 void tfs_fs_thread_init(void)

@@ -147,15 +147,18 @@ struct tfs_key_cache_commit {
 	struct kc_key *keys; /* preallocated key memory */
 	struct kc_pin *pins; /* preallocated journal pins */
 	unsigned nr_cached;  /* updates that went to the cache */
+	bool blocks_fills;   /* from prep to done: no fill may add an entry */
 };
 
 /*
- * Commit step 3 (after the fit, under the write locks of every btree the
+ * Commit step 3 (after the fit, under the intent locks of every btree the
  * transaction touches, before the journal reservation): allocates what
  * applying the updates to cached entries needs, and for a flush commit
  * checks that each key is still its entry's (else
- * -TFS_ERR_key_cache_flush_raced).  0, -ENOMEM or that code; may run again
- * after a journal wait (it starts over).
+ * -TFS_ERR_key_cache_flush_raced).  Readers still run under intent, so
+ * from here to commit_done() fills are skipped: no entry appears that prep
+ * did not prepare for.  0, -ENOMEM or that code; may run again after a
+ * journal wait (it starts over).
  */
 int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_key_cache_commit *c,
 				    const struct tfs_trans_update *updates, unsigned nr_updates,

@@ -274,10 +274,9 @@ bool tfs_six_lock_write_held(const struct tfs_six_lock *lock)
 
 void tfs_six_lock_to_text(struct printbuf *out, const struct tfs_six_lock *lock)
 {
-	prt_str(out, "waits:");
 	for (unsigned m = 0; m < TFS_SIX_LOCK_NR; m++)
 		prt_printf(
-			out, "%s %s %llu (%llu us)", m ? "," : "", six_mode_names[m],
+			out, "%s%s %llu (%llu us)", m ? ", " : "", six_mode_names[m],
 			(unsigned long long)__atomic_load_n(&lock->waits[m], __ATOMIC_RELAXED),
 			(unsigned long long)__atomic_load_n(&lock->wait_ns[m], __ATOMIC_RELAXED) /
 				1000);

@@ -125,7 +125,7 @@ unsigned tfs_six_lock_readers(const struct tfs_six_lock *lock);
 bool tfs_six_lock_intent_held(const struct tfs_six_lock *lock);
 bool tfs_six_lock_write_held(const struct tfs_six_lock *lock);
 
-/* "waits: read 3 (12 us), intent 0 (0 us), write 1 (40 us)". */
+/* The waits: "read 3 (12 us), intent 0 (0 us), write 1 (40 us)". */
 void tfs_six_lock_to_text(struct printbuf *out, const struct tfs_six_lock *lock);
 
 #endif /* TFS_LIB_SIX_H */

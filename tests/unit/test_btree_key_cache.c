@@ -833,12 +833,12 @@ static u64 fs_leaf(struct tfs_fs *fs, u64 ino)
 	struct tfs_btree_path path;
 	u64 v = ~0ULL;
 
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	assert_int_equal(tfs_btree_walk(b, TFS_POS(ino, 0), 0, &path, false), 0);
 	if (path.idx[0] < path.n[0]->nr_keys &&
 	    tfs_bkey_pos(tfs_bnode_key(path.n[0], path.idx[0])).inode == ino)
 		v = fs_val(tfs_bnode_key(path.n[0], path.idx[0]));
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	return v;
 }
 
