@@ -82,6 +82,7 @@ struct kc_entry {
 	struct kc_pin *pin;
 	u64 journal_seq; /* dirty: the newest seq of an update it holds */
 	u64 gp_seq;	 /* freed: the epoch that must complete */
+	u64 fill_gen;	 /* the cache's fill_gen when it was filled (under the lock) */
 };
 
 struct tfs_btree_key_cache {
@@ -102,12 +103,13 @@ struct tfs_btree_key_cache {
 	unsigned long ht_grow;	  /* atomic: a resize to this is due (0: none) */
 	size_t freed_bytes;	  /* memory of the freed list: on its way out */
 	/*
-	 * Commits between their prep and done: fills are skipped meanwhile.
-	 * A commit holds only intent from prep to its apply, and a reader
-	 * under read may fill then; an entry prep did not see would find no
-	 * key or pin prepared for it at apply (which cannot fail).
+	 * Fills so far (under lock).  A commit holds only intent from its
+	 * prep to its apply, and a reader under read may fill meanwhile: an
+	 * entry newer than the commit's prep (fill_gen > prep_gen) had no key
+	 * or pin prepared for it, so the apply evicts it (it is clean: the
+	 * leaf's key) and updates the leaf instead.
 	 */
-	unsigned fills_blocked;
+	u64 fill_gen;
 	struct kc_pin *pin_pool, *pins_all;
 	u64 gp_seq, gp_inflight, gp_completed;
 	bool gp_in_flight, gp_pending;
@@ -705,12 +707,8 @@ void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id 
 
 	tfs_rcu_read_lock();
 	pthread_mutex_lock(&kc->lock);
-	if (kc->fills_blocked) {
-		/* A commit is between its prep and apply (see fills_blocked). */
-		node = NULL;
-	} else {
-		node = cds_lfht_add_unique(kc->ht, kc_hash(id, mk.pos), kc_match, &mk, &e->hnode);
-	}
+	e->fill_gen = ++kc->fill_gen;
+	node = cds_lfht_add_unique(kc->ht, kc_hash(id, mk.pos), kc_match, &mk, &e->hnode);
 	if (node == &e->hnode) {
 		kc_list_add_tail(&e->list, &kc->clean);
 		kc->nr_clean++;
@@ -811,14 +809,10 @@ int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_k
 	kc_commit_release(kc, c);
 	c->flush = trans_flags & TFS_TRANS_KEY_CACHE_FLUSH;
 	c->nr_cached = 0;
-	for (unsigned i = 0; i < nr_updates && !c->blocks_fills; i++)
-		if (tfs_btree_key_cache_wants(kc, updates[i].id)) {
-			/* Before looking: a fill that got in first is seen below. */
-			pthread_mutex_lock(&kc->lock);
-			kc->fills_blocked++;
-			pthread_mutex_unlock(&kc->lock);
-			c->blocks_fills = true;
-		}
+	/* Before looking: every entry filled up to here is seen below. */
+	pthread_mutex_lock(&kc->lock);
+	c->prep_gen = kc->fill_gen;
+	pthread_mutex_unlock(&kc->lock);
 	tfs_rcu_thread_register();
 	tfs_rcu_read_lock();
 	for (unsigned i = 0; i < nr_updates && !ret; i++) {
@@ -923,6 +917,11 @@ bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 		kc_entry_unpin_locked(kc, e);
 		goto out;
 	}
+	if (e->state == KC_CLEAN && e->fill_gen > c->prep_gen) {
+		/* Filled by a reader since prep (see fill_gen): nothing prepared for it. */
+		kc_evict_locked(kc, e);
+		goto out;
+	}
 	if (k->type == TFS_BKEY_deleted) {
 		/* The delete (at a newer seq) supersedes whatever the entry held. */
 		kc_entry_unpin_locked(kc, e);
@@ -934,7 +933,7 @@ bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 	struct kc_key *nk = kc_commit_take_key(c, tfs_bkey_u64s(k));
 	struct kc_key *old = e->k;
 
-	/* prep allocated for every cached update, and no entry appeared since (fills_blocked). */
+	/* prep allocated for every update of an entry not newer than it (fill_gen). */
 	if (!nk)
 		abort();
 	memcpy(&nk->k, k, tfs_bkey_bytes(k));
@@ -970,15 +969,8 @@ out:
 
 void tfs_btree_key_cache_commit_done(struct tfs_btree_key_cache *kc, struct tfs_key_cache_commit *c)
 {
-	if (!kc)
-		return;
-	kc_commit_release(kc, c);
-	if (c->blocks_fills) {
-		pthread_mutex_lock(&kc->lock);
-		kc->fills_blocked--;
-		pthread_mutex_unlock(&kc->lock);
-		c->blocks_fills = false;
-	}
+	if (kc)
+		kc_commit_release(kc, c);
 }
 
 /* --- write-back --- */
