@@ -345,12 +345,7 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 		struct tfs_btree *b = &fs->btrees[(start + k) % TFS_BTREE_NR];
 
 		/* Never wait for a tree: a busy one is skipped (and counted). */
-		if (!tfs_six_trylock_intent(&b->lock)) {
-			st.locked++;
-			continue;
-		}
-		if (!tfs_six_trylock_write(&b->lock)) {
-			tfs_six_unlock_intent(&b->lock);
+		if (!tfs_btree_trylock_exclusive(b)) {
 			st.locked++;
 			continue;
 		}
