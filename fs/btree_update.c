@@ -558,6 +558,8 @@ retry:
 	 * roots_lock: a reader may hold its tree's read lock while it waits
 	 * for roots_lock (tfs_btree_to_text()).
 	 */
+	if (p.btrees & ~mask)
+		abort(); /* a tree changed that was not locked: the trigger's mask is wrong */
 	write_lock_btrees(fs, p.btrees);
 	if (trans->roots && trans->roots->root_key) {
 		/*
