@@ -4,8 +4,9 @@
  *
  * Every read takes the tree's lock for read (lib/six.h: commits hold
  * intent while they prepare, so they keep readers out only while they
- * apply) for the in-memory work only and hands out copies.  An iterator copies a batch of keys from one leaf and
- * serves next() from it while the tree's mod_seq is unchanged; any commit
+ * apply) for the in-memory work only and hands out copies.  An iterator
+ * copies a batch of keys from one leaf and serves next() from it while
+ * the tree's mod_seq is unchanged; any commit
  * to the tree makes the next call refill from the iterator's position, so
  * a batch never hides a committed change for longer than one call.
  */
