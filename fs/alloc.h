@@ -121,7 +121,7 @@ unsigned tfs_alloc_trigger_btrees(const struct tfs_btree_trans *trans, unsigned 
 
 /*
  * The commit trigger: called by tfs_trans_commit() with every btree of the
- * transaction and tfs_alloc_trigger_btrees() locked exclusively, before its
+ * transaction and tfs_alloc_trigger_btrees() intent-locked, before its
  * journal reservation, with only the caller's updates queued.  Compares
  * each final extents and inodes update with the key the leaf holds and
  * queues (tfs_trans_update) the alloc and accounting keys that change.  0,

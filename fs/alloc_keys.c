@@ -5,7 +5,7 @@
  * extents and inodes btrees, and the open's load of the allocator from them.
  *
  * The trigger runs inside tfs_trans_commit() with the transaction's btrees
- * (and the alloc btree) locked exclusively, before the journal reservation:
+ * (and the alloc btree) intent-locked, before the journal reservation:
  * it compares each final update of the extents and inodes btrees with the
  * key the leaf holds now, and queues the alloc and accounting keys that
  * change in the same transaction.  Holding the alloc btree's lock from the
@@ -213,7 +213,7 @@ const char *tfs_acct_kind_str(unsigned kind)
 
 /* --- the commit trigger --- */
 
-/* The key at exactly pos in a btree the caller holds locked (write); NULL if none. */
+/* The key at exactly pos in a btree the caller holds intent-locked; NULL if none. */
 static int locked_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos pos,
 			 const struct tfs_bkey **k)
 {

@@ -444,7 +444,7 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		struct tfs_btree *b = &fs->btrees[id];
 
-		held[id] = !pthread_rwlock_trywrlock(&b->lock);
+		held[id] = tfs_btree_trylock_exclusive(b);
 		if (!held[id])
 			st.locked++;
 	}
@@ -455,7 +455,7 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 		struct tfs_btree *b = &fs->btrees[id];
 
 		if (held[id])
-			pthread_rwlock_unlock(&b->lock);
+			tfs_btree_unlock_exclusive(b);
 	}
 	pthread_mutex_lock(&c->lock);
 	c->nr_scans++;

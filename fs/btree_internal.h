@@ -6,10 +6,9 @@
  * Shared between the engine's files (btree_node.c, btree_cache.c,
  * btree_iter.c, btree_update.c, btree_io.c, btree_write.c, fs.c); not for
  * users of fs/btree.h.  Functions named *_locked expect the tree's lock
- * held exclusively unless they say "shared".
+ * held for write (intent and write) unless they say "shared" (read, or
+ * intent: both only read the tree).
  */
-
-#include <time.h>
 
 #include "fs/btree.h"
 #include "fs/btree_key_cache.h"
@@ -93,9 +92,10 @@ struct tfs_btree_path {
 
 /*
  * Walks from the root to the node at `level` covering pos, reading nodes
- * that are not in memory.  With write false the tree's lock is held shared
- * (a child read is installed with a compare-and-swap).  0 or a node read
- * error (printed).
+ * that are not in memory.  Any mode of the tree's lock will do (write
+ * says which the caller holds: false read, true intent or write); a child
+ * read is installed with a compare-and-swap, since readers and the intent
+ * holder may read the same one at once.  0 or a node read error (printed).
  */
 int tfs_btree_walk(struct tfs_btree *b, struct tfs_bpos pos, unsigned level,
 		   struct tfs_btree_path *path, bool write);
@@ -162,7 +162,7 @@ void tfs_btree_cache_note_peak(struct tfs_fs *fs);
 /*
  * Reads the child at index idx of interior node n (its btree_ptr says
  * where and what it must be), trying each replica; the caller holds the
- * tree's lock (shared or exclusive).  0 with *ret set, or
+ * tree's lock (any mode).  0 with *ret set, or
  * -TFS_ERR_btree_node_read / btree_node_invalid (printed, naming the node).
  */
 int tfs_btree_read_child(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
@@ -192,41 +192,40 @@ int tfs_btrees_init(struct tfs_fs *fs);
 void tfs_btrees_exit(struct tfs_fs *fs);
 
 /*
- * The tree lock, counted: an acquisition that cannot be had at once is
- * counted with the time it waited (b->c.lock_*; tfs_btree_to_text), so the
- * cost of one reader/writer lock per tree shows under a parallel load.  The
- * uncontended path is the trylock alone.
+ * The tree lock (lib/six.h), per tree: read for lookups and iterators,
+ * intent for a commit's plan and fit, write (taken by the intent holder)
+ * for changing nodes.  Acquisitions that had to wait are counted by mode,
+ * with the time waited, in the lock (tfs_btree_to_text's "lock waits").
+ * Exclusive is intent then write: for write-back's snapshot, verification
+ * and the like, which change nodes from the start.
  */
-static inline u64 tfs_btree_lock_clock_ns(void)
+static inline void tfs_btree_lock_exclusive(struct tfs_btree *b)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * 1000000000ULL + (u64)ts.tv_nsec;
+	tfs_six_lock_intent(&b->lock);
+	tfs_six_lock_write(&b->lock);
 }
 
-static inline void tfs_btree_rdlock(struct tfs_btree *b)
+/* Both by trylock, never waiting (the node cache scan): true when held. */
+static inline bool tfs_btree_trylock_exclusive(struct tfs_btree *b)
 {
-	if (!pthread_rwlock_tryrdlock(&b->lock))
-		return;
-	u64 t0 = tfs_btree_lock_clock_ns();
-
-	pthread_rwlock_rdlock(&b->lock);
-	__atomic_add_fetch(&b->c.lock_read_waits, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&b->c.lock_read_wait_ns, tfs_btree_lock_clock_ns() - t0,
-			   __ATOMIC_RELAXED);
+	if (!tfs_six_trylock_intent(&b->lock))
+		return false;
+	if (tfs_six_trylock_write(&b->lock))
+		return true;
+	tfs_six_unlock_intent(&b->lock);
+	return false;
 }
 
-static inline void tfs_btree_wrlock(struct tfs_btree *b)
+static inline void tfs_btree_unlock_exclusive(struct tfs_btree *b)
 {
-	if (!pthread_rwlock_trywrlock(&b->lock))
-		return;
-	u64 t0 = tfs_btree_lock_clock_ns();
+	tfs_six_unlock_write(&b->lock);
+	tfs_six_unlock_intent(&b->lock);
+}
 
-	pthread_rwlock_wrlock(&b->lock);
-	__atomic_add_fetch(&b->c.lock_write_waits, 1, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&b->c.lock_write_wait_ns, tfs_btree_lock_clock_ns() - t0,
-			   __ATOMIC_RELAXED);
+/* Counts a commit's restart on b (atomic: several commits may count at once). */
+static inline void tfs_btree_count_restart(struct tfs_btree *b, enum tfs_btree_restart_reason r)
+{
+	__atomic_add_fetch(&b->c.restarts[r], 1, __ATOMIC_RELAXED);
 }
 
 #endif /* TFS_FS_BTREE_INTERNAL_H */

@@ -2,9 +2,11 @@
 /*
  * Reading the trees: lookups, iterators, verification and text.
  *
- * Every read takes the tree's lock shared for the in-memory work only and
- * hands out copies.  An iterator copies a batch of keys from one leaf and
- * serves next() from it while the tree's mod_seq is unchanged; any commit
+ * Every read takes the tree's lock for read (lib/six.h: commits hold
+ * intent while they prepare, so they keep readers out only while they
+ * apply) for the in-memory work only and hands out copies.  An iterator
+ * copies a batch of keys from one leaf and serves next() from it while
+ * the tree's mod_seq is unchanged; any commit
  * to the tree makes the next call refill from the iterator's position, so
  * a batch never hides a committed change for longer than one call.
  */
@@ -26,7 +28,7 @@ int tfs_btrees_init(struct tfs_fs *fs)
 
 		b->fs = fs;
 		b->id = id;
-		pthread_rwlock_init(&b->lock, NULL);
+		tfs_six_lock_init(&b->lock);
 		pthread_mutex_init(&b->ckpt_lock, NULL);
 		tfs_journal_pin_init(&b->pin);
 		tfs_journal_pin_init(&b->ckpt_pin);
@@ -47,7 +49,7 @@ void tfs_btrees_exit(struct tfs_fs *fs)
 		tfs_btree_free_nodes(b);
 		free(b->scratch);
 		free(b->pending_free.locs);
-		pthread_rwlock_destroy(&b->lock);
+		tfs_six_lock_exit(&b->lock);
 		pthread_mutex_destroy(&b->ckpt_lock);
 		b->fs = NULL;
 	}
@@ -68,7 +70,7 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 	if (tfs_btree_key_cache_lookup(kc, id, pos, out))
 		return 0;
 	tfs_btree_cache_make_room(fs, TFS_BTREE_READ_ROOM);
-	tfs_btree_rdlock(b);
+	tfs_six_lock_read(&b->lock);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (!ret) {
 		struct tfs_bnode *leaf = path.n[0];
@@ -82,7 +84,7 @@ int tfs_btree_lookup(struct tfs_fs *fs, enum tfs_btree_id id, struct tfs_bpos po
 		} else
 			ret = -ENOENT;
 	}
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	__atomic_add_fetch(&b->c.lookups, 1, __ATOMIC_RELAXED);
 	tfs_btree_cache_check_budget(fs);
 	return ret;
@@ -141,7 +143,7 @@ static int iter_refill(struct tfs_btree_iter *iter, struct iter_priv *p, struct 
 
 	p->batch_valid = false;
 	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
-	tfs_btree_rdlock(b);
+	tfs_six_lock_read(&b->lock);
 	ret = tfs_btree_walk(b, pos, 0, &path, false);
 	if (ret)
 		goto out;
@@ -187,7 +189,7 @@ static int iter_refill(struct tfs_btree_iter *iter, struct iter_priv *p, struct 
 	p->to = tfs_bpos_cmp(leaf->max_key, iter->end) < 0 ? leaf->max_key : iter->end;
 	p->batch_valid = true;
 out:
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	__atomic_add_fetch(&b->c.iter_refills, 1, __ATOMIC_RELAXED);
 	tfs_btree_cache_check_budget(iter->fs);
 	return ret;
@@ -298,7 +300,7 @@ int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 	if (tfs_bpos_cmp(search, iter->start) < 0)
 		return 0;
 	tfs_btree_cache_make_room(iter->fs, TFS_BTREE_READ_ROOM);
-	tfs_btree_rdlock(b);
+	tfs_six_lock_read(&b->lock);
 	while (1) {
 		struct tfs_bnode *leaf;
 		unsigned idx;
@@ -331,7 +333,7 @@ int tfs_btree_iter_prev(struct tfs_btree_iter *iter, const struct tfs_bkey **k)
 			break;
 		search = tfs_bpos_predecessor(leaf->min_key);
 	}
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	tfs_btree_cache_check_budget(iter->fs);
 	return ret;
 }
@@ -484,7 +486,7 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id)
 	int ret;
 
 	/* Exclusive: children read from disk are installed as they are checked. */
-	pthread_rwlock_wrlock(&b->lock);
+	tfs_btree_lock_exclusive(b);
 	ret = verify_node(b, b->root, &nr_keys);
 	if (!ret && !b->nr_keys_known) {
 		/* Every leaf was just walked: the count is known from now on. */
@@ -495,7 +497,7 @@ int tfs_btree_verify(struct tfs_fs *fs, enum tfs_btree_id id)
 			(unsigned long long)nr_keys, (unsigned long long)b->nr_keys);
 		ret = -TFS_ERR_btree_node_invalid;
 	}
-	pthread_rwlock_unlock(&b->lock);
+	tfs_btree_unlock_exclusive(b);
 	return ret;
 }
 
@@ -554,7 +556,7 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 		tfs_bkey_copy(&root, &b->root_key.k);
 	pthread_mutex_unlock(&fs->roots_lock);
 
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	if (have_root)
 		ret = fn(ctx, tfs_bkey_val(&root.k));
 	/*
@@ -568,18 +570,24 @@ int tfs_btree_node_locations(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_
 	/* Nodes dropped since the last checkpoint: the durable tree still has them. */
 	for (size_t i = 0; !ret && i < b->pending_free.nr; i++)
 		ret = loc_locations(&b->pending_free.locs[i], fn, ctx);
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	return ret;
 }
 
 /* --- text --- */
+
+static const char *const restart_reason_names[] = {
+#define x(n) #n,
+	TFS_BTREE_RESTART_REASONS()
+#undef x
+};
 
 void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_id id)
 {
 	struct tfs_btree *b = &fs->btrees[id];
 	const struct tfs_btree_counters *c = &b->c;
 
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	prt_printf(out, "btree %s:\n", tfs_btree_id_str(id));
 	printbuf_indent_add(out, 2);
 	if (b->nr_keys_known)
@@ -608,13 +616,13 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 		   (unsigned long long)c->nodes_written);
 	prt_printf(out, "nodes read:\t%llu (%llu failed)\n", (unsigned long long)c->nodes_read,
 		   (unsigned long long)c->node_read_errors);
-	prt_printf(out, "lock waits:\tread %llu (%llu us), write %llu (%llu us)\n",
-		   (unsigned long long)__atomic_load_n(&c->lock_read_waits, __ATOMIC_RELAXED),
-		   (unsigned long long)__atomic_load_n(&c->lock_read_wait_ns, __ATOMIC_RELAXED) /
-			   1000,
-		   (unsigned long long)__atomic_load_n(&c->lock_write_waits, __ATOMIC_RELAXED),
-		   (unsigned long long)__atomic_load_n(&c->lock_write_wait_ns, __ATOMIC_RELAXED) /
-			   1000);
+	prt_str(out, "lock waits:\t");
+	tfs_six_lock_to_text(out, &b->lock);
+	prt_str(out, "\ncommit restarts:\t");
+	for (unsigned r = 0; r < TFS_BTREE_RESTART_NR; r++)
+		prt_printf(out, "%s%s %llu", r ? ", " : "", restart_reason_names[r],
+			   (unsigned long long)__atomic_load_n(&c->restarts[r], __ATOMIC_RELAXED));
+	prt_newline(out);
 	/* Under roots_lock, as in tfs_btree_node_locations(). */
 	pthread_mutex_lock(&b->fs->roots_lock);
 	if (b->have_root_key) {
@@ -624,5 +632,5 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 	}
 	pthread_mutex_unlock(&b->fs->roots_lock);
 	printbuf_indent_sub(out, 2);
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 }

@@ -82,6 +82,7 @@ struct kc_entry {
 	struct kc_pin *pin;
 	u64 journal_seq; /* dirty: the newest seq of an update it holds */
 	u64 gp_seq;	 /* freed: the epoch that must complete */
+	u64 fill_gen;	 /* the cache's fill_gen when it was filled (under the lock) */
 };
 
 struct tfs_btree_key_cache {
@@ -101,6 +102,14 @@ struct tfs_btree_key_cache {
 	unsigned long ht_buckets; /* the size we last asked the table for */
 	unsigned long ht_grow;	  /* atomic: a resize to this is due (0: none) */
 	size_t freed_bytes;	  /* memory of the freed list: on its way out */
+	/*
+	 * Fills so far (under lock).  A commit holds only intent from its
+	 * prep to its apply, and a reader under read may fill meanwhile: an
+	 * entry newer than the commit's prep (fill_gen > prep_gen) had no key
+	 * or pin prepared for it, so the apply evicts it (it is clean: the
+	 * leaf's key) and updates the leaf instead.
+	 */
+	u64 fill_gen;
 	struct kc_pin *pin_pool, *pins_all;
 	u64 gp_seq, gp_inflight, gp_completed;
 	bool gp_in_flight, gp_pending;
@@ -698,6 +707,7 @@ void tfs_btree_key_cache_fill(struct tfs_btree_key_cache *kc, enum tfs_btree_id 
 
 	tfs_rcu_read_lock();
 	pthread_mutex_lock(&kc->lock);
+	e->fill_gen = ++kc->fill_gen;
 	node = cds_lfht_add_unique(kc->ht, kc_hash(id, mk.pos), kc_match, &mk, &e->hnode);
 	if (node == &e->hnode) {
 		kc_list_add_tail(&e->list, &kc->clean);
@@ -799,6 +809,10 @@ int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_k
 	kc_commit_release(kc, c);
 	c->flush = trans_flags & TFS_TRANS_KEY_CACHE_FLUSH;
 	c->nr_cached = 0;
+	/* Before looking: every entry filled up to here is seen below. */
+	pthread_mutex_lock(&kc->lock);
+	c->prep_gen = kc->fill_gen;
+	pthread_mutex_unlock(&kc->lock);
 	tfs_rcu_thread_register();
 	tfs_rcu_read_lock();
 	for (unsigned i = 0; i < nr_updates && !ret; i++) {
@@ -903,6 +917,11 @@ bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 		kc_entry_unpin_locked(kc, e);
 		goto out;
 	}
+	if (e->state == KC_CLEAN && e->fill_gen > c->prep_gen) {
+		/* Filled by a reader since prep (see fill_gen): nothing prepared for it. */
+		kc_evict_locked(kc, e);
+		goto out;
+	}
 	if (k->type == TFS_BKEY_deleted) {
 		/* The delete (at a newer seq) supersedes whatever the entry held. */
 		kc_entry_unpin_locked(kc, e);
@@ -914,7 +933,7 @@ bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 	struct kc_key *nk = kc_commit_take_key(c, tfs_bkey_u64s(k));
 	struct kc_key *old = e->k;
 
-	/* prep allocated for every cached update, and no entry appears under the write lock. */
+	/* prep allocated for every update of an entry not newer than it (fill_gen). */
 	if (!nk)
 		abort();
 	memcpy(&nk->k, k, tfs_bkey_bytes(k));
@@ -1224,7 +1243,7 @@ void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, stru
 	 * Under the lock neither can happen: take the entry or the leaf's key.
 	 * (Deleted since: k stays, a key of a change concurrent with us.)
 	 */
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	if (!tfs_btree_key_cache_overlay(fs->key_cache, id, k, true, 0, NULL, NULL) &&
 	    !tfs_btree_walk(b, tfs_bkey_pos(&k->k), 0, &path, false)) {
 		struct tfs_bnode *leaf = path.n[0];
@@ -1234,7 +1253,7 @@ void tfs_fs_key_cache_iter_overlay(struct tfs_fs *fs, enum tfs_btree_id id, stru
 		    tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), tfs_bkey_pos(&k->k)))
 			tfs_bkey_copy(k, tfs_bnode_key(leaf, idx));
 	}
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 }
 
 void tfs_fs_thread_init(void)

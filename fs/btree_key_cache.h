@@ -147,15 +147,18 @@ struct tfs_key_cache_commit {
 	struct kc_key *keys; /* preallocated key memory */
 	struct kc_pin *pins; /* preallocated journal pins */
 	unsigned nr_cached;  /* updates that went to the cache */
+	u64 prep_gen;	     /* the cache's fill count when prep looked */
 };
 
 /*
- * Commit step 3 (after the fit, under the write locks of every btree the
+ * Commit step 3 (after the fit, under the intent locks of every btree the
  * transaction touches, before the journal reservation): allocates what
  * applying the updates to cached entries needs, and for a flush commit
  * checks that each key is still its entry's (else
- * -TFS_ERR_key_cache_flush_raced).  0, -ENOMEM or that code; may run again
- * after a journal wait (it starts over).
+ * -TFS_ERR_key_cache_flush_raced).  Readers still run under intent and
+ * may fill entries before the apply: those prep did not see are evicted by
+ * the apply (they are clean) and the leaf takes the update.  0, -ENOMEM
+ * or that code; may run again after a journal wait (it starts over).
  */
 int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_key_cache_commit *c,
 				    const struct tfs_trans_update *updates, unsigned nr_updates,
@@ -166,8 +169,8 @@ int tfs_btree_key_cache_commit_prep(struct tfs_btree_key_cache *kc, struct tfs_k
  * under the btree's write lock, with the journal reservation's seq: returns
  * true when the cache took the update (the caller must not apply it to the
  * leaf), false when the leaf must apply it: not cached, a delete (the entry
- * is removed), or a flush commit (the entry becomes clean, its pin dropped).
- * Never fails.
+ * is removed), an entry filled since prep (evicted), or a flush commit
+ * (the entry becomes clean, its pin dropped).  Never fails.
  */
 bool tfs_btree_key_cache_commit_apply(struct tfs_btree_key_cache *kc,
 				      struct tfs_key_cache_commit *c, enum tfs_btree_id id,

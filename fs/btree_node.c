@@ -4,11 +4,11 @@
  * removing keys, compaction, walking from the root, splits (growing the
  * tree a level at the root), merges (shrinking it).
  *
- * Everything here runs under the tree's lock held exclusively, except
- * tfs_btree_walk() with write false (shared).  A split or a merge never
- * changes what the tree holds, only how it is cut into nodes, so commits
- * may split before they take their journal reservation and merge after
- * applying (see btree_update.c).
+ * Everything here runs under the tree's lock held for write, except
+ * tfs_btree_walk() (any mode: readers, and a commit's fit under intent).
+ * A split or a merge never changes what the tree holds, only how it is
+ * cut into nodes, so commits may split before they take their journal
+ * reservation and merge after applying (see btree_update.c).
  */
 #include <errno.h>
 #include <stdlib.h>

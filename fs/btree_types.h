@@ -7,12 +7,17 @@
  * fs/btree.h; the node format fs/btree_format.h.
  *
  * Locking: every field of a tree and of its nodes is protected by the
- * tree's rwlock (struct tfs_btree.lock): readers hold it shared, commits,
- * write-back's snapshot and the cache scan exclusive.  Exceptions say so:
- * `accessed` is set by readers under the shared lock (atomically), a
- * child pointer that was NULL (not in memory) is filled by a reader under
- * the shared lock with a compare-and-swap (read_lock protects the node
- * read), and mod_seq is read without the lock by iterators.
+ * tree's six lock (struct tfs_btree.lock, lib/six.h; docs/engine.md
+ * "Locking"): readers (lookups, iterators) hold read; a commit holds
+ * intent while it plans, checks that every update fits and takes its
+ * journal reservation, and write only while it changes nodes (a split
+ * during the fit, the apply); write-back's snapshot and the cache scan hold intent and write.
+ * So a field changes only under write, and intent holders and readers may
+ * read it at the same time.  Exceptions say so: `accessed` is set by
+ * readers (atomically), a child pointer that was NULL (not in memory) is
+ * filled by a reader or an intent holder with a compare-and-swap (both
+ * may read the same node), and mod_seq is read without the lock by
+ * iterators.
  */
 
 #include <pthread.h>
@@ -21,6 +26,7 @@
 #include "fs/bkey.h"
 #include "fs/btree_format.h"
 #include "journal/journal_types.h"
+#include "lib/six.h"
 #include "lib/types.h"
 
 struct tfs_fs;
@@ -90,6 +96,26 @@ struct tfs_btree_free_list {
 	unsigned nr, size;
 };
 
+/*
+ * Why a commit dropped every lock it held and started again (counted on
+ * the tree named: the one whose lock was busy, else the commit's first):
+ *  lock_intent:   the intent lock of a later tree in its order was held
+ *                 (a trylock failed; it waits for that lock, unlocked, first)
+ *  journal_wait:  the journal reservation had to wait (never under a lock)
+ *  trigger_grew:  the alloc trigger's keys outgrew the reservation taken
+ *  journal_order: its reservation was older than one applied meanwhile
+ *  roots_seq:     a checkpoint's root entry older than the last one filled
+ */
+#define TFS_BTREE_RESTART_REASONS() \
+	x(lock_intent) x(journal_wait) x(trigger_grew) x(journal_order) x(roots_seq)
+
+enum tfs_btree_restart_reason {
+#define x(n) TFS_BTREE_RESTART_##n,
+	TFS_BTREE_RESTART_REASONS()
+#undef x
+	TFS_BTREE_RESTART_NR
+};
+
 struct tfs_btree_counters {
 	u64 commits; /* transactions that touched this tree */
 	u64 keys_applied;
@@ -100,14 +126,14 @@ struct tfs_btree_counters {
 	u64 compactions;
 	u64 lookups, iter_refills;
 	u64 checkpoints, checkpoint_errors, nodes_written, nodes_read, node_read_errors;
-	/* The tree lock (atomic): acquisitions that had to wait, and the time waited. */
-	u64 lock_read_waits, lock_read_wait_ns, lock_write_waits, lock_write_wait_ns;
+	/* Commits that dropped their locks and started over, by reason (fs/btree_update.c). */
+	u64 restarts[TFS_BTREE_RESTART_NR]; /* atomic */
 };
 
 struct tfs_btree {
 	struct tfs_fs *fs;
 	enum tfs_btree_id id;
-	pthread_rwlock_t lock;
+	struct tfs_six_lock lock;
 	struct tfs_bnode *root;
 	u64 mod_seq;	    /* bumped by every change; read unlocked (atomic) */
 	u64 nr_keys;	    /* keys in the tree, when nr_keys_known */

@@ -7,18 +7,24 @@
  *  1. Plan: the updates sorted by (btree, position); for each position only
  *     the last update is applied in memory (every one is journaled, in
  *     queue order, so replay ends in the same state).
- *  2. Lock the trees touched, exclusively, in btree id order.
+ *  2. Take intent on the trees touched in btree id order (lib/six.h):
+ *     the first waited for, the others tried; a failed trylock drops them
+ *     all, waits for the busy one unlocked, and starts again (a restart,
+ *     counted by reason in tfs_btree_to_text).  Intent keeps other commits
+ *     out, not readers: lookups go on through steps 3 and 4.
  *  3. Fit: find every update's leaf and check the leaf has room for what
- *     the updates add; if not, split it now.  A split changes how keys are
- *     cut into nodes, never what the tree holds, so splitting before the
- *     journal reservation is safe, and its memory and reads are the only
- *     things that can fail: they fail here, before anything is reserved.
+ *     the updates add; if not, split it now, under write for the split
+ *     alone.  A split changes how keys are cut into nodes, never what the
+ *     tree holds, so splitting before the journal reservation is safe, and
+ *     its memory and reads are the only things that can fail: they fail
+ *     here, before anything is reserved.
  *  4. Take the journal reservation without waiting.  If the journal would
  *     make us wait, drop the locks, wait for a reservation, and go back to
  *     2 holding it (a journal wait never happens under a tree lock).
- *  5. Copy the keys into the reservation, apply them to the leaves (they
- *     fit: nothing can fail), pin the seq in each tree, merge small leaves,
- *     unlock, release the reservation.
+ *  5. Upgrade to write on the trees that change (readers drain, new ones
+ *     wait), copy the keys into the reservation, apply them to the leaves
+ *     (they fit: nothing can fail), pin the seq in each tree, merge small
+ *     leaves, unlock, release the reservation.
  * Nothing after 4 can fail.  If step 3 fails on the second pass (a node read
  * failing after a wait), the reservation is released unfilled: its words
  * stay zero, which the journal reads as empty sub-entries, so nothing was
@@ -231,20 +237,69 @@ static bool res_after_applied(struct tfs_fs *fs, unsigned mask, const struct tfs
 	return true;
 }
 
+/*
+ * Takes intent on every tree in mask, in btree id order.  The first is
+ * waited for (nothing is held yet); each later one is only tried: when its
+ * trylock fails, every lock taken is dropped, the restart is counted on the
+ * busy tree, and we wait for that lock with nothing held (take it and let
+ * it go) before starting over.  No thread ever waits for a lock while
+ * holding one, so there is no cycle to detect.
+ */
 static void lock_btrees(struct tfs_fs *fs, unsigned mask)
 {
 	/* Room under the cache budget for a path and its splits in each tree, before the locks. */
 	tfs_btree_cache_make_room(fs, (unsigned)__builtin_popcount(mask) * 2 * TFS_BTREE_READ_ROOM);
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
-		if (mask & (1U << id))
-			tfs_btree_wrlock(&fs->btrees[id]);
+again:
+	for (unsigned id = 0, held = 0; id < TFS_BTREE_NR; id++) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		if (!(mask & (1U << id)))
+			continue;
+		if (!held) {
+			tfs_six_lock_intent(&b->lock);
+		} else if (!tfs_six_trylock_intent(&b->lock)) {
+			for (unsigned i = id; i-- > 0;)
+				if (held & (1U << i))
+					tfs_six_unlock_intent(&fs->btrees[i].lock);
+			tfs_btree_count_restart(b, TFS_BTREE_RESTART_lock_intent);
+			tfs_six_lock_intent(&b->lock);
+			tfs_six_unlock_intent(&b->lock);
+			goto again;
+		}
+		held |= 1U << id;
+	}
 }
 
 static void unlock_btrees(struct tfs_fs *fs, unsigned mask)
 {
 	for (unsigned id = TFS_BTREE_NR; id-- > 0;)
 		if (mask & (1U << id))
-			pthread_rwlock_unlock(&fs->btrees[id].lock);
+			tfs_six_unlock_intent(&fs->btrees[id].lock);
+}
+
+/*
+ * Step 5's upgrade: write on the trees the commit changes (in id order,
+ * with intent held on each, so no other commit is in the way: only readers,
+ * who hold nothing else and leave).  New readers wait from here on.
+ */
+static void write_lock_btrees(struct tfs_fs *fs, unsigned mask)
+{
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		if (mask & (1U << id))
+			tfs_six_lock_write(&fs->btrees[id].lock);
+}
+
+static void write_unlock_btrees(struct tfs_fs *fs, unsigned mask)
+{
+	for (unsigned id = TFS_BTREE_NR; id-- > 0;)
+		if (mask & (1U << id))
+			tfs_six_unlock_write(&fs->btrees[id].lock);
+}
+
+/* A restart for a reason other than a lock: counted on the commit's first tree. */
+static void count_restart(struct tfs_fs *fs, unsigned mask, enum tfs_btree_restart_reason r)
+{
+	tfs_btree_count_restart(&fs->btrees[__builtin_ctz(mask)], r);
 }
 
 /*
@@ -315,8 +370,11 @@ static int fit_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, struct 
 			i = j;
 			continue;
 		}
+		/* A split changes nodes readers walk: write, for the split only. */
+		tfs_six_lock_write(&b->lock);
 		ret = tfs_btree_split_locked(b, p->items[i].pos, 0,
 					     tfs_bnode_split_pos(leaf, in_pos, in_u64s, nr_in));
+		tfs_six_unlock_write(&b->lock);
 		if (ret)
 			return ret;
 		/* Walk again from i: its keys may now go to either half. */
@@ -445,6 +503,7 @@ retry:
 		unlock_btrees(fs, mask);
 		tfs_journal_res_put(fs->j, &res);
 		have_res = false;
+		count_restart(fs, mask, TFS_BTREE_RESTART_trigger_grew);
 		goto retry;
 	}
 	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
@@ -470,6 +529,7 @@ retry:
 		unlock_btrees(fs, mask);
 		tfs_journal_res_put(fs->j, &res);
 		have_res = false;
+		count_restart(fs, mask, TFS_BTREE_RESTART_journal_order);
 		goto retry;
 	}
 	if (!have_res) {
@@ -482,6 +542,7 @@ retry:
 			if (ret)
 				goto out;
 			have_res = true;
+			count_restart(fs, mask, TFS_BTREE_RESTART_journal_wait);
 			goto retry;
 		}
 		if (ret) {
@@ -491,6 +552,15 @@ retry:
 		have_res = true;
 	}
 
+	/*
+	 * Write on the trees that change: from here until the unlock readers
+	 * wait, so they see all of this commit or none of it.  Before
+	 * roots_lock: a reader may hold its tree's read lock while it waits
+	 * for roots_lock (tfs_btree_to_text()).
+	 */
+	if (p.btrees & ~mask)
+		abort(); /* a tree changed that was not locked: the trigger's mask is wrong */
+	write_lock_btrees(fs, p.btrees);
 	if (trans->roots && trans->roots->root_key) {
 		/*
 		 * A checkpoint's root entry: the newest root entry must hold
@@ -501,9 +571,11 @@ retry:
 		pthread_mutex_lock(&fs->roots_lock);
 		if (res.seq < fs->roots_seq) {
 			pthread_mutex_unlock(&fs->roots_lock);
+			write_unlock_btrees(fs, p.btrees);
 			unlock_btrees(fs, mask);
 			tfs_journal_res_put(fs->j, &res);
 			have_res = false;
+			count_restart(fs, mask, TFS_BTREE_RESTART_roots_seq);
 			goto retry;
 		}
 	}
@@ -522,6 +594,7 @@ retry:
 		tfs_btree_roots_fill_locked(fs, &res, trans->roots->b, trans->roots->root_key);
 		pthread_mutex_unlock(&fs->roots_lock);
 	}
+	write_unlock_btrees(fs, p.btrees);
 	unlock_btrees(fs, mask);
 	tfs_journal_res_put(fs->j, &res);
 

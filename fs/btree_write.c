@@ -762,18 +762,18 @@ static int checkpoint(struct tfs_btree *b, bool reclaim)
 
 	/* 1. Snapshot under the tree's lock. */
 again:
-	pthread_rwlock_wrlock(&b->lock);
+	tfs_btree_lock_exclusive(b);
 	if (!b->nr_dirty && b->root_key.k.type == TFS_BKEY_btree_ptr) {
 		/* Nothing changed (a commit that deleted nothing still pinned its seq). */
 		tfs_journal_pin_drop(fs->j, &b->pin);
-		pthread_rwlock_unlock(&b->lock);
+		tfs_btree_unlock_exclusive(b);
 		__atomic_sub_fetch(&fs->ckpt_running, 1, __ATOMIC_SEQ_CST);
 		pthread_mutex_unlock(&b->ckpt_lock);
 		ckpt_free(&c);
 		return 0;
 	}
 	ret = ckpt_prepare_locked(&c);
-	pthread_rwlock_unlock(&b->lock);
+	tfs_btree_unlock_exclusive(b);
 	if (ret && tfs_err_matches(ret, ENOSPC) && !flushed) {
 		/*
 		 * Old copies freed by checkpoints whose root entry is not
@@ -791,7 +791,7 @@ again:
 	if (ret) {
 		bool waiting = space_waiting(fs);
 
-		pthread_rwlock_wrlock(&b->lock);
+		tfs_btree_lock_exclusive(b);
 		for (unsigned i = 0; i < c.nr; i++)
 			c.nodes[i].nr_runs = 0; /* prepare gave them back */
 		b->c.checkpoint_errors++;
@@ -800,7 +800,7 @@ again:
 		 * giving up, unless space waits for a journal write to be freed.
 		 */
 		b->ckpt_failures += tfs_err_matches(ret, ENOSPC) && !waiting;
-		pthread_rwlock_unlock(&b->lock);
+		tfs_btree_unlock_exclusive(b);
 		goto out;
 	}
 
@@ -810,9 +810,9 @@ again:
 	if (!ret)
 		ret = ckpt_write(&c);
 	if (ret) {
-		pthread_rwlock_wrlock(&b->lock);
+		tfs_btree_lock_exclusive(b);
 		ckpt_fail_locked(&c, true);
-		pthread_rwlock_unlock(&b->lock);
+		tfs_btree_unlock_exclusive(b);
 		goto out;
 	}
 
@@ -831,9 +831,9 @@ again:
 	} else
 		ret = ckpt_commit(&c, reclaim, &root_seq, &free_seq);
 	if (ret && (tfs_err_matches(ret, EAGAIN) || b->id != TFS_BTREE_alloc)) {
-		pthread_rwlock_wrlock(&b->lock);
+		tfs_btree_lock_exclusive(b);
 		ckpt_fail_locked(&c, !tfs_err_matches(ret, EAGAIN));
-		pthread_rwlock_unlock(&b->lock);
+		tfs_btree_unlock_exclusive(b);
 		goto out;
 	}
 	/*
@@ -857,9 +857,9 @@ again:
 	 * points at them, but the old ones stay allocated (the next open's
 	 * rebuild frees what nothing refers to).
 	 */
-	pthread_rwlock_wrlock(&b->lock);
+	tfs_btree_lock_exclusive(b);
 	ckpt_done_locked(&c, free_seq, !ret && !c.keep_old);
-	pthread_rwlock_unlock(&b->lock);
+	tfs_btree_unlock_exclusive(b);
 	tfs_journal_pin_drop(fs->j, &b->ckpt_pin);
 out:
 	if (ret) {

@@ -33,8 +33,10 @@
  * -t THREADS adds a parallel phase on the tinyfs dirents btree after the
  * others: for 1, 2, 4 ... THREADS threads, 2 s each of 9 point lookups to 1
  * single-key commit (not durable), like the FUSE daemon's workers on one
- * directory; prints ops/s and how often, and how long, the tree's
- * reader/writer lock made a thread wait (tfs_btree_to_text's lock waits).
+ * directory; prints ops/s, how often and how long the tree's six lock
+ * made a thread wait in each mode (read: lookups; intent: commits, before
+ * they plan; write: commits, waiting for readers to leave;
+ * tfs_btree_to_text's lock waits) and the commits' restarts.
  * -T runs tinyfs only (no LMDB, no SQLite).
  */
 #include <errno.h>
@@ -244,21 +246,26 @@ static void *par_worker(void *arg)
 
 static void run_parallel(const struct opts *o, struct tfs_fs *fs, const struct key *keys)
 {
-	struct tfs_btree_counters *c = &fs->btrees[TFS_BTREE_dirents].c;
+	struct tfs_btree *b = &fs->btrees[TFS_BTREE_dirents];
 	const double secs = 2;
 
 	printf("parallel: 9 lookups to 1 commit on the dirents btree, %.0f s each\n", secs);
-	printf("%8s %12s %14s %14s %14s %14s %10s\n", "threads", "ops/s", "read waits/s",
-	       "read wait ms", "write waits/s", "write wait ms", "waiting %");
+	printf("%8s %10s %9s %9s %9s %9s %9s %9s %9s %9s\n", "threads", "ops/s", "rd wt/s", "rd ms",
+	       "int wt/s", "int ms", "wr wt/s", "wr ms", "restart/s", "waiting %");
 	for (unsigned nt = 1; nt <= o->threads; nt *= 2) {
 		struct par_thread *th = calloc(nt, sizeof(*th));
 		volatile bool stop = false;
-		u64 rw0 = c->lock_read_waits, rns0 = c->lock_read_wait_ns;
-		u64 ww0 = c->lock_write_waits, wns0 = c->lock_write_wait_ns, ops = 0;
-		double t0 = now(), dt;
+		u64 w0[TFS_SIX_LOCK_NR], ns0[TFS_SIX_LOCK_NR], r0 = 0, r1 = 0, ops = 0;
+		double t0 = now(), dt, wait_ns = 0;
 
 		if (!th)
 			die("parallel", "out of memory");
+		for (unsigned m = 0; m < TFS_SIX_LOCK_NR; m++) {
+			w0[m] = __atomic_load_n(&b->lock.waits[m], __ATOMIC_RELAXED);
+			ns0[m] = __atomic_load_n(&b->lock.wait_ns[m], __ATOMIC_RELAXED);
+		}
+		for (unsigned r = 0; r < TFS_BTREE_RESTART_NR; r++)
+			r0 += __atomic_load_n(&b->c.restarts[r], __ATOMIC_RELAXED);
 		for (unsigned i = 0; i < nt; i++) {
 			th[i] = (struct par_thread){
 				.fs = fs, .keys = keys, .nr = o->nr, .id = i, .stop = &stop
@@ -274,16 +281,20 @@ static void run_parallel(const struct opts *o, struct tfs_fs *fs, const struct k
 			ops += th[i].ops;
 		}
 		dt = now() - t0;
-		double rns =
-			(double)(__atomic_load_n(&c->lock_read_wait_ns, __ATOMIC_RELAXED) - rns0);
-		double wns =
-			(double)(__atomic_load_n(&c->lock_write_wait_ns, __ATOMIC_RELAXED) - wns0);
+		for (unsigned r = 0; r < TFS_BTREE_RESTART_NR; r++)
+			r1 += __atomic_load_n(&b->c.restarts[r], __ATOMIC_RELAXED);
+		printf("%8u %10.0f", nt, ops / dt);
+		for (unsigned m = 0; m < TFS_SIX_LOCK_NR; m++) {
+			double ns =
+				(double)(__atomic_load_n(&b->lock.wait_ns[m], __ATOMIC_RELAXED) -
+					 ns0[m]);
 
-		printf("%8u %12.0f %14.0f %14.1f %14.0f %14.1f %10.1f\n", nt, ops / dt,
-		       (__atomic_load_n(&c->lock_read_waits, __ATOMIC_RELAXED) - rw0) / dt,
-		       rns / 1e6,
-		       (__atomic_load_n(&c->lock_write_waits, __ATOMIC_RELAXED) - ww0) / dt,
-		       wns / 1e6, 100 * (rns + wns) / 1e9 / (dt * nt));
+			printf(" %9.0f %9.1f",
+			       (__atomic_load_n(&b->lock.waits[m], __ATOMIC_RELAXED) - w0[m]) / dt,
+			       ns / 1e6);
+			wait_ns += ns;
+		}
+		printf(" %9.0f %9.1f\n", (r1 - r0) / dt, 100 * wait_ns / 1e9 / (dt * nt));
 		free(th);
 	}
 }

@@ -343,10 +343,10 @@ static void test_dirty_and_locked_stay(void **state)
 	struct tfs_btree *b = &t.fs->btrees[TFS_BTREE_xattrs];
 	u64 locked0 = c->not_freed_locked;
 
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	for (unsigned i = 0; i < 2; i++)
 		tfs_btree_cache_scan(t.fs, ~0UL / 2);
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	assert_int_equal(xattrs_nodes(t.fs), in_mem);
 	assert_true(c->not_freed_locked - locked0 >= 2);
 	/* Unlocked: two scans (second chance) free the clean ones. */

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "fs/btree_internal.h"
 #include "fs/btree_key_cache.h"
@@ -833,12 +834,12 @@ static u64 fs_leaf(struct tfs_fs *fs, u64 ino)
 	struct tfs_btree_path path;
 	u64 v = ~0ULL;
 
-	pthread_rwlock_rdlock(&b->lock);
+	tfs_six_lock_read(&b->lock);
 	assert_int_equal(tfs_btree_walk(b, TFS_POS(ino, 0), 0, &path, false), 0);
 	if (path.idx[0] < path.n[0]->nr_keys &&
 	    tfs_bkey_pos(tfs_bnode_key(path.n[0], path.idx[0])).inode == ino)
 		v = fs_val(tfs_bnode_key(path.n[0], path.idx[0]));
-	pthread_rwlock_unlock(&b->lock);
+	tfs_six_unlock_read(&b->lock);
 	return v;
 }
 
@@ -953,6 +954,64 @@ static void test_fs_cached_updates(void **state)
 	ft_cleanup(&t);
 }
 
+struct fs_commit_arg {
+	struct tfs_fs *fs;
+	u64 ino, val;
+};
+
+static void *fs_commit_fn(void *arg)
+{
+	struct fs_commit_arg *a = arg;
+
+	fs_commit(a->fs, a->ino, a->val, false);
+	return NULL;
+}
+
+/*
+ * A lookup's fill while a commit of the same key is between its key cache
+ * prep and its apply: the commit holds only intent there, so readers (and
+ * their fills) run.  Here the reader is the test, holding read on the
+ * inodes btree, so the commit stops at its upgrade to write, after prep,
+ * and the test fills the entry.  prep prepared no key and no pin for it:
+ * the apply, which cannot fail, aborted on it; now it evicts the clean
+ * entry and the leaf takes the update.
+ */
+static void test_fs_fill_beside_commit(void **state)
+{
+	struct ft t;
+	struct fs_commit_arg a;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_bkey_buf k;
+	pthread_t th;
+	u64 waits0;
+
+	fs_setup(&t, 0);
+	b = &t.fs->btrees[TFS_BTREE_inodes];
+	a = (struct fs_commit_arg){ .fs = t.fs, .ino = 9, .val = 999 };
+	assert_int_equal(fs_kc_state(t.fs, 9), -ENOENT);
+
+	tfs_six_lock_read(&b->lock);
+	waits0 = __atomic_load_n(&b->lock.waits[TFS_SIX_LOCK_write], __ATOMIC_RELAXED);
+	assert_int_equal(pthread_create(&th, NULL, fs_commit_fn, &a), 0);
+	/* Until the commit, past its prep, waits for us to leave. */
+	while (__atomic_load_n(&b->lock.waits[TFS_SIX_LOCK_write], __ATOMIC_RELAXED) == waits0)
+		sched_yield();
+	/* What tfs_btree_lookup() does on a miss: the leaf's key into the cache. */
+	assert_int_equal(tfs_btree_walk(b, TFS_POS(9, 0), 0, &path, false), 0);
+	assert_true(path.idx[0] < path.n[0]->nr_keys);
+	tfs_bkey_copy(&k, tfs_bnode_key(path.n[0], path.idx[0]));
+	assert_int_equal(fs_val(&k.k), 9);
+	tfs_btree_key_cache_fill(t.fs->key_cache, TFS_BTREE_inodes, &k.k);
+	tfs_six_unlock_read(&b->lock);
+	pthread_join(th, NULL);
+
+	assert_int_equal(fs_lookup(t.fs, 9), 999);
+	/* Fills work again once the commit is done. */
+	assert_int_equal(fs_kc_state(t.fs, 9), 0);
+	ft_cleanup(&t);
+}
+
 /* A cached key's update, durable in the journal only, survives a power cut. */
 static void test_fs_crash_replays_cached(void **state)
 {
@@ -1063,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_to_text),
 		cmocka_unit_test(test_fs_cached_updates),
 		cmocka_unit_test(test_fs_crash_replays_cached),
+		cmocka_unit_test(test_fs_fill_beside_commit),
 		cmocka_unit_test(test_fs_threads),
 	};
 

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "fs_test.h"
 
@@ -258,10 +259,180 @@ static void test_concurrent_commits(void **state)
 	ft_cleanup(&t);
 }
 
+/* --- the tree locks (lib/six.h): restarts, and readers beside a commit --- */
+
+struct one_commit {
+	struct tfs_fs *fs;
+	u64 stamp;
+	int ret;
+	int done; /* atomic */
+};
+
+/* One transaction: (1, 1) in dirents and in xattrs, with the same stamp. */
+static void *commit_two_trees(void *arg)
+{
+	struct one_commit *c = arg;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+
+	tfs_trans_init(&trans, c->fs);
+	make_key(&buf, TFS_POS(1, 1), c->stamp);
+	c->ret = tfs_trans_update(&trans, TFS_BTREE_dirents, &buf.k);
+	if (!c->ret)
+		c->ret = tfs_trans_update(&trans, TFS_BTREE_xattrs, &buf.k);
+	if (!c->ret)
+		c->ret = tfs_trans_commit(&trans, 0, NULL);
+	tfs_trans_exit(&trans);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void open_small(struct ft *t)
+{
+	struct ft_geometry g = {
+		.nr_devs = 1, .size = 32 << 20, .bucket_size = 16 << 10, .shm = true
+	};
+
+	assert_int_equal(ft_mkfs(t, &g), 0);
+	assert_int_equal(ft_open(t), 0);
+}
+
+/*
+ * A commit over dirents and xattrs while another thread holds xattrs'
+ * intent lock: the commit takes dirents, fails its trylock on xattrs,
+ * drops dirents (a restart counted on xattrs) and waits for xattrs with
+ * nothing held; released, it applies both keys at once.
+ */
+static void test_restart_on_busy_intent(void **state)
+{
+	struct ft t;
+	struct tfs_btree *d, *x;
+	struct one_commit c = { .stamp = stamp(7, 1) };
+	struct tfs_bkey_buf buf;
+	pthread_t th;
+	u64 restarts0, waits0;
+
+	open_small(&t);
+	c.fs = t.fs;
+	d = &t.fs->btrees[TFS_BTREE_dirents];
+	x = &t.fs->btrees[TFS_BTREE_xattrs];
+	restarts0 = x->c.restarts[TFS_BTREE_RESTART_lock_intent];
+
+	tfs_six_lock_intent(&x->lock);
+	waits0 = __atomic_load_n(&x->lock.waits[TFS_SIX_LOCK_intent], __ATOMIC_RELAXED);
+	assert_int_equal(pthread_create(&th, NULL, commit_two_trees, &c), 0);
+	/* Until the commit sleeps on xattrs' intent lock. */
+	while (__atomic_load_n(&x->lock.waits[TFS_SIX_LOCK_intent], __ATOMIC_RELAXED) == waits0)
+		sched_yield();
+	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE));
+	/* It restarted, and holds nothing while it waits: dirents is free. */
+	assert_int_equal(
+		__atomic_load_n(&x->c.restarts[TFS_BTREE_RESTART_lock_intent], __ATOMIC_RELAXED),
+		restarts0 + 1);
+	assert_true(tfs_six_trylock_intent(&d->lock));
+	tfs_six_unlock_intent(&d->lock);
+	/* Nothing applied: a reader (read shares with our intent) sees neither key. */
+	assert_int_equal(tfs_btree_lookup(t.fs, TFS_BTREE_dirents, TFS_POS(1, 1), &buf), -ENOENT);
+	assert_int_equal(tfs_btree_lookup(t.fs, TFS_BTREE_xattrs, TFS_POS(1, 1), &buf), -ENOENT);
+
+	tfs_six_unlock_intent(&x->lock);
+	pthread_join(th, NULL);
+	assert_int_equal(c.ret, 0);
+	assert_true(x->c.restarts[TFS_BTREE_RESTART_lock_intent] >= restarts0 + 1);
+	/* Both keys, one transaction's. */
+	assert_int_equal(tfs_btree_lookup(t.fs, TFS_BTREE_dirents, TFS_POS(1, 1), &buf), 0);
+	assert_int_equal(key_stamp(&buf.k), c.stamp);
+	assert_int_equal(tfs_btree_lookup(t.fs, TFS_BTREE_xattrs, TFS_POS(1, 1), &buf), 0);
+	assert_int_equal(key_stamp(&buf.k), c.stamp);
+
+	struct printbuf out = PRINTBUF;
+
+	tfs_btree_to_text(&out, t.fs, TFS_BTREE_xattrs);
+	assert_non_null(strstr(printbuf_str(&out), "lock_intent 1"));
+	printbuf_exit(&out);
+	ft_cleanup(&t);
+}
+
+struct one_lookup {
+	struct tfs_fs *fs;
+	int ret;
+	struct tfs_bkey_buf k;
+	int done; /* atomic */
+};
+
+static void *lookup_fn(void *arg)
+{
+	struct one_lookup *l = arg;
+
+	l->ret = tfs_btree_lookup(l->fs, TFS_BTREE_dirents, TFS_POS(1, 1), &l->k);
+	__atomic_store_n(&l->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static u64 lock_waits(struct tfs_btree *b)
+{
+	u64 sum = 0;
+
+	for (unsigned m = 0; m < TFS_SIX_LOCK_NR; m++)
+		sum += __atomic_load_n(&b->lock.waits[m], __ATOMIC_RELAXED);
+	return sum;
+}
+
+/* Starts a lookup in a thread; returns once it finished or sleeps on the tree's lock. */
+static void start_lookup(struct one_lookup *l, struct tfs_btree *b, pthread_t *th)
+{
+	u64 waits0 = lock_waits(b);
+
+	assert_int_equal(pthread_create(th, NULL, lookup_fn, l), 0);
+	while (!__atomic_load_n(&l->done, __ATOMIC_ACQUIRE) && lock_waits(b) == waits0)
+		sched_yield();
+}
+
+/*
+ * What a commit's steps hold, held by hand: intent (plan, fit, journal
+ * reservation) lets a lookup through; write (the apply) keeps it waiting
+ * until released.
+ */
+static void test_reader_beside_intent(void **state)
+{
+	struct ft t;
+	struct one_commit c = { .stamp = stamp(9, 1) };
+	struct one_lookup l1 = { 0 }, l2 = { 0 };
+	struct tfs_btree *d;
+	pthread_t th;
+
+	open_small(&t);
+	c.fs = l1.fs = l2.fs = t.fs;
+	d = &t.fs->btrees[TFS_BTREE_dirents];
+	commit_two_trees(&c);
+	assert_int_equal(c.ret, 0);
+
+	tfs_six_lock_intent(&d->lock);
+	start_lookup(&l1, d, &th);
+	/* Finished while intent is held, without waiting. */
+	assert_true(__atomic_load_n(&l1.done, __ATOMIC_ACQUIRE));
+	pthread_join(th, NULL);
+	assert_int_equal(l1.ret, 0);
+	assert_int_equal(key_stamp(&l1.k.k), c.stamp);
+
+	tfs_six_lock_write(&d->lock);
+	start_lookup(&l2, d, &th);
+	/* Sleeping: write keeps readers out. */
+	assert_false(__atomic_load_n(&l2.done, __ATOMIC_ACQUIRE));
+	tfs_six_unlock_write(&d->lock);
+	pthread_join(th, NULL);
+	assert_int_equal(l2.ret, 0);
+	assert_int_equal(key_stamp(&l2.k.k), c.stamp);
+	tfs_six_unlock_intent(&d->lock);
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_concurrent_commits),
+		cmocka_unit_test(test_restart_on_busy_intent),
+		cmocka_unit_test(test_reader_beside_intent),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
