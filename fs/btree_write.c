@@ -624,7 +624,7 @@ static int split_marker_present(struct tfs_fs *fs, enum tfs_btree_id id)
 	struct tfs_btree_path path;
 	int present = -1;
 
-	tfs_btree_rdlock(a);
+	tfs_six_lock_read(&a->lock);
 	if (!tfs_btree_walk(a, pos, 0, &path, false)) {
 		const struct tfs_bnode *leaf = path.n[0];
 		unsigned idx = path.idx[0];
@@ -632,7 +632,7 @@ static int split_marker_present(struct tfs_fs *fs, enum tfs_btree_id id)
 		present = idx < leaf->nr_keys &&
 			  tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(leaf, idx)), pos);
 	}
-	pthread_rwlock_unlock(&a->lock);
+	tfs_six_unlock_read(&a->lock);
 	return present;
 }
 
