@@ -116,6 +116,34 @@ static void test_root(void **state)
 	assert_int_equal(tfs_getattr(T.fs, 999999, &st), -ENOENT);
 }
 
+/*
+ * A directory's st_size: one block, as an empty ext4 directory (tools and
+ * tests take a directory of size 0 for a broken or empty one); st_blocks 0,
+ * as its names live in the dirents btree, not in blocks of its own.  Files
+ * keep their own size.
+ */
+static void test_dir_size(void **state)
+{
+	u32 bs = tfs_posix_block_size(T.fs);
+	struct tfs_stat st, d;
+	struct tfs_file *f;
+
+	assert_int_equal(tfs_getattr(T.fs, TFS_ROOT_INO, &st), 0);
+	assert_int_equal(st.size, bs);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(pt_mkdir(&T, 1, "d", &d), 0);
+	assert_int_equal(d.size, bs);
+	assert_int_equal(d.blocks, 0);
+	assert_int_equal(pt_create(&T, d.ino, "f", &f), 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, 0);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	reopen();
+	assert_int_equal(tfs_getattr(T.fs, d.ino, &st), 0);
+	assert_int_equal(st.size, bs);
+}
+
 static void test_bad_names(void **state)
 {
 	char long_name[300];
@@ -547,6 +575,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_lookup_unlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink, setup, teardown),
