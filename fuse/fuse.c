@@ -46,6 +46,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
 
 static const char *const tfs_fuse_op_names[] = {
 #define x(n) #n,
@@ -552,13 +555,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		      const char *newname, unsigned int flags)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
 	unsigned tflags = 0;
 
 	count_timed(tf, TFS_FUSE_OP_rename);
-	/* RENAME_WHITEOUT and anything newer: not supported. */
-	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	    (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) ==
-		    (RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+	/* Anything newer than RENAME_WHITEOUT: not supported (fs/ checks the combinations). */
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
 		reply_err(req, TFS_FUSE_OP_rename, -EINVAL);
 		return;
 	}
@@ -566,9 +568,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		tflags |= TFS_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		tflags |= TFS_RENAME_EXCHANGE;
+	/* The kernel checked CAP_MKNOD; the whiteout is the caller's. */
+	if (flags & RENAME_WHITEOUT)
+		tflags |= TFS_RENAME_WHITEOUT;
 	reply_err(req, TFS_FUSE_OP_rename,
-		  tfs_rename(tf->fs, parent, name, strlen(name), newparent, newname,
-			     strlen(newname), tflags));
+		  tfs_rename_as(tf->fs, &ctx, parent, name, strlen(name), newparent, newname,
+				strlen(newname), tflags));
 }
 
 /* --- files --- */

@@ -115,7 +115,12 @@ static int case_rename(void)
 	CHECK(renameat2(AT_FDCWD, "d", AT_FDCWD, "c", RENAME_EXCHANGE) == 0);
 	CHECK(stat("c", &st) == 0 && S_ISDIR(st.st_mode) && has("c/in", "I") && has("d", "B"));
 	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "nothere", RENAME_EXCHANGE), ENOENT);
-	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "d", RENAME_WHITEOUT), EINVAL);
+	/* RENAME_WHITEOUT: the old name becomes a character device 0:0. */
+	CHECK(renameat2(AT_FDCWD, "b", AT_FDCWD, "e", RENAME_WHITEOUT) == 0);
+	CHECK(has("e", "A") && lstat("b", &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0);
+	CHECK_ERR(renameat2(AT_FDCWD, "e", AT_FDCWD, "d", RENAME_WHITEOUT | RENAME_EXCHANGE),
+		  EINVAL);
+	CHECK(unlink("b") == 0 && rename("e", "b") == 0);
 	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "d", 1U << 7), EINVAL);
 	CHECK(rename("b", "d") == 0);
 	CHECK(has("d", "A") && access("b", F_OK) == -1);
