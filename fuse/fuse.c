@@ -1108,6 +1108,71 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
+/*
+ * Whether the caller may see trusted.* names: CAP_SYS_ADMIN, as ext4 asks.
+ * The kernel hides their values itself but passes a FUSE listing through
+ * whole.  Root is taken as capable; anyone else by CapEff in /proc.
+ */
+static bool caller_sees_trusted(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	char path[64], line[256];
+	bool ret = false;
+	FILE *f;
+
+	if (!c->uid)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			ret = caps & (1ULL << 21); /* CAP_SYS_ADMIN */
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* listxattr without the trusted.* names (size 0: the length of what is left). */
+static ssize_t listxattr_untrusted(struct tfs_fs *fs, fuse_ino_t ino, char *buf, size_t size)
+{
+	ssize_t n, len = 0;
+	char *all = NULL;
+
+	/* The list may grow between asking its length and reading it. */
+	do {
+		free(all);
+		n = tfs_listxattr(fs, ino, NULL, 0);
+		if (n <= 0)
+			return n;
+		all = malloc((size_t)n);
+		if (!all)
+			return -ENOMEM;
+		n = tfs_listxattr(fs, ino, all, (size_t)n);
+	} while (n == -ERANGE);
+	for (ssize_t i = 0; n > 0 && i < n;) {
+		size_t l = strnlen(all + i, (size_t)(n - i)) + 1;
+
+		if (strncmp(all + i, "trusted.", 8)) {
+			if (size && (size_t)len + l > size) {
+				len = -ERANGE;
+				break;
+			}
+			if (size)
+				memcpy(buf + len, all + i, l);
+			len += (ssize_t)l;
+		}
+		i += (ssize_t)l;
+	}
+	free(all);
+	return n < 0 ? n : len;
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct tfs_fuse *tf = tf_of(req);
@@ -1119,7 +1184,10 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_err(req, TFS_FUSE_OP_listxattr, -ENOMEM);
 		return;
 	}
-	n = tfs_listxattr(tf->fs, ino, buf, size);
+	if (caller_sees_trusted(req))
+		n = tfs_listxattr(tf->fs, ino, buf, size);
+	else
+		n = listxattr_untrusted(tf->fs, ino, buf, size);
 	reply_xattr_bytes(req, TFS_FUSE_OP_listxattr, size, n, buf);
 	free(buf);
 }

@@ -297,6 +297,18 @@ static void nobody_writes(void)
 	close(fd);
 }
 
+/* trusted.* names are listed only to CAP_SYS_ADMIN, as ext4 lists them. */
+static void nobody_lists(void)
+{
+	char buf[256];
+	ssize_t n = listxattr("tx", buf, sizeof(buf));
+
+	CHECK(n == (ssize_t)sizeof("user.u") && !memcmp(buf, "user.u", sizeof("user.u")));
+	CHECK(listxattr("tx", NULL, 0) == (ssize_t)sizeof("user.u"));
+	CHECK_ERR(listxattr("tx", buf, 3), ERANGE);
+	CHECK_ERR(getxattr("tx", "trusted.t", buf, sizeof(buf)), ENODATA);
+}
+
 static void nobody_truncates(void)
 {
 	CHECK(truncate("suid", 10) == 0);
@@ -369,6 +381,12 @@ static int case_posix(void)
 		put("suid", "");
 		CHECK(chmod("suid", 06777) == 0);
 		as_nobody(nobody_writes);
+		put("tx", "");
+		CHECK(setxattr("tx", "trusted.t", "1", 1, 0) == 0 &&
+		      setxattr("tx", "user.u", "2", 1, 0) == 0);
+		as_nobody(nobody_lists);
+		CHECK(listxattr("tx", NULL, 0) ==
+		      (ssize_t)(sizeof("trusted.t") + sizeof("user.u")));
 		CHECK(stat("suid", &st) == 0 && (st.st_mode & 07777) == 0777);
 		CHECK(chmod("suid", 06777) == 0);
 		as_nobody(nobody_truncates);
