@@ -30,6 +30,7 @@
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -888,6 +889,53 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)ret);
 }
 
+/*
+ * lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, FS_IOC_FSGETXATTR/FSSETXATTR,
+ * which the kernel sends for files and directories alike): tinyfs keeps no
+ * inode flags, so it reports none and accepts only clearing them all;
+ * setting one is EOPNOTSUPP, as on a filesystem without it.  Any other
+ * ioctl: ENOTTY, as before there was a handler.
+ */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz)
+{
+	struct fsxattr fa;
+	int fl = 0;
+
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+		if (out_bufsz < sizeof(fl))
+			break;
+		fuse_reply_ioctl(req, 0, &fl, sizeof(fl));
+		return;
+	case FS_IOC_SETFLAGS:
+		if (in_bufsz < sizeof(fl))
+			break;
+		memcpy(&fl, in_buf, sizeof(fl));
+		fuse_reply_ioctl(req, fl ? -EOPNOTSUPP : 0, NULL, 0);
+		return;
+	case FS_IOC_FSGETXATTR:
+		if (out_bufsz < sizeof(fa))
+			break;
+		memset(&fa, 0, sizeof(fa));
+		fuse_reply_ioctl(req, 0, &fa, sizeof(fa));
+		return;
+	case FS_IOC_FSSETXATTR:
+		if (in_bufsz < sizeof(fa))
+			break;
+		memcpy(&fa, in_buf, sizeof(fa));
+		fuse_reply_ioctl(req,
+				 fa.fsx_xflags || fa.fsx_extsize || fa.fsx_projid ||
+						 fa.fsx_cowextsize
+					 ? -EOPNOTSUPP
+					 : 0,
+				 NULL, 0);
+		return;
+	}
+	fuse_reply_err(req, ENOTTY);
+}
+
 /* --- directories --- */
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1277,6 +1325,7 @@ const struct fuse_lowlevel_ops tfs_fuse_ops = {
 	.create = op_create,
 	.fallocate = op_fallocate,
 	.lseek = op_lseek,
+	.ioctl = op_ioctl,
 };
 
 /* --- state --- */

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -200,6 +201,25 @@ static int case_fallocate(void)
 	CHECK(pread(fd, buf, 4096, 8192) == 4096 && buf[0] == 'x' && buf[4095] == 'x');
 	CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 8192, 4096) == 0);
 	CHECK(all_zero(fd, 8192, 4096));
+
+	/* lsattr/chattr: no inode flags, and none can be set (but clearing them all). */
+	int fl = -1, dfd;
+	struct fsxattr fa;
+
+	CHECK(ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0 && fl == 0);
+	fl = 0;
+	CHECK(ioctl(fd, FS_IOC_SETFLAGS, &fl) == 0);
+	fl = FS_IMMUTABLE_FL;
+	CHECK_ERR(ioctl(fd, FS_IOC_SETFLAGS, &fl), EOPNOTSUPP);
+	memset(&fa, 0xff, sizeof(fa));
+	CHECK(ioctl(fd, FS_IOC_FSGETXATTR, &fa) == 0 && fa.fsx_xflags == 0 && fa.fsx_projid == 0);
+	CHECK(ioctl(fd, FS_IOC_FSSETXATTR, &fa) == 0);
+	fa.fsx_xflags = FS_XFLAG_APPEND;
+	CHECK_ERR(ioctl(fd, FS_IOC_FSSETXATTR, &fa), EOPNOTSUPP);
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	fl = -1;
+	CHECK(dfd >= 0 && ioctl(dfd, FS_IOC_GETFLAGS, &fl) == 0 && fl == 0);
+	close(dfd);
 	CHECK(close(fd) == 0);
 	return 0;
 }
