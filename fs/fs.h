@@ -201,6 +201,8 @@ int tfs_rmdir(struct tfs_fs *fs, tfs_ino_t dir, const char *name, size_t len);
 enum tfs_rename_flags {
 	TFS_RENAME_NOREPLACE = 1 << 0,
 	TFS_RENAME_EXCHANGE = 1 << 1,
+	TFS_RENAME_WHITEOUT =
+		1 << 2, /* the old name becomes a whiteout (chr 0:0); not with EXCHANGE */
 };
 
 /*
@@ -210,6 +212,10 @@ enum tfs_rename_flags {
  */
 int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t oldlen,
 	       tfs_ino_t newdir, const char *newname, size_t newlen, unsigned flags);
+/* tfs_rename() made by ctx: a whiteout is owned by ctx (tfs_rename(): by root). */
+int tfs_rename_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t olddir,
+		  const char *oldname, size_t oldlen, tfs_ino_t newdir, const char *newname,
+		  size_t newlen, unsigned flags);
 
 /* --- directories --- */
 

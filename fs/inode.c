@@ -211,6 +211,14 @@ void tfs_inode_to_stat(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_
 	st->size = ui->size;
 	st->blocks = ui->blocks << (p->block_bits - 9);
 	st->blksize = p->block_size;
+	/*
+	 * A directory's names live in the dirents btree, so it has no size of
+	 * its own: it reports the size of one block, as an empty ext4 directory
+	 * (a size of 0 reads as broken or empty to some tools), but no blocks
+	 * (it holds none: du agrees with statfs).
+	 */
+	if (S_ISDIR(ui->mode) && !ui->size)
+		st->size = p->block_size;
 	st->atime = ns_to_ts(ui->atime);
 	st->mtime = ns_to_ts(ui->mtime);
 	st->ctime = ns_to_ts(ui->ctime);

@@ -607,19 +607,31 @@ static struct tfs_inode_unpacked *rs_ui(struct rename_set *rs, struct tfs_inode_
 int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t oldlen,
 	       tfs_ino_t newdir, const char *newname, size_t newlen, unsigned flags)
 {
+	static const struct tfs_ctx root = { .uid = 0, .gid = 0, .pid = 0 };
+
+	return tfs_rename_as(fs, &root, olddir, oldname, oldlen, newdir, newname, newlen, flags);
+}
+
+int tfs_rename_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t olddir,
+		  const char *oldname, size_t oldlen, tfs_ino_t newdir, const char *newname,
+		  size_t newlen, unsigned flags)
+{
 	struct tfs_posix *p = tfs_posix(fs);
 	struct tfs_inode_mem *od = NULL, *nd = NULL, *src = NULL, *dst = NULL, *ims[4];
 	struct tfs_btree_trans trans;
 	struct rename_set rs = { .nr = 0 };
 	bool exchange = flags & TFS_RENAME_EXCHANGE, cross = olddir != newdir, locked = false;
-	tfs_ino_t src_ino, dst_ino;
+	bool whiteout = flags & TFS_RENAME_WHITEOUT;
+	struct tfs_inode_unpacked wui;
+	struct tfs_bkey_buf wkb;
+	tfs_ino_t src_ino, dst_ino, wino = 0;
 	unsigned src_dt, dst_dt;
 	u64 old_slot, new_slot, seq;
 	s64 now;
 	int ret;
 
-	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE) ||
-	    ((flags & TFS_RENAME_NOREPLACE) && exchange))
+	if (flags & ~(TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE | TFS_RENAME_WHITEOUT) ||
+	    ((flags & (TFS_RENAME_NOREPLACE | TFS_RENAME_WHITEOUT)) && exchange))
 		return -EINVAL;
 	if (is_dot(oldname, oldlen) || is_dot(newname, newlen))
 		return -EBUSY;
@@ -779,11 +791,32 @@ int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t 
 		}
 	}
 
+	if (whiteout) {
+		/* A new inode: ENOSPC before the reserve for write-back is eaten. */
+		ret = tfs_posix_may_grow(fs);
+		if (ret)
+			goto out;
+		wino = tfs_ino_alloc(fs);
+		new_inode_attrs(fs, ctx, &od->ui, S_IFCHR, 0, &wui);
+		tfs_inode_pack(&wkb, wino, &wui);
+	}
+
+	/* The whiteout, the moved name and the replaced one: one commit. */
 	tfs_posix_trans_init(&trans, fs);
 	if (exchange) {
 		ret = tfs_dirent_retarget(&trans, od, old_slot, oldname, oldlen, dst_ino, dst_dt)
 			      ?: tfs_dirent_retarget(&trans, nd, new_slot, newname, newlen, src_ino,
 						     src_dt);
+	} else if (whiteout) {
+		/* The old name stays, pointing at the whiteout. */
+		ret = tfs_dirent_retarget(&trans, od, old_slot, oldname, oldlen, wino,
+					  tfs_mode_to_dtype(S_IFCHR))
+			      ?: tfs_trans_update(&trans, TFS_BTREE_inodes, &wkb.k);
+		if (!ret && dst)
+			ret = tfs_dirent_retarget(&trans, nd, new_slot, newname, newlen, src_ino,
+						  src_dt);
+		else if (!ret)
+			ret = tfs_dirent_insert(&trans, nd, newname, newlen, src_ino, src_dt, NULL);
 	} else if (dst) {
 		ret = tfs_dirent_retarget(&trans, nd, new_slot, newname, newlen, src_ino, src_dt)
 			      ?: tfs_dirent_remove(&trans, od, old_slot);
@@ -807,6 +840,16 @@ int tfs_rename(struct tfs_fs *fs, tfs_ino_t olddir, const char *oldname, size_t 
 	if (dst && !exchange && !dst->ui.nlink) {
 		__atomic_fetch_add(&p->c.orphans_added, 1, __ATOMIC_RELAXED);
 		maybe_remove(fs, dst);
+	}
+	if (whiteout) {
+		struct tfs_inode_mem *wim;
+
+		__atomic_fetch_add(&p->nr_inodes, 1, __ATOMIC_RELAXED);
+		ret = tfs_inew(fs, wino, &wui, NULL, &wim);
+		if (!ret) { /* else committed; only the table entry failed */
+			tfs_inode_committed(wim, NULL, seq, false);
+			tfs_iput_unlock(fs, wim);
+		}
 	}
 out:
 	if (locked)

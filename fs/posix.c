@@ -76,9 +76,19 @@ static u32 kill_suidgid(u32 mode)
 	return mode;
 }
 
+/*
+ * Inode times are signed 64-bit nanoseconds (1677..2262): a time outside is
+ * clamped to the nearest one inside, as the kernel clamps to a filesystem's
+ * s_time_min/max (FUSE cannot tell it ours), instead of wrapping around.
+ */
 static s64 ts_to_ns(struct timespec ts)
 {
-	return (s64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	s64 ns;
+
+	if (__builtin_mul_overflow((s64)ts.tv_sec, (s64)1000000000, &ns) ||
+	    __builtin_add_overflow(ns, (s64)ts.tv_nsec, &ns))
+		return ts.tv_sec < 0 ? INT64_MIN : INT64_MAX;
+	return ns;
 }
 
 int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const struct tfs_setattr *sa,

@@ -30,6 +30,7 @@
 #include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@
 #endif
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
 #endif
 
 static const char *const tfs_fuse_op_names[] = {
@@ -554,13 +558,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		      const char *newname, unsigned int flags)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
 	unsigned tflags = 0;
 
 	count_timed(tf, TFS_FUSE_OP_rename);
-	/* RENAME_WHITEOUT and anything newer: not supported. */
-	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	    (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) ==
-		    (RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+	/* Anything newer than RENAME_WHITEOUT: not supported (fs/ checks the combinations). */
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
 		reply_err(req, TFS_FUSE_OP_rename, -EINVAL);
 		return;
 	}
@@ -568,9 +571,12 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		tflags |= TFS_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		tflags |= TFS_RENAME_EXCHANGE;
+	/* The kernel checked CAP_MKNOD; the whiteout is the caller's. */
+	if (flags & RENAME_WHITEOUT)
+		tflags |= TFS_RENAME_WHITEOUT;
 	reply_err(req, TFS_FUSE_OP_rename,
-		  tfs_rename(tf->fs, parent, name, strlen(name), newparent, newname,
-			     strlen(newname), tflags));
+		  tfs_rename_as(tf->fs, &ctx, parent, name, strlen(name), newparent, newname,
+				strlen(newname), tflags));
 }
 
 /* --- files --- */
@@ -900,6 +906,53 @@ static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_lseek(req, (off_t)ret);
 }
 
+/*
+ * lsattr/chattr (FS_IOC_GETFLAGS/SETFLAGS, FS_IOC_FSGETXATTR/FSSETXATTR,
+ * which the kernel sends for files and directories alike): tinyfs keeps no
+ * inode flags, so it reports none and accepts only clearing them all;
+ * setting one is EOPNOTSUPP, as on a filesystem without it.  Any other
+ * ioctl: ENOTTY, as before there was a handler.
+ */
+static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+		     struct fuse_file_info *fi, unsigned flags, const void *in_buf, size_t in_bufsz,
+		     size_t out_bufsz)
+{
+	struct fsxattr fa;
+	int fl = 0;
+
+	switch (cmd) {
+	case FS_IOC_GETFLAGS:
+		if (out_bufsz < sizeof(fl))
+			break;
+		fuse_reply_ioctl(req, 0, &fl, sizeof(fl));
+		return;
+	case FS_IOC_SETFLAGS:
+		if (in_bufsz < sizeof(fl))
+			break;
+		memcpy(&fl, in_buf, sizeof(fl));
+		fuse_reply_ioctl(req, fl ? -EOPNOTSUPP : 0, NULL, 0);
+		return;
+	case FS_IOC_FSGETXATTR:
+		if (out_bufsz < sizeof(fa))
+			break;
+		memset(&fa, 0, sizeof(fa));
+		fuse_reply_ioctl(req, 0, &fa, sizeof(fa));
+		return;
+	case FS_IOC_FSSETXATTR:
+		if (in_bufsz < sizeof(fa))
+			break;
+		memcpy(&fa, in_buf, sizeof(fa));
+		fuse_reply_ioctl(req,
+				 fa.fsx_xflags || fa.fsx_extsize || fa.fsx_projid ||
+						 fa.fsx_cowextsize
+					 ? -EOPNOTSUPP
+					 : 0,
+				 NULL, 0);
+		return;
+	}
+	fuse_reply_err(req, ENOTTY);
+}
+
 /* --- directories --- */
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1120,6 +1173,71 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 	free(buf);
 }
 
+/*
+ * Whether the caller may see trusted.* names: CAP_SYS_ADMIN, as ext4 asks.
+ * The kernel hides their values itself but passes a FUSE listing through
+ * whole.  Root is taken as capable; anyone else by CapEff in /proc.
+ */
+static bool caller_sees_trusted(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	char path[64], line[256];
+	bool ret = false;
+	FILE *f;
+
+	if (!c->uid)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			ret = caps & (1ULL << 21); /* CAP_SYS_ADMIN */
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* listxattr without the trusted.* names (size 0: the length of what is left). */
+static ssize_t listxattr_untrusted(struct tfs_fs *fs, fuse_ino_t ino, char *buf, size_t size)
+{
+	ssize_t n, len = 0;
+	char *all = NULL;
+
+	/* The list may grow between asking its length and reading it. */
+	do {
+		free(all);
+		n = tfs_listxattr(fs, ino, NULL, 0);
+		if (n <= 0)
+			return n;
+		all = malloc((size_t)n);
+		if (!all)
+			return -ENOMEM;
+		n = tfs_listxattr(fs, ino, all, (size_t)n);
+	} while (n == -ERANGE);
+	for (ssize_t i = 0; n > 0 && i < n;) {
+		size_t l = strnlen(all + i, (size_t)(n - i)) + 1;
+
+		if (strncmp(all + i, "trusted.", 8)) {
+			if (size && (size_t)len + l > size) {
+				len = -ERANGE;
+				break;
+			}
+			if (size)
+				memcpy(buf + len, all + i, l);
+			len += (ssize_t)l;
+		}
+		i += (ssize_t)l;
+	}
+	free(all);
+	return n < 0 ? n : len;
+}
+
 static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct tfs_fuse *tf = tf_of(req);
@@ -1131,7 +1249,10 @@ static void op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		reply_err(req, TFS_FUSE_OP_listxattr, -ENOMEM);
 		return;
 	}
-	n = tfs_listxattr(tf->fs, ino, buf, size);
+	if (caller_sees_trusted(req))
+		n = tfs_listxattr(tf->fs, ino, buf, size);
+	else
+		n = listxattr_untrusted(tf->fs, ino, buf, size);
 	reply_xattr_bytes(req, TFS_FUSE_OP_listxattr, size, n, buf);
 	free(buf);
 }
@@ -1221,6 +1342,7 @@ const struct fuse_lowlevel_ops tfs_fuse_ops = {
 	.create = op_create,
 	.fallocate = op_fallocate,
 	.lseek = op_lseek,
+	.ioctl = op_ioctl,
 };
 
 /* --- state --- */

@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -115,7 +116,12 @@ static int case_rename(void)
 	CHECK(renameat2(AT_FDCWD, "d", AT_FDCWD, "c", RENAME_EXCHANGE) == 0);
 	CHECK(stat("c", &st) == 0 && S_ISDIR(st.st_mode) && has("c/in", "I") && has("d", "B"));
 	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "nothere", RENAME_EXCHANGE), ENOENT);
-	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "d", RENAME_WHITEOUT), EINVAL);
+	/* RENAME_WHITEOUT: the old name becomes a character device 0:0. */
+	CHECK(renameat2(AT_FDCWD, "b", AT_FDCWD, "e", RENAME_WHITEOUT) == 0);
+	CHECK(has("e", "A") && lstat("b", &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == 0);
+	CHECK_ERR(renameat2(AT_FDCWD, "e", AT_FDCWD, "d", RENAME_WHITEOUT | RENAME_EXCHANGE),
+		  EINVAL);
+	CHECK(unlink("b") == 0 && rename("e", "b") == 0);
 	CHECK_ERR(renameat2(AT_FDCWD, "b", AT_FDCWD, "d", 1U << 7), EINVAL);
 	CHECK(rename("b", "d") == 0);
 	CHECK(has("d", "A") && access("b", F_OK) == -1);
@@ -195,6 +201,25 @@ static int case_fallocate(void)
 	CHECK(pread(fd, buf, 4096, 8192) == 4096 && buf[0] == 'x' && buf[4095] == 'x');
 	CHECK(fallocate(fd, FALLOC_FL_ZERO_RANGE, 8192, 4096) == 0);
 	CHECK(all_zero(fd, 8192, 4096));
+
+	/* lsattr/chattr: no inode flags, and none can be set (but clearing them all). */
+	int fl = -1, dfd;
+	struct fsxattr fa;
+
+	CHECK(ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0 && fl == 0);
+	fl = 0;
+	CHECK(ioctl(fd, FS_IOC_SETFLAGS, &fl) == 0);
+	fl = FS_IMMUTABLE_FL;
+	CHECK_ERR(ioctl(fd, FS_IOC_SETFLAGS, &fl), EOPNOTSUPP);
+	memset(&fa, 0xff, sizeof(fa));
+	CHECK(ioctl(fd, FS_IOC_FSGETXATTR, &fa) == 0 && fa.fsx_xflags == 0 && fa.fsx_projid == 0);
+	CHECK(ioctl(fd, FS_IOC_FSSETXATTR, &fa) == 0);
+	fa.fsx_xflags = FS_XFLAG_APPEND;
+	CHECK_ERR(ioctl(fd, FS_IOC_FSSETXATTR, &fa), EOPNOTSUPP);
+	dfd = open(".", O_RDONLY | O_DIRECTORY);
+	fl = -1;
+	CHECK(dfd >= 0 && ioctl(dfd, FS_IOC_GETFLAGS, &fl) == 0 && fl == 0);
+	close(dfd);
 	CHECK(close(fd) == 0);
 	return 0;
 }
@@ -292,6 +317,18 @@ static void nobody_writes(void)
 	close(fd);
 }
 
+/* trusted.* names are listed only to CAP_SYS_ADMIN, as ext4 lists them. */
+static void nobody_lists(void)
+{
+	char buf[256];
+	ssize_t n = listxattr("tx", buf, sizeof(buf));
+
+	CHECK(n == (ssize_t)sizeof("user.u") && !memcmp(buf, "user.u", sizeof("user.u")));
+	CHECK(listxattr("tx", NULL, 0) == (ssize_t)sizeof("user.u"));
+	CHECK_ERR(listxattr("tx", buf, 3), ERANGE);
+	CHECK_ERR(getxattr("tx", "trusted.t", buf, sizeof(buf)), ENODATA);
+}
+
 static void nobody_truncates(void)
 {
 	CHECK(truncate("suid", 10) == 0);
@@ -364,6 +401,12 @@ static int case_posix(void)
 		put("suid", "");
 		CHECK(chmod("suid", 06777) == 0);
 		as_nobody(nobody_writes);
+		put("tx", "");
+		CHECK(setxattr("tx", "trusted.t", "1", 1, 0) == 0 &&
+		      setxattr("tx", "user.u", "2", 1, 0) == 0);
+		as_nobody(nobody_lists);
+		CHECK(listxattr("tx", NULL, 0) ==
+		      (ssize_t)(sizeof("trusted.t") + sizeof("user.u")));
 		CHECK(stat("suid", &st) == 0 && (st.st_mode & 07777) == 0777);
 		CHECK(chmod("suid", 06777) == 0);
 		as_nobody(nobody_truncates);

@@ -116,6 +116,34 @@ static void test_root(void **state)
 	assert_int_equal(tfs_getattr(T.fs, 999999, &st), -ENOENT);
 }
 
+/*
+ * A directory's st_size: one block, as an empty ext4 directory (tools and
+ * tests take a directory of size 0 for a broken or empty one); st_blocks 0,
+ * as its names live in the dirents btree, not in blocks of its own.  Files
+ * keep their own size.
+ */
+static void test_dir_size(void **state)
+{
+	u32 bs = tfs_posix_block_size(T.fs);
+	struct tfs_stat st, d;
+	struct tfs_file *f;
+
+	assert_int_equal(tfs_getattr(T.fs, TFS_ROOT_INO, &st), 0);
+	assert_int_equal(st.size, bs);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(pt_mkdir(&T, 1, "d", &d), 0);
+	assert_int_equal(d.size, bs);
+	assert_int_equal(d.blocks, 0);
+	assert_int_equal(pt_create(&T, d.ino, "f", &f), 0);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_int_equal(st.size, 0);
+	assert_int_equal(st.blocks, 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	reopen();
+	assert_int_equal(tfs_getattr(T.fs, d.ino, &st), 0);
+	assert_int_equal(st.size, bs);
+}
+
 static void test_bad_names(void **state)
 {
 	char long_name[300];
@@ -314,6 +342,65 @@ static void test_ownership_sgid(void **state)
 	reopen();
 	assert_int_equal(pt_lookup(&T, d.ino, "sub", &st), 0);
 	assert_int_equal(st.mode, S_IFDIR | 02755);
+}
+
+/*
+ * RENAME_WHITEOUT (overlayfs): the old name becomes a whiteout, a character
+ * device 0:0 owned by the caller, in the same commit as the move; over an
+ * existing target, across directories, of a directory (link counts move as
+ * for a plain rename); not with EXCHANGE.  Kept across a remount, fsck clean.
+ */
+static void test_rename_whiteout(void **state)
+{
+	const struct tfs_ctx user = { .uid = 1000, .gid = 100, .pid = 2 };
+	struct tfs_stat a, c, d, e, st, w;
+	struct listing l;
+
+	assert_int_equal(pt_mknod(&T, 1, "a", S_IFREG | 0644, &a), 0);
+	assert_int_equal(tfs_rename_as(T.fs, &user, 1, "a", 1, 1, "b", 1, TFS_RENAME_WHITEOUT), 0);
+	assert_int_equal(pt_ino(&T, 1, "b"), a.ino);
+	assert_int_equal(pt_lookup(&T, 1, "a", &w), 0);
+	assert_int_not_equal(w.ino, a.ino);
+	assert_int_equal(w.mode, S_IFCHR);
+	assert_int_equal(w.rdev, 0);
+	assert_int_equal(w.nlink, 1);
+	assert_int_equal(w.uid, 1000);
+	assert_int_equal(w.gid, 100);
+	list(1, &l);
+	for (unsigned i = 0; i < l.nr; i++)
+		if (!strcmp(l.e[i].name, "a"))
+			assert_int_equal(l.e[i].dtype, DT_CHR);
+	/* Over an existing name: the target is replaced, the old name a whiteout. */
+	assert_int_equal(pt_mknod(&T, 1, "c", S_IFREG | 0644, &c), 0);
+	assert_int_equal(tfs_rename_as(T.fs, &user, 1, "b", 1, 1, "c", 1,
+				       TFS_RENAME_WHITEOUT | TFS_RENAME_NOREPLACE),
+			 -EEXIST);
+	assert_int_equal(tfs_rename_as(T.fs, &user, 1, "b", 1, 1, "c", 1, TFS_RENAME_WHITEOUT), 0);
+	assert_int_equal(pt_ino(&T, 1, "c"), a.ino);
+	assert_int_equal(tfs_getattr(T.fs, c.ino, &st), -ENOENT);
+	assert_int_equal(pt_lookup(&T, 1, "b", &st), 0);
+	assert_int_equal(st.mode, S_IFCHR);
+	/* A directory moved across directories. */
+	assert_int_equal(pt_mkdir(&T, 1, "d", &d), 0);
+	assert_int_equal(pt_mkdir(&T, 1, "e", &e), 0);
+	assert_int_equal(tfs_rename_as(T.fs, &user, 1, "d", 1, e.ino, "d", 1, TFS_RENAME_WHITEOUT),
+			 0);
+	assert_int_equal(pt_ino(&T, e.ino, "d"), d.ino);
+	assert_int_equal(pt_lookup(&T, 1, "d", &st), 0);
+	assert_int_equal(st.mode, S_IFCHR);
+	assert_int_equal(tfs_getattr(T.fs, 1, &st), 0);
+	assert_int_equal(st.nlink, 3); /* root: ., .. and e */
+	assert_int_equal(tfs_getattr(T.fs, e.ino, &st), 0);
+	assert_int_equal(st.nlink, 3);
+	assert_int_equal(tfs_rename_as(T.fs, &user, 1, "c", 1, 1, "b", 1,
+				       TFS_RENAME_WHITEOUT | TFS_RENAME_EXCHANGE),
+			 -EINVAL);
+	reopen();
+	assert_int_equal(pt_lookup(&T, 1, "a", &st), 0);
+	assert_int_equal(st.mode, S_IFCHR);
+	assert_int_equal(st.uid, 1000);
+	assert_int_equal(pt_ino(&T, 1, "c"), a.ino);
+	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
 static void test_rename_basic(void **state)
@@ -547,6 +634,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dir_size, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rename_whiteout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_lookup_unlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink, setup, teardown),

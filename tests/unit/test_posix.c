@@ -517,6 +517,50 @@ static void test_touch_atime(void **state)
 }
 
 /*
+ * utimensat with a time past what the inode's signed 64-bit nanoseconds hold
+ * (2^40 s, or before 1678): clamped to the nearest time that fits, as ext4
+ * clamps to its own range, kept across a remount.  It wrapped around (2^40 s
+ * read back as 1738) and the multiplication overflowed (UBSan in the daemon).
+ * Times that fit, before 1970 too, are kept to the nanosecond.
+ */
+static void test_setattr_time_range(void **state)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_ATIME | TFS_SETATTR_MTIME };
+	struct tfs_stat st;
+	struct tfs_file *f;
+	tfs_ino_t ino;
+
+	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+
+	sa.atime.tv_sec = 1LL << 32;
+	sa.atime.tv_nsec = 7;
+	sa.mtime.tv_sec = -2;
+	sa.mtime.tv_nsec = 999999999;
+	assert_int_equal(tfs_setattr(T.fs, ino, NULL, &sa, &st), 0);
+	assert_int_equal(st.atime.tv_sec, 1LL << 32);
+	assert_int_equal(st.atime.tv_nsec, 7);
+	assert_int_equal(st.mtime.tv_sec, -2);
+	assert_int_equal(st.mtime.tv_nsec, 999999999);
+
+	sa.atime.tv_sec = 1LL << 40;
+	sa.atime.tv_nsec = 5;
+	sa.mtime.tv_sec = -(1LL << 40);
+	sa.mtime.tv_nsec = 0;
+	assert_int_equal(tfs_setattr(T.fs, ino, NULL, &sa, NULL), 0);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
+	/* INT64_MAX ns: 2262-04-11T23:47:16.854775807 */
+	assert_int_equal(st.atime.tv_sec, INT64_MAX / 1000000000);
+	assert_int_equal(st.atime.tv_nsec, INT64_MAX % 1000000000);
+	/* INT64_MIN ns: 1677-09-21T00:12:43.145224192 */
+	assert_int_equal(st.mtime.tv_sec, INT64_MIN / 1000000000 - 1);
+	assert_int_equal(st.mtime.tv_nsec, 1000000000 + INT64_MIN % 1000000000);
+}
+
+/*
  * A live fsck after a tree lost a level: the new root's own copy is reached
  * on disk only through the old root until the next checkpoint, and no key
  * in memory points at it.  fsck's node walk missed it and called its blocks
@@ -652,6 +696,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_touch_atime, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsck_after_height_shrink, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_setattr_time_range, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_metadata, setup_small, teardown),
 	};
 
