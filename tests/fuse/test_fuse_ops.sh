@@ -133,7 +133,7 @@ cmp -s "$tmp/names.before" "$tmp/names.after" || fail "names changed across unmo
 # let go of the image; an fsck right after waits for it (not "busy", exit 8).
 cp -a "$src/lib" "$mnt/lib-copy" || fail "copy before the unmount"
 pid=$(daemon_pid "$mnt")
-umount "$mnt" || fail "umount"
+umount_busy_retry "$mnt" || fail "umount"
 "$tinyfs" fsck -n "$img" >"$tmp/fsck.out" 2>&1 || { fail "fsck right after umount: exit $?"; cat "$tmp/fsck.out"; }
 wait_gone "$pid"
 finish
