@@ -436,8 +436,8 @@ static int owns_keys(struct tfs_fs *fs, enum tfs_btree_id id, tfs_ino_t ino)
  * Whether the removal of im's last name can delete the inode in the same
  * transaction (1), or must leave an orphan key for tfs_inode_remove() (0):
  * nobody has it open and it owns nothing but its inode key (and a
- * symlink's target), so the whole removal fits one commit and a crash
- * leaves either the name and the inode or neither.  im and its directory
+ * symlink's target; no orphan key either), so the whole removal fits one
+ * commit and a crash leaves either the name and the inode or neither.  im and its directory
  * locked exclusively (no open or write can start meanwhile).
  */
 static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
@@ -462,7 +462,8 @@ static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
-	ret = owns_keys(fs, TFS_BTREE_xattrs, im->ino);
+	/* An orphan key (a truncate that failed half way) is tfs_inode_remove()'s to drop. */
+	ret = owns_keys(fs, TFS_BTREE_orphans, im->ino) ?: owns_keys(fs, TFS_BTREE_xattrs, im->ino);
 	return ret ? (ret < 0 ? ret : 0) : 1;
 }
 

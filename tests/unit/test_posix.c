@@ -351,6 +351,35 @@ static void test_unlink_at_once(void **state)
 }
 
 /*
+ * An empty file that still has an orphan key (left by a truncate that
+ * failed after its last extent went): its unlink takes the orphan path,
+ * which drops the key with the inode, instead of deleting the inode in
+ * one commit and leaving the key behind.
+ */
+static void test_unlink_at_once_orphan_key(void **state)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf kb;
+	struct tfs_file *f;
+	tfs_ino_t ino;
+	u64 seq;
+
+	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	tfs_posix_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_orphan_add(&trans, ino, TFS_ORPHAN_truncate), 0);
+	assert_int_equal(tfs_posix_commit(&trans, &seq), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(tfs_unlink(T.fs, 1, "t", 1), 0);
+	assert_inode_gone(ino);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &kb), -ENOENT);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
  * A crash between a big truncate's first transaction (new size, orphan key)
  * and its last: open drops the extents past EOF and the key.  The state is
  * made by hand: the first transaction alone, then a power cut.
@@ -692,6 +721,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fsync_only_what_is_needed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_at_once_orphan_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_truncate_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),
