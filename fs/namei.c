@@ -418,6 +418,56 @@ static void maybe_remove(struct tfs_fs *fs, struct tfs_inode_mem *im)
 }
 
 /*
+ * Whether btree id holds a key of ino: 1 yes, 0 no, or a negative code.
+ */
+static int owns_keys(struct tfs_fs *fs, enum tfs_btree_id id, tfs_ino_t ino)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, fs, id, TFS_POS(ino, 0), TFS_POS(ino, UINT64_MAX));
+	ret = tfs_btree_iter_peek(&iter, &k);
+	tfs_btree_iter_exit(&iter);
+	return ret ?: k != NULL;
+}
+
+/*
+ * Whether the removal of im's last name can delete the inode in the same
+ * transaction (1), or must leave an orphan key for tfs_inode_remove() (0):
+ * nobody has it open and it owns nothing but its inode key (and a
+ * symlink's target; no orphan key either), so the whole removal fits one
+ * commit and a crash leaves either the name and the inode or neither.  im and its directory
+ * locked exclusively (no open or write can start meanwhile).
+ */
+static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
+{
+	struct tfs_posix *p = tfs_posix(fs);
+	bool open;
+	int ret;
+
+	pthread_mutex_lock(&p->table_lock);
+	open = im->open_count;
+	pthread_mutex_unlock(&p->table_lock);
+	if (open)
+		return 0;
+	if (S_ISREG(im->ui.mode)) {
+		ret = owns_keys(fs, TFS_BTREE_extents, im->ino);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	if (S_ISDIR(im->ui.mode)) {
+		/* Whiteouts left by its removed names: tfs_inode_remove() drops them. */
+		ret = owns_keys(fs, TFS_BTREE_dirents, im->ino);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	/* An orphan key (a truncate that failed half way) is tfs_inode_remove()'s to drop. */
+	ret = owns_keys(fs, TFS_BTREE_orphans, im->ino) ?: owns_keys(fs, TFS_BTREE_xattrs, im->ino);
+	return ret ? (ret < 0 ? ret : 0) : 1;
+}
+
+/*
  * Locks dir and the inode its entry name leads to, in inode order, and
  * checks the entry still leads there.  0 with *child referenced and both
  * locked, *slot and *dtype of the entry.
@@ -481,6 +531,7 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 	struct tfs_inode_unpacked ui, dui;
 	unsigned dtype;
 	u64 slot, seq;
+	bool at_once = false;
 	int ret;
 
 	if (len == 1 && name[0] == '.')
@@ -517,12 +568,29 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 	} else {
 		ui.nlink--;
 	}
+	if (!ui.nlink) {
+		ret = remove_at_once(fs, im);
+		if (ret < 0)
+			goto out;
+		at_once = ret;
+	}
 	tfs_posix_trans_init(&trans, fs);
-	ret = tfs_dirent_remove(&trans, dir, slot) ?: tfs_inode_update(&trans, im, &ui) ?:
-	      tfs_inode_update(&trans, dir, &dui);
-	/* The last name: the orphan key goes in with it (see tfs_inode_remove()). */
-	if (!ret && !ui.nlink)
-		ret = tfs_orphan_add(&trans, im->ino, TFS_ORPHAN_unlinked);
+	ret = tfs_dirent_remove(&trans, dir, slot) ?: tfs_inode_update(&trans, dir, &dui);
+	if (!ret && at_once) {
+		/*
+		 * The name, the inode (and a symlink's target) in one commit:
+		 * no orphan key, nothing left for a crash to find.
+		 */
+		ret = (S_ISLNK(ui.mode)
+			       ? tfs_trans_delete(&trans, TFS_BTREE_extents, TFS_POS(im->ino, 0))
+			       : 0)
+			      ?: tfs_trans_delete(&trans, TFS_BTREE_inodes, TFS_POS(im->ino, 0));
+	} else if (!ret) {
+		ret = tfs_inode_update(&trans, im, &ui);
+		/* The last name: the orphan key goes in with it (see tfs_inode_remove()). */
+		if (!ret && !ui.nlink)
+			ret = tfs_orphan_add(&trans, im->ino, TFS_ORPHAN_unlinked);
+	}
 	if (!ret)
 		ret = tfs_posix_commit(&trans, &seq);
 	tfs_trans_exit(&trans);
@@ -530,10 +598,15 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 		goto out;
 	tfs_inode_committed(im, &ui, seq, false);
 	tfs_inode_committed(dir, &dui, seq, false);
-	if (!ui.nlink)
+	if (at_once) {
+		im->deleted = true;
+		__atomic_fetch_sub(&tfs_posix(fs)->nr_inodes, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&tfs_posix(fs)->c.removed_at_once, 1, __ATOMIC_RELAXED);
+	} else if (!ui.nlink) {
 		__atomic_fetch_add(&tfs_posix(fs)->c.orphans_added, 1, __ATOMIC_RELAXED);
+	}
 	tfs_iunlock(dir);
-	if (!ui.nlink)
+	if (!ui.nlink && !at_once)
 		maybe_remove(fs, im);
 	tfs_iunlock(im);
 	tfs_iput(fs, im);

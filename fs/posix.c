@@ -748,8 +748,11 @@ void tfs_posix_to_text(struct printbuf *out, struct tfs_fs *fs)
 		   LD(c->data_replica_fallbacks));
 	prt_printf(out, "fsyncs %llu flushed %llu already durable %llu\n", LD(c->fsyncs),
 		   LD(c->fsync_flushes), LD(c->fsync_skipped));
-	prt_printf(out, "orphans added %llu reclaimed %llu; enospc flush retries %llu\n",
-		   LD(c->orphans_added), LD(c->orphans_reclaimed), LD(c->enospc_flush_retries));
+	prt_printf(out,
+		   "orphans added %llu reclaimed %llu; removed with their name %llu; enospc flush "
+		   "retries %llu\n",
+		   LD(c->orphans_added), LD(c->orphans_reclaimed), LD(c->removed_at_once),
+		   LD(c->enospc_flush_retries));
 	prt_printf(out, "getxattr lookups skipped (inode without xattrs) %llu\n",
 		   LD(c->xattr_lookups_skipped));
 #undef LD

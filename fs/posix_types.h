@@ -94,6 +94,7 @@ struct tfs_posix_counters {
 	u64 data_write_errors, data_read_errors, data_csum_errors, data_replica_fallbacks;
 	u64 fsyncs, fsync_flushes, fsync_skipped;
 	u64 orphans_added, orphans_reclaimed;
+	u64 removed_at_once; /* inodes deleted with their last name, no orphan key */
 	u64 enospc_flush_retries;
 	u64 hash_probes, whiteouts_written;
 	u64 xattr_lookups_skipped; /* getxattr answered by tfs_inode_mem.xattrs */

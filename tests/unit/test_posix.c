@@ -301,6 +301,130 @@ static void test_orphan_after_crash(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+static s64 ts_ns(struct timespec ts)
+{
+	return (s64)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ino is gone from the btrees: no inode key, no orphan key. */
+static void assert_inode_gone(tfs_ino_t ino)
+{
+	struct tfs_bkey_buf kb;
+	struct tfs_stat st;
+
+	assert_int_equal(tfs_getattr(T.fs, ino, &st), -ENOENT);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes, TFS_POS(ino, 0), &kb), -ENOENT);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &kb), -ENOENT);
+}
+
+/*
+ * The last name of an inode nobody has open that owns nothing else (an
+ * empty file, a symlink, a device node, an empty directory) goes with its
+ * inode in one transaction, without an orphan key; one with data or xattrs,
+ * or still open, takes the orphan path.  Link counts, the directory's
+ * times and the inode count are right either way.
+ */
+static void test_unlink_at_once(void **state)
+{
+	struct tfs_posix_counters *c = &tfs_posix(T.fs)->c;
+	struct tfs_stat d0, d1, st;
+	struct tfs_file *f, *open;
+	tfs_ino_t ino[7];
+	u64 added, at_once, inodes0, inodes1;
+	const char *names[] = { "e", "s", "p", "dd", "w", "x", "o" };
+
+	assert_int_equal(pt_mkdir(&T, 1, "d", &d0), 0);
+	assert_int_equal(pt_create(&T, d0.ino, "e", &f), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, d0.ino, "s", 1, "target/of/s", &st), 0);
+	assert_int_equal(pt_mknod(&T, d0.ino, "p", S_IFIFO | 0644, NULL), 0);
+	assert_int_equal(pt_mkdir(&T, d0.ino, "dd", NULL), 0);
+	assert_int_equal(pt_create(&T, d0.ino, "w", &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, "data", 4, 0), 4);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_create(&T, d0.ino, "x", &f), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_setxattr(T.fs, pt_ino(&T, d0.ino, "x"), "user.a", "1", 1, 0), 0);
+	assert_int_equal(pt_create(&T, d0.ino, "o", &open), 0);
+	for (unsigned i = 0; i < 7; i++)
+		assert_int_not_equal(ino[i] = pt_ino(&T, d0.ino, names[i]), 0);
+	assert_int_equal(tfs_acct_read(T.fs, TFS_ACCT_inodes, 0, &inodes0), 0);
+	assert_int_equal(tfs_getattr(T.fs, d0.ino, &d0), 0);
+	assert_int_equal(d0.nlink, 3);
+
+	added = c->orphans_added;
+	at_once = c->removed_at_once;
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "e", 1), 0);
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "s", 1), 0);
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "p", 1), 0);
+	assert_int_equal(tfs_rmdir(T.fs, d0.ino, "dd", 2), 0);
+	/* One transaction each: no orphan key was ever written. */
+	assert_int_equal(c->orphans_added, added);
+	assert_int_equal(c->removed_at_once, at_once + 4);
+	for (unsigned i = 0; i < 4; i++)
+		assert_inode_gone(ino[i]);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_extents, TFS_POS(ino[1], 0),
+					  &(struct tfs_bkey_buf){ 0 }),
+			 -ENOENT);
+	/* The directory: one link less (dd's ".."), new mtime and ctime. */
+	assert_int_equal(tfs_getattr(T.fs, d0.ino, &d1), 0);
+	assert_int_equal(d1.nlink, 2);
+	assert_true(ts_ns(d1.mtime) > ts_ns(d0.mtime));
+	assert_true(ts_ns(d1.ctime) == ts_ns(d1.mtime));
+
+	/* Data, an xattr, an open file: the orphan path, as before. */
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "w", 1), 0);
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "x", 1), 0);
+	assert_int_equal(tfs_unlink(T.fs, d0.ino, "o", 1), 0);
+	assert_int_equal(c->orphans_added, added + 3);
+	assert_int_equal(c->removed_at_once, at_once + 4);
+	assert_inode_gone(ino[4]);
+	assert_inode_gone(ino[5]);
+	assert_int_equal(tfs_getattr(T.fs, ino[6], &st), 0);
+	assert_int_equal(st.nlink, 0);
+	assert_int_equal(tfs_release(T.fs, open), 0);
+	assert_inode_gone(ino[6]);
+
+	assert_int_equal(tfs_acct_read(T.fs, TFS_ACCT_inodes, 0, &inodes1), 0);
+	assert_int_equal(inodes1, inodes0 - 7);
+	assert_int_equal(tfs_rmdir(T.fs, 1, "d", 1), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	/* And after a remount: the same, nothing for open to reclaim. */
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < 7; i++)
+		assert_inode_gone(ino[i]);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
+ * An empty file that still has an orphan key (left by a truncate that
+ * failed after its last extent went): its unlink takes the orphan path,
+ * which drops the key with the inode, instead of deleting the inode in
+ * one commit and leaving the key behind.
+ */
+static void test_unlink_at_once_orphan_key(void **state)
+{
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf kb;
+	struct tfs_file *f;
+	tfs_ino_t ino;
+	u64 seq;
+
+	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	tfs_posix_trans_init(&trans, T.fs);
+	assert_int_equal(tfs_orphan_add(&trans, ino, TFS_ORPHAN_truncate), 0);
+	assert_int_equal(tfs_posix_commit(&trans, &seq), 0);
+	tfs_trans_exit(&trans);
+	assert_int_equal(tfs_unlink(T.fs, 1, "t", 1), 0);
+	assert_inode_gone(ino);
+	assert_int_equal(pt_fsck(T.fs), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &kb), -ENOENT);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
 /*
  * A crash between a big truncate's first transaction (new size, orphan key)
  * and its last: open drops the extents past EOF and the key.  The state is
@@ -687,6 +811,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fsync_only_what_is_needed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsync_append_one_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unlink_open_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_at_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unlink_at_once_orphan_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_truncate_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),

@@ -575,11 +575,108 @@ static void test_power_cut_big_truncate(void **state)
 	assert_true(old_seen > 0 && new_seen > 0);
 }
 
+/*
+ * Removals that delete the inode with its last name, in one transaction
+ * (an empty file, a symlink, a device node, an empty directory), between
+ * ones that leave an orphan key (a file with data, an open file).  A cut
+ * at any write: each name is either there with its inode, or gone with its
+ * inode, never a name without an inode or an inode without a name; the
+ * removals are a prefix of the order they were made in; open reclaims the
+ * orphans; fsck is clean.
+ */
+#define UA_NAMES 6
+
+static void test_power_cut_unlink_at_once(void **state)
+{
+	static const char *const names[UA_NAMES] = { "e", "w", "s", "dd", "o", "p" };
+	unsigned cuts = 0, partial = 0;
+
+	for (u64 k = 1;; k++) {
+		struct tfs_file *f, *open;
+		struct tfs_stat st;
+		tfs_ino_t ino[UA_NAMES];
+		unsigned gone = 0;
+		char rule[96];
+		bool cut;
+		int ret;
+
+		pt_copy_file(template_path, T.path[0]);
+		T.rule[0][0] = 0;
+		assert_int_equal(pt_open(&T), 0);
+		assert_int_equal(pt_create(&T, 1, "e", &f), 0);
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_int_equal(pt_create(&T, 1, "w", &f), 0);
+		assert_int_equal(tfs_write(T.fs, f, "data", 4, 0), 4);
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, "s", 1, "t", &st), 0);
+		assert_int_equal(pt_mkdir(&T, 1, "dd", NULL), 0);
+		assert_int_equal(pt_create(&T, 1, "o", &open), 0);
+		assert_int_equal(pt_mknod(&T, 1, "p", S_IFCHR | 0600, NULL), 0);
+		for (unsigned i = 0; i < UA_NAMES; i++)
+			assert_int_not_equal(ino[i] = pt_ino(&T, 1, names[i]), 0);
+		assert_int_equal(tfs_syncfs(T.fs), 0);
+
+		snprintf(rule, sizeof(rule), "write nth=%llu powercut=%s", (unsigned long long)k,
+			 policies[k % 4]);
+		tfs_faultdev_set_seed(pt_bdev(&T, 0), k);
+		assert_true(pt_rule(&T, 0, rule) >= 0);
+		ret = 0;
+		for (unsigned i = 0; i < UA_NAMES && !ret; i++) {
+			const char *n = names[i];
+
+			ret = !strcmp(n, "dd") ? tfs_rmdir(T.fs, 1, n, strlen(n))
+					       : tfs_unlink(T.fs, 1, n, strlen(n));
+			/* Each removal durable before the next: cuts land between them. */
+			ret = ret ?: tfs_fsyncdir(T.fs, 1, false);
+		}
+		cut = tfs_faultdev_rule_fired(pt_bdev(&T, 0), 0) > 0;
+		tfs_release(T.fs, open);
+		ret = pt_stop(&T) ?: ret;
+		cut |= ret != 0;
+		assert_int_equal(pt_open(&T), 0);
+		for (unsigned i = 0; i < UA_NAMES; i++) {
+			struct tfs_bkey_buf kb;
+			int name = pt_lookup(&T, 1, names[i], &st);
+
+			assert_true(name == 0 || name == -ENOENT);
+			if (!name) {
+				/* Still there: whole, and every later name too. */
+				assert_int_equal(st.ino, ino[i]);
+				assert_int_equal(st.nlink, !strcmp(names[i], "dd") ? 2 : 1);
+				continue;
+			}
+			assert_int_equal(gone, i); /* a prefix */
+			gone++;
+			assert_int_equal(tfs_getattr(T.fs, ino[i], &st), -ENOENT);
+			assert_int_equal(
+				tfs_btree_lookup(T.fs, TFS_BTREE_inodes, TFS_POS(ino[i], 0), &kb),
+				-ENOENT);
+			assert_int_equal(
+				tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino[i], 0), &kb),
+				-ENOENT);
+			assert_int_equal(
+				tfs_btree_lookup(T.fs, TFS_BTREE_extents, TFS_POS(ino[i], 0), &kb),
+				-ENOENT);
+		}
+		assert_int_equal(pt_fsck(T.fs), 0);
+		assert_int_equal(pt_stop(&T), 0);
+		if (!cut) {
+			assert_int_equal(gone, UA_NAMES);
+			break;
+		}
+		cuts++;
+		partial += gone > 0 && gone < UA_NAMES;
+	}
+	fprintf(stderr, "unlink: %u cuts, %u between the removals\n", cuts, partial);
+	assert_true(partial > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_power_cut_every_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_power_cut_big_truncate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_power_cut_unlink_at_once, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
