@@ -51,22 +51,7 @@ tfs_mount() {
 	return 1
 }
 
-# umount_busy_retry MNT: umount, retried for up to 10 s while the mount is
-# busy.  A process that holds the mount for a moment (seen on a loaded CI
-# machine: a statfs or an exiting process's files) makes umount fail with
-# EBUSY; who held it is printed, and only a mount still busy after 10 s fails.
-umount_busy_retry() {
-	local mnt=$1 i
-	for ((i = 0; i < 100; i++)); do
-		umount "$mnt" 2>/dev/null && return 0
-		if ((i == 0)); then
-			echo "note: $mnt busy at umount; holders:" >&2
-			fuser -vm "$mnt" >&2 2>&1 || true
-		fi
-		sleep 0.1
-	done
-	fusermount3 -u "$mnt"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/umount_retry.sh"
 
 # tfs_umount MNT: unmounts and waits for the daemon to have stopped the fs.
 tfs_umount() {

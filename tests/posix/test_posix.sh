@@ -45,21 +45,7 @@ export TFS_RUN_DIR=$tmp/run
 mkdir -p "$mnt"
 mounted=0 pid=
 daemon_pid() { "$tinyfs" stats "$mnt" fuse 2>/dev/null | awk '$1 == "pid:" { print $2 }'; }
-# umount_busy_retry MNT: umount, retried for up to 10 s while the mount is
-# busy (a process holding it for a moment on a loaded machine); who held it
-# is printed.  The same as tests/fuse/lib.sh's.
-umount_busy_retry() {
-	local m=$1 i
-	for ((i = 0; i < 100; i++)); do
-		umount "$m" 2>/dev/null && return 0
-		if ((i == 0)); then
-			echo "note: $m busy at umount; holders:" >&2
-			fuser -vm "$m" >&2 2>&1 || true
-		fi
-		sleep 0.1
-	done
-	fusermount3 -u "$m"
-}
+. "$(dirname "$0")/../fuse/umount_retry.sh"
 
 # wait_daemon: the daemon writes back after umount returns; wait (30 s) for it.
 wait_daemon() {
