@@ -7,7 +7,8 @@
  * dirent naming an inode that does not exist, a symlink without its
  * target, a leaf of the dirents btree with a flipped byte.  Also: the
  * inode table keeps working past its LRU (evicted inodes reload, and an
- * fsync of a reloaded inode still flushes what it must).
+ * fsync of a reloaded inode still flushes what it must), and it grows
+ * under two threads without losing an entry.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -432,6 +434,65 @@ static void test_table_eviction(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/*
+ * The table grows while two threads fill it: every number got twice gives
+ * the same entry (a growth that lost or duplicated a chain would hand out a
+ * second one), and putting them all empties it.  The numbers do not exist
+ * on disk: entries never loaded, dropped at their last put.
+ */
+#define GROW_NR 200000U
+
+struct grow_arg {
+	unsigned first; /* this thread takes first, first + 2, ... */
+	struct tfs_inode_mem **ims;
+	int err;
+};
+
+static void *grow_thread(void *v)
+{
+	struct grow_arg *a = v;
+
+	for (unsigned i = a->first; i < GROW_NR && !a->err; i += 2)
+		a->err = tfs_iget(T.fs, 1000000 + i, &a->ims[i]);
+	for (unsigned i = a->first; i < GROW_NR && !a->err; i += 2) {
+		struct tfs_inode_mem *im;
+
+		a->err = tfs_iget(T.fs, 1000000 + i, &im);
+		if (!a->err && im != a->ims[i])
+			a->err = -EEXIST;
+		if (!a->err)
+			tfs_iput(T.fs, im);
+	}
+	return NULL;
+}
+
+static void test_table_growth_threads(void **state)
+{
+	struct tfs_posix *p = tfs_posix(T.fs);
+	struct tfs_inode_mem **ims = calloc(GROW_NR, sizeof(*ims));
+	struct grow_arg a[2] = { { 0, ims, 0 }, { 1, ims, 0 } };
+	pthread_t th[2];
+	size_t size0 = p->table_size;
+	u64 cached0 = p->nr_cached;
+
+	assert_non_null(ims);
+	for (unsigned t = 0; t < 2; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, grow_thread, &a[t]), 0);
+	for (unsigned t = 0; t < 2; t++) {
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+		assert_int_equal(a[t].err, 0);
+	}
+	assert_true(p->table_size > size0);
+	assert_int_equal(p->nr_cached, cached0 + GROW_NR);
+	for (unsigned i = 0; i < GROW_NR; i++) {
+		assert_int_equal(ims[i]->ino, 1000000 + i);
+		assert_int_equal(ims[i]->ref, 1);
+		tfs_iput(T.fs, ims[i]);
+	}
+	assert_int_equal(p->nr_cached, cached0);
+	free(ims);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -443,6 +504,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors_panic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_leaf_on_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_growth_threads, setup, teardown),
 	};
 
 	return pt_run_tests(tests);
