@@ -122,10 +122,18 @@ struct tfs_stat {
 	struct timespec atime, mtime, ctime, btime;
 };
 
-/* Who asks: for the ownership of new inodes. */
+/*
+ * Who asks: for the ownership of new inodes.  posix_acl: the caller left
+ * the umask and the directory's default ACL to fs/ (FUSE_POSIX_ACL): a new
+ * inode's mode and ACLs follow the default ACL, or lose the umask bits if
+ * there is none (as ext4's posix_acl_create()).  Without it the mode is
+ * taken as given.
+ */
 struct tfs_ctx {
 	u32 uid, gid;
 	u32 pid;
+	u32 umask;
+	bool posix_acl;
 };
 
 int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st);

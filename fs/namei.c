@@ -218,6 +218,12 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 		goto out_trans;
 	ino = tfs_ino_alloc(fs);
 	new_inode_attrs(fs, ctx, &dir->ui, mode, rdev, &ui);
+	/* Before the inode is packed: the default ACL may mask its mode. */
+	if (ctx->posix_acl) {
+		ret = tfs_acl_create(&trans, dir, ino, ui.hash_seed, &ui.mode, ctx->umask);
+		if (ret)
+			goto out_trans;
+	}
 	if (target)
 		ui.size = strlen(target);
 	if (S_ISDIR(mode))

@@ -149,7 +149,10 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 		struct tfs_btree_trans trans;
 
 		tfs_posix_trans_init(&trans, fs);
-		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+		/* A chmod changes the access ACL in the same commit (posix_acl_chmod()). */
+		if ((v & TFS_SETATTR_MODE) && !S_ISLNK(ui.mode))
+			ret = tfs_acl_chmod(&trans, im, ui.mode);
+		ret = ret ?: tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
 		tfs_trans_exit(&trans);
 		if (!ret)
 			tfs_inode_committed(im, &ui, seq, times_only);

@@ -295,6 +295,23 @@ int tfs_data_remove_all(struct tfs_fs *fs, struct tfs_inode_mem *im);
 
 /* Removes every xattr / dirent (whiteouts of a removed directory) of ino, in batches. */
 int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino);
+
+/*
+ * posix_acl_create() for a new inode ino (hash_seed) of *mode in dir
+ * (locked exclusive): with a default ACL on dir, *mode's permission bits
+ * are masked by it and the new inode's access ACL (when the mode cannot
+ * say it all) and, for a directory, its default ACL are queued in trans;
+ * without one, *mode loses the umask bits.  Symlinks: nothing.
+ */
+int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs_ino_t ino,
+		   u64 hash_seed, u32 *mode, u32 umask);
+
+/*
+ * posix_acl_chmod(): queues in trans im's (locked exclusive) access ACL,
+ * if it has one, with its owner, mask (owning group if no mask) and other
+ * entries set from mode's permission bits.
+ */
+int tfs_acl_chmod(struct tfs_btree_trans *trans, struct tfs_inode_mem *im, u32 mode);
 int tfs_dirents_remove_all(struct tfs_fs *fs, tfs_ino_t dir);
 
 #endif /* TFS_FS_POSIX_H */

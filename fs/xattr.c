@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "fs/posix.h"
 #include "fs/str_hash.h"
@@ -182,24 +183,24 @@ static const struct tfs_hash_desc xattr_hash_desc = {
 	.whiteout = xattr_whiteout,
 };
 
-static u64 xattr_start(struct tfs_fs *fs, struct tfs_inode_mem *im, const struct xattr_name *n)
+static u64 xattr_start(struct tfs_fs *fs, u64 hash_seed, const struct xattr_name *n)
 {
 	u8 buf[1 + 255];
 
 	buf[0] = (u8)n->type;
 	memcpy(buf + 1, n->name, n->len);
 	return tfs_hash_slot(&xattr_hash_desc,
-			     tfs_posix(fs)->name_hash(im->ui.hash_seed, buf, 1 + n->len));
+			     tfs_posix(fs)->name_hash(hash_seed, buf, 1 + n->len));
 }
 
-/* Chunk 0 of n, checked: 0 with *slot, or -ENODATA. */
-static int xattr_find(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
-		      const struct xattr_name *n, u64 *slot, u64 *free_slot,
-		      struct tfs_bkey_buf *out)
+/* Chunk 0 of n of inode ino (hash_seed), checked: 0 with *slot, or -ENODATA. */
+static int xattr_find_at(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 hash_seed,
+			 const struct xattr_name *n, u64 *slot, u64 *free_slot,
+			 struct tfs_bkey_buf *out)
 {
 	struct printbuf err = PRINTBUF;
-	int ret = tfs_hash_lookup(trans, &xattr_hash_desc, im->ino, xattr_start(trans->fs, im, n),
-				  n, slot, free_slot, out);
+	int ret = tfs_hash_lookup(trans, &xattr_hash_desc, ino,
+				  xattr_start(trans->fs, hash_seed, n), n, slot, free_slot, out);
 
 	if (ret == -ENOENT)
 		return -ENODATA;
@@ -216,6 +217,13 @@ static int xattr_find(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
 	}
 	printbuf_exit(&err);
 	return ret;
+}
+
+static int xattr_find(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
+		      const struct xattr_name *n, u64 *slot, u64 *free_slot,
+		      struct tfs_bkey_buf *out)
+{
+	return xattr_find_at(trans, im->ino, im->ui.hash_seed, n, slot, free_slot, out);
 }
 
 static unsigned nr_chunks(unsigned name_len, unsigned value_len)
@@ -255,6 +263,71 @@ static bool xattrs_none(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known
 	return s == TFS_INODE_XATTRS_none;
 }
 
+/*
+ * Copies the value of the xattr at slot of ino, whose chunk 0 is in kb
+ * (its buffer is reused), to buf (value_len bytes).
+ */
+static int read_value(struct tfs_fs *fs, tfs_ino_t ino, u64 slot, struct tfs_bkey_buf *kb,
+		      void *buf)
+{
+	struct printbuf err = PRINTBUF;
+	const struct tfs_xattr *x = tfs_bkey_val(&kb->k);
+	size_t value_len = le32_to_cpu(x->value_len), done = le16_to_cpu(x->chunk_len);
+	int ret = 0;
+
+	memcpy(buf, x->data + x->name_len, done);
+	for (unsigned c = 1; !ret && done < value_len; c++) {
+		ret = tfs_btree_lookup(fs, TFS_BTREE_xattrs,
+				       tfs_hash_pos(&xattr_hash_desc, ino, slot, c), kb);
+		x = tfs_bkey_val(&kb->k);
+		if (ret == -ENOENT ||
+		    (!ret && (kb->k.type != TFS_BKEY_xattr || xattr_validate(&kb->k, &err) ||
+			      le16_to_cpu(x->chunk_len) > value_len - done))) {
+			struct printbuf msg = PRINTBUF;
+
+			prt_printf(&msg, "xattr %llu:%llu chunk %u missing or bad: %s",
+				   (unsigned long long)ino, (unsigned long long)slot, c,
+				   printbuf_str(&err));
+			tfs_posix_inconsistent(fs, printbuf_str(&msg));
+			printbuf_exit(&msg);
+			ret = -TFS_ERR_xattr_invalid;
+		}
+		if (ret)
+			break;
+		memcpy((u8 *)buf + done, x->data, le16_to_cpu(x->chunk_len));
+		done += le16_to_cpu(x->chunk_len);
+	}
+	printbuf_exit(&err);
+	return ret;
+}
+
+/* Queues the chunks of value (size bytes) as xattr n of ino at slot. */
+static int queue_value(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 slot,
+		       const struct xattr_name *n, const void *value, size_t size)
+{
+	struct tfs_bkey_buf kb;
+	size_t done = 0;
+	int ret = 0;
+
+	for (unsigned c = 0; !ret && (c == 0 || done < size); c++) {
+		unsigned nl = c ? 0 : (unsigned)n->len;
+		size_t chunk = min_t(size_t, size - done, TFS_XATTR_CHUNK_BYTES - nl);
+		struct tfs_xattr *x = tfs_bkey_init(&kb, TFS_BKEY_xattr,
+						    tfs_hash_pos(&xattr_hash_desc, ino, slot, c),
+						    tfs_xattr_val_bytes(nl, (unsigned)chunk));
+
+		x->type = (u8)(c ? TFS_XATTR_cont : n->type);
+		x->name_len = (u8)nl;
+		x->chunk_len = cpu_to_le16((u16)chunk);
+		x->value_len = cpu_to_le32(c ? 0 : (u32)size);
+		memcpy(x->data, n->name, nl);
+		memcpy(x->data + nl, (const u8 *)value + done, chunk);
+		done += chunk;
+		ret = tfs_trans_update(trans, TFS_BTREE_xattrs, &kb.k);
+	}
+	return ret;
+}
+
 /* --- operations --- */
 
 ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *buf, size_t size)
@@ -262,11 +335,10 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *b
 	struct tfs_inode_mem *im;
 	struct tfs_btree_trans trans;
 	struct tfs_bkey_buf kb;
-	struct printbuf err = PRINTBUF;
 	struct xattr_name n;
 	const struct tfs_xattr *x;
 	u64 slot;
-	size_t value_len = 0, done;
+	size_t value_len = 0;
 	bool known;
 	int ret = xattr_name_parse(name, &n);
 
@@ -295,31 +367,8 @@ ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *b
 		ret = -ERANGE;
 		goto out;
 	}
-	done = le16_to_cpu(x->chunk_len);
-	memcpy(buf, x->data + x->name_len, done);
-	for (unsigned c = 1; !ret && done < value_len; c++) {
-		ret = tfs_btree_lookup(fs, TFS_BTREE_xattrs,
-				       tfs_hash_pos(&xattr_hash_desc, ino, slot, c), &kb);
-		x = tfs_bkey_val(&kb.k);
-		if (ret == -ENOENT ||
-		    (!ret && (kb.k.type != TFS_BKEY_xattr || xattr_validate(&kb.k, &err) ||
-			      le16_to_cpu(x->chunk_len) > value_len - done))) {
-			struct printbuf msg = PRINTBUF;
-
-			prt_printf(&msg, "xattr %llu:%llu chunk %u missing or bad: %s",
-				   (unsigned long long)ino, (unsigned long long)slot, c,
-				   printbuf_str(&err));
-			tfs_posix_inconsistent(fs, printbuf_str(&msg));
-			printbuf_exit(&msg);
-			ret = -TFS_ERR_xattr_invalid;
-		}
-		if (ret)
-			break;
-		memcpy((u8 *)buf + done, x->data, le16_to_cpu(x->chunk_len));
-		done += le16_to_cpu(x->chunk_len);
-	}
+	ret = read_value(fs, ino, slot, &kb, buf);
 out:
-	printbuf_exit(&err);
 	tfs_trans_exit(&trans);
 	tfs_iput_unlock(fs, im);
 	return ret ?: (ssize_t)value_len;
@@ -497,7 +546,6 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	struct tfs_bkey_buf kb;
 	struct xattr_name n;
 	u64 slot, free_slot;
-	size_t done;
 	bool extended = false;
 	int perm = -1; /* the permission bits an access ACL sets, or -1 */
 	int ret = xattr_name_parse(name, &n);
@@ -567,23 +615,8 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 			ret = -ENOSPC;
 		slot = free_slot;
 	}
-	done = 0;
-	for (unsigned c = 0; !ret && (c == 0 || done < size); c++) {
-		unsigned nl = c ? 0 : (unsigned)n.len;
-		size_t chunk = min_t(size_t, size - done, TFS_XATTR_CHUNK_BYTES - nl);
-		struct tfs_xattr *x = tfs_bkey_init(&kb, TFS_BKEY_xattr,
-						    tfs_hash_pos(&xattr_hash_desc, ino, slot, c),
-						    tfs_xattr_val_bytes(nl, (unsigned)chunk));
-
-		x->type = (u8)(c ? TFS_XATTR_cont : n.type);
-		x->name_len = (u8)nl;
-		x->chunk_len = cpu_to_le16((u16)chunk);
-		x->value_len = cpu_to_le32(c ? 0 : (u32)size);
-		memcpy(x->data, n.name, nl);
-		memcpy(x->data + nl, (const u8 *)value + done, chunk);
-		done += chunk;
-		ret = tfs_trans_update(&trans, TFS_BTREE_xattrs, &kb.k);
-	}
+	if (!ret)
+		ret = queue_value(&trans, ino, slot, &n, value, size);
 	if (!ret)
 		ret = commit_ctime_perm(&trans, im, perm);
 out:
@@ -626,4 +659,193 @@ int tfs_removexattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name)
 int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino)
 {
 	return tfs_posix_delete_inode_keys(fs, TFS_BTREE_xattrs, ino);
+}
+
+/*
+ * --- POSIX ACLs for a mount with FUSE_POSIX_ACL ---
+ *
+ * The kernel then enforces ACLs and leaves two things to the filesystem
+ * that ext4 does in its own code: a new inode's mode and ACLs from its
+ * directory's default ACL (posix_acl_create()), and the access ACL
+ * following a chmod (posix_acl_chmod()).  Both go into the transaction of
+ * the create or the chmod: a crash never leaves the mode without its ACL.
+ */
+
+/*
+ * The value of im's (locked) xattr n, malloc'ed, in *val and *size; 0, or
+ * -ENODATA if it has none.
+ */
+static int xattr_read_alloc(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
+			    const struct xattr_name *n, u8 **val, size_t *size)
+{
+	struct tfs_bkey_buf kb;
+	bool known;
+	u64 slot;
+	int ret;
+
+	if (xattrs_none(trans->fs, im, &known))
+		return -ENODATA;
+	ret = xattr_find(trans, im, n, &slot, NULL, &kb);
+	if (ret)
+		return ret;
+	*size = le32_to_cpu(((const struct tfs_xattr *)tfs_bkey_val(&kb.k))->value_len);
+	*val = malloc(*size ?: 1);
+	if (!*val)
+		return -ENOMEM;
+	ret = read_value(trans->fs, im->ino, slot, &kb, *val);
+	if (ret)
+		free(*val);
+	return ret;
+}
+
+static unsigned acl_nr(size_t size)
+{
+	return (unsigned)((size - 4) / 8);
+}
+
+static unsigned acl_tag(const u8 *acl, unsigned i)
+{
+	const u8 *e = acl + 4 + i * 8;
+
+	return e[0] | e[1] << 8;
+}
+
+static u8 *acl_perm_p(u8 *acl, unsigned i)
+{
+	return acl + 4 + i * 8 + 2; /* u16 le: only its low byte is ever set */
+}
+
+/* posix_acl_create_masq(): whether acl says more than *mode, which it masks. */
+static bool acl_create_masq(u8 *acl, size_t size, u32 *mode)
+{
+	u8 *group_obj = NULL, *mask_obj = NULL;
+	bool not_equiv = false;
+
+	for (unsigned i = 0; i < acl_nr(size); i++) {
+		u8 *p = acl_perm_p(acl, i);
+
+		switch (acl_tag(acl, i)) {
+		case ACL_USER_OBJ:
+			*p &= (*mode >> 6) & 7;
+			*mode &= ((u32)*p << 6) | ~0700U;
+			break;
+		case ACL_USER:
+		case ACL_GROUP:
+			not_equiv = true;
+			break;
+		case ACL_GROUP_OBJ:
+			group_obj = p;
+			break;
+		case ACL_OTHER:
+			*p &= *mode & 7;
+			*mode &= *p | ~07U;
+			break;
+		case ACL_MASK:
+			mask_obj = p;
+			not_equiv = true;
+			break;
+		}
+	}
+	/* acl_perm() checked there is an owning group entry. */
+	if (mask_obj) {
+		*mask_obj &= (*mode >> 3) & 7;
+		*mode &= ((u32)*mask_obj << 3) | ~070U;
+	} else {
+		*group_obj &= (*mode >> 3) & 7;
+		*mode &= ((u32)*group_obj << 3) | ~070U;
+	}
+	return not_equiv;
+}
+
+int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs_ino_t ino,
+		   u64 hash_seed, u32 *mode, u32 umask)
+{
+	static const struct xattr_name access = { TFS_XATTR_posix_acl_access, "", 0 },
+				       def = { TFS_XATTR_posix_acl_default, "", 0 };
+	struct tfs_bkey_buf kb;
+	bool extended;
+	size_t size;
+	u64 slot, free_slot;
+	u8 *acl;
+	int ret;
+
+	if (S_ISLNK(*mode))
+		return 0;
+	ret = xattr_read_alloc(trans, dir, &def, &acl, &size);
+	if (ret == -ENODATA) {
+		*mode &= ~(umask & 0777);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	/*
+	 * No entries, or not an ACL (the kernel checks what it passes on):
+	 * as if none, the kernel's get_acl() gives NULL for an empty one.
+	 */
+	if (acl_perm(acl, size, &extended) < 0) {
+		free(acl);
+		*mode &= ~(umask & 0777);
+		return 0;
+	}
+	/* A directory inherits the default ACL as it is. */
+	if (S_ISDIR(*mode)) {
+		ret = xattr_find_at(trans, ino, hash_seed, &def, &slot, &free_slot, &kb);
+		if (ret == -ENODATA)
+			ret = queue_value(trans, ino, free_slot, &def, acl, size);
+		else if (!ret)
+			ret = -EEXIST; /* a new inode has no xattrs */
+	}
+	if (!ret && acl_create_masq(acl, size, mode)) {
+		ret = xattr_find_at(trans, ino, hash_seed, &access, &slot, &free_slot, &kb);
+		if (ret == -ENODATA)
+			ret = queue_value(trans, ino, free_slot, &access, acl, size);
+		else if (!ret)
+			ret = -EEXIST;
+	}
+	free(acl);
+	return ret;
+}
+
+int tfs_acl_chmod(struct tfs_btree_trans *trans, struct tfs_inode_mem *im, u32 mode)
+{
+	static const struct xattr_name access = { TFS_XATTR_posix_acl_access, "", 0 };
+	struct tfs_bkey_buf kb;
+	u8 *acl, *group_obj = NULL, *mask_obj = NULL;
+	bool extended;
+	size_t size;
+	u64 slot;
+	int ret = xattr_read_alloc(trans, im, &access, &acl, &size);
+
+	if (ret == -ENODATA)
+		return 0;
+	if (ret)
+		return ret;
+	/* Not an ACL (or an empty one): left as it is, as the kernel would. */
+	if (acl_perm(acl, size, &extended) < 0)
+		goto out;
+	for (unsigned i = 0; i < acl_nr(size); i++) {
+		u8 *p = acl_perm_p(acl, i);
+
+		switch (acl_tag(acl, i)) {
+		case ACL_USER_OBJ:
+			*p = (mode >> 6) & 7;
+			break;
+		case ACL_GROUP_OBJ:
+			group_obj = p;
+			break;
+		case ACL_MASK:
+			mask_obj = p;
+			break;
+		case ACL_OTHER:
+			*p = mode & 7;
+			break;
+		}
+	}
+	*(mask_obj ?: group_obj) = (mode >> 3) & 7;
+	/* The same size: the same chunks at the same slot, rewritten. */
+	ret = xattr_find(trans, im, &access, &slot, NULL, &kb)
+		      ?: queue_value(trans, im->ino, slot, &access, acl, size);
+out:
+	free(acl);
+	return ret;
 }

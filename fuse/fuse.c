@@ -159,11 +159,20 @@ static void entry_of(struct tfs_fuse *tf, const struct tfs_stat *t, struct fuse_
 	stat_of(t, &e->attr);
 }
 
+/*
+ * The caller, and for creates (mknod, mkdir, create: the requests that
+ * carry one) its umask, which fs/ applies when the directory has no
+ * default ACL (FUSE_POSIX_ACL, see op_init()).
+ */
 static struct tfs_ctx ctx_of(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
 
-	return (struct tfs_ctx){ .uid = c->uid, .gid = c->gid, .pid = (u32)c->pid };
+	return (struct tfs_ctx){ .uid = c->uid,
+				 .gid = c->gid,
+				 .pid = (u32)c->pid,
+				 .umask = c->umask,
+				 .posix_acl = tf_of(req)->posix_acl };
 }
 
 /*
@@ -292,6 +301,16 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/*
+	 * POSIX ACLs as on ext4: the kernel enforces them (it reads
+	 * system.posix_acl_access through getxattr, and caches it) and stops
+	 * applying the umask; with DONT_MASK it passes the mode unmasked and
+	 * the umask apart, and fs/ does posix_acl_create() at creates and
+	 * posix_acl_chmod() at chmod.  Only both together: with POSIX_ACL
+	 * alone the kernel masks the mode before the default ACL could.
+	 */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* Nobody else changes files: mtime changes need not drop cached pages. */
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
 	/* See the top of this file. */
@@ -312,6 +331,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	pthread_mutex_lock(&tf->files_lock);
 	tf->writeback = conn->want & FUSE_CAP_WRITEBACK_CACHE;
 	tf->killpriv = conn->want & FUSE_CAP_HANDLE_KILLPRIV;
+	/* With DONT_MASK the umask is ours to apply, whatever else was agreed. */
+	tf->posix_acl = conn->want & FUSE_CAP_DONT_MASK;
 	tf->max_write = conn->max_write;
 	pthread_mutex_unlock(&tf->files_lock);
 }

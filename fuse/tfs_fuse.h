@@ -190,6 +190,7 @@ struct tfs_fuse {
 	struct fuse_conn_info_opts *conn_opts;
 	bool writeback; /* as negotiated at init */
 	bool killpriv;
+	bool posix_acl; /* FUSE_CAP_DONT_MASK: fs/ applies the umask or default ACL */
 	unsigned max_write;
 
 	/* Files open through the kernel, released at the end if it never did. */

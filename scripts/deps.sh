@@ -8,7 +8,7 @@ pkgs=(
 	build-essential meson ninja-build pkg-config
 	libfuse3-dev fuse3 liburing-dev libblkid-dev uuid-dev libcmocka-dev
 	libisal-dev liburcu-dev systemtap-sdt-dev liblmdb-dev libsqlite3-dev
-	clang-format e2fsprogs util-linux jq python3 xxd psmisc
+	clang-format e2fsprogs util-linux jq python3 xxd psmisc acl
 )
 # scripts/fuzz.sh: clang and libFuzzer (not needed to build or test).
 if [ "${1:-}" = fuzz ]; then

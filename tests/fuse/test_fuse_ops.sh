@@ -92,6 +92,46 @@ PY
 kept=$("$tinyfs" stats "$mnt" fuse | awk -F: '/keeping the kernel.s attributes/ { print $2 + 0 }')
 [ "${kept:-0}" -ge 150 ] || fail "fsyncs keeping the kernel's attributes: ${kept:-none}, want >= 150 of 200"
 
+# --- POSIX ACLs: enforced, inherited and chmod'ed as on ext4 ---
+# The expected getfacl outputs are ext4's (kernel 6.18) for the same steps.
+if [ "$(id -u)" = 0 ] && command -v setfacl >/dev/null && command -v setpriv >/dev/null; then
+	chmod 711 "$tmp" # nobody must reach the mount point
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+	acl_is() { # acl_is WHAT FILE EXPECTED: getfacl -n of FILE, headers dropped
+		local got
+		got=$(getfacl -n "$2" 2>&1 | grep -v '^#' | grep -v '^$' | tr '\n\t' ' :')
+		[ "$got" = "$3" ] || fail "$1: getfacl -n $2: '$got', want '$3'"
+	}
+	mkdir acl && chmod 755 acl && echo secret >acl/f && chmod 644 acl/f || fail "acl setup"
+	as_nobody cat acl/f >/dev/null || fail "nobody cannot read a 0644 file"
+	setfacl -m u:nobody:--- acl/f || fail "setfacl -m u:nobody:---"
+	as_nobody cat acl/f >/dev/null 2>&1 && fail "user:nobody:--- not enforced: nobody reads"
+	mkdir acl/d && setfacl -d -m u:nobody:rwx,g::r-x,o::--- acl/d || fail "setfacl -d"
+	(umask 077 && echo x >acl/d/file && mkdir acl/d/sub && mknod acl/d/fifo p &&
+		ln -s file acl/d/sym) || fail "creates under a default ACL"
+	(umask 022 && mkdir acl/plain && echo y >acl/plain_f) || fail "creates without one"
+	[ "$(stat -c %A acl/d/file acl/d/sub acl/d/fifo acl/plain acl/plain_f | tr '\n' ' ')" = \
+		"-rw-rw---- drwxrwx--- prw-rw---- drwxr-xr-x -rw-r--r-- " ] ||
+		fail "modes under a default ACL / the umask: $(stat -c %A acl/d/file acl/d/sub acl/d/fifo acl/plain acl/plain_f | tr '\n' ' ')"
+	acl_is "inherited by a file" acl/d/file \
+		"user::rw- user:65534:rwx:#effective:rw- group::r-x:#effective:r-- mask::rw- other::--- "
+	acl_is "inherited by a fifo" acl/d/fifo \
+		"user::rw- user:65534:rwx:#effective:rw- group::r-x:#effective:r-- mask::rw- other::--- "
+	acl_is "inherited by a directory" acl/d/sub \
+		"user::rwx user:65534:rwx group::r-x mask::rwx other::--- default:user::rwx default:user:65534:rwx default:group::r-x default:mask::rwx default:other::--- "
+	as_nobody sh -c 'echo more >>acl/d/file' || fail "the inherited ACL does not let nobody write"
+	setfacl -m u:nobody:rw- acl/f && chmod 640 acl/f || fail "setfacl, chmod 640"
+	acl_is "chmod 640" acl/f "user::rw- user:65534:rw-:#effective:r-- group::r-- mask::r-- other::--- "
+	as_nobody cat acl/f >/dev/null || fail "nobody cannot read with mask r--"
+	chmod 600 acl/f || fail "chmod 600"
+	acl_is "chmod 600" acl/f \
+		"user::rw- user:65534:rw-:#effective:--- group::r--:#effective:--- mask::--- other::--- "
+	as_nobody cat acl/f >/dev/null 2>&1 && fail "nobody reads after chmod 600 (mask ---)"
+	rm -r acl || fail "rm -r acl"
+else
+	echo "skip: ACL checks (need root, setfacl and setpriv)"
+fi
+
 # --- the C cases ---
 for c in rename xattr fallocate seek fsync posix; do
 	mkdir "c_$c" && "$fuse_ops" "$c" "$mnt/c_$c" || fail "fuse_ops $c"

@@ -220,6 +220,100 @@ static void test_acl_mode(void **state)
 	assert_int_equal(perm_of(st.ino), 04600);
 }
 
+/* The ACL user::u, user:1000:n, group::g, mask::m (unless m < 0), other::o. */
+static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigned o)
+{
+	size_t len = 4;
+
+	acl[0] = 2;
+	acl[1] = acl[2] = acl[3] = 0;
+	len += acl_entry(acl + len, 0x01, u, ~0U);
+	if (m >= 0)
+		len += acl_entry(acl + len, 0x02, n, 1000);
+	len += acl_entry(acl + len, 0x04, g, ~0U);
+	if (m >= 0)
+		len += acl_entry(acl + len, 0x10, (unsigned)m, ~0U);
+	len += acl_entry(acl + len, 0x20, o, ~0U);
+	return len;
+}
+
+static void assert_acl(tfs_ino_t ino, const char *name, const u8 *acl, size_t n)
+{
+	u8 buf[64];
+
+	assert_int_equal(tfs_getxattr(T.fs, ino, name, buf, sizeof(buf)), (ssize_t)n);
+	assert_memory_equal(buf, acl, n);
+}
+
+/*
+ * With FUSE_POSIX_ACL (ctx.posix_acl) creates follow the directory's
+ * default ACL as on ext4 (posix_acl_create(); the expected values are
+ * ext4's for the same steps) or lose the umask bits without one, and a
+ * chmod updates the access ACL (posix_acl_chmod()), in the same commits.
+ */
+static void test_acl_inherit(void **state)
+{
+	struct tfs_ctx acl_ctx = { .uid = 0, .gid = 0, .pid = 1, .umask = 022, .posix_acl = true };
+	const struct tfs_ctx plain = { .uid = 0, .gid = 0, .pid = 1, .umask = 022 };
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE, .mode = 0600 };
+	u8 def[64], acl[64];
+	size_t dn, n;
+	struct tfs_stat d, f, s, l, p;
+
+	/* No default ACL: the umask. */
+	assert_int_equal(tfs_mkdir(T.fs, &acl_ctx, 1, "d", 1, 0777, &d), 0);
+	assert_int_equal(d.mode & 07777, 0755);
+	assert_int_equal(tfs_mknod(T.fs, &acl_ctx, d.ino, "u", 1, S_IFREG | 0666, 0, &f), 0);
+	assert_int_equal(f.mode & 07777, 0644);
+	/* Without posix_acl the mode is taken as given (the kernel masked it). */
+	assert_int_equal(tfs_mknod(T.fs, &plain, d.ino, "v", 1, S_IFREG | 0666, 0, &f), 0);
+	assert_int_equal(f.mode & 07777, 0666);
+
+	dn = acl_of(def, 7, 7, 5, 7, 0); /* u::rwx u:1000:rwx g::r-x m::rwx o::--- */
+	assert_int_equal(tfs_setxattr(T.fs, d.ino, "system.posix_acl_default", def, dn, 0), 0);
+	acl_ctx.umask = 077; /* ignored under a default ACL */
+	assert_int_equal(tfs_mknod(T.fs, &acl_ctx, d.ino, "f", 1, S_IFREG | 0666, 0, &f), 0);
+	assert_int_equal(tfs_mkdir(T.fs, &acl_ctx, d.ino, "s", 1, 0777, &s), 0);
+	assert_int_equal(tfs_symlink(T.fs, &acl_ctx, d.ino, "l", 1, "f", &l), 0);
+	assert_int_equal(tfs_mknod(T.fs, &plain, d.ino, "p", 1, S_IFIFO | 0644, 0, &p), 0);
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(perm_of(f.ino), 0660);
+		n = acl_of(acl, 6, 7, 5, 6, 0);
+		assert_acl(f.ino, "system.posix_acl_access", acl, n);
+		assert_int_equal(tfs_getxattr(T.fs, f.ino, "system.posix_acl_default", NULL, 0),
+				 -ENODATA);
+		assert_int_equal(perm_of(s.ino), 0770);
+		n = acl_of(acl, 7, 7, 5, 7, 0);
+		assert_acl(s.ino, "system.posix_acl_access", acl, n);
+		assert_acl(s.ino, "system.posix_acl_default", def, dn);
+		assert_int_equal(tfs_listxattr(T.fs, l.ino, NULL, 0), 0);
+		assert_int_equal(perm_of(l.ino), 0777);
+		assert_int_equal(tfs_listxattr(T.fs, p.ino, NULL, 0), 0);
+		assert_int_equal(perm_of(p.ino), 0644);
+		assert_int_equal(pt_fsck(T.fs), 0);
+		reopen();
+	}
+
+	/* A default ACL the mode says all of: no access ACL, the mode masked. */
+	dn = acl_of(def, 7, 0, 5, -1, 1); /* u::rwx g::r-x o::--x */
+	assert_int_equal(tfs_setxattr(T.fs, d.ino, "system.posix_acl_default", def, dn, 0), 0);
+	assert_int_equal(tfs_mknod(T.fs, &acl_ctx, d.ino, "m", 1, S_IFREG | 0666, 0, &f), 0);
+	assert_int_equal(f.mode & 07777, 0640);
+	assert_int_equal(tfs_getxattr(T.fs, f.ino, "system.posix_acl_access", NULL, 0), -ENODATA);
+
+	/* chmod: owner, mask and other entries follow, the named entry stays. */
+	assert_int_equal(tfs_setattr(T.fs, s.ino, NULL, &sa, NULL), 0);
+	sa.mode = 0751;
+	assert_int_equal(tfs_setattr(T.fs, s.ino, NULL, &sa, NULL), 0);
+	n = acl_of(acl, 7, 7, 5, 5, 1);
+	assert_acl(s.ino, "system.posix_acl_access", acl, n);
+	reopen();
+	assert_int_equal(perm_of(s.ino), 0751);
+	n = acl_of(acl, 7, 7, 5, 5, 1);
+	assert_acl(s.ino, "system.posix_acl_access", acl, n);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
 /* Values over many chunks; a replaced value leaves no chunk of the old one. */
 static void test_large_values(void **state)
 {
@@ -429,6 +523,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_inherit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_inherit, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known_power_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_basic, setup_collide, teardown),
