@@ -469,7 +469,7 @@ static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
 			return ret < 0 ? ret : 0;
 	}
 	/* An orphan key (a truncate that failed half way) is tfs_inode_remove()'s to drop. */
-	ret = owns_keys(fs, TFS_BTREE_orphans, im->ino) ?: owns_keys(fs, TFS_BTREE_xattrs, im->ino);
+	ret = owns_keys(fs, TFS_BTREE_orphans, im->ino) ?: tfs_xattrs_present(fs, im);
 	return ret ? (ret < 0 ? ret : 0) : 1;
 }
 

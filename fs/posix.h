@@ -293,6 +293,13 @@ int tfs_data_truncate(struct tfs_fs *fs, struct tfs_inode_mem *im, struct tfs_in
 /* Removes every extent of im (locked), in batches each committing im's blocks. */
 int tfs_data_remove_all(struct tfs_fs *fs, struct tfs_inode_mem *im);
 
+/*
+ * Whether im (locked) owns some xattr key: 1 yes, 0 no, or a negative code.
+ * Answered from im->xattrs once known (getxattr's fast path keeps it),
+ * otherwise by one peek, remembered.
+ */
+int tfs_xattrs_present(struct tfs_fs *fs, struct tfs_inode_mem *im);
+
 /* Removes every xattr / dirent (whiteouts of a removed directory) of ino, in batches. */
 int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino);
 

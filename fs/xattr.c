@@ -236,12 +236,14 @@ static unsigned nr_chunks(unsigned name_len, unsigned value_len)
 }
 
 /*
- * Whether im (locked, shared or exclusive) has no xattr key at all: known
- * (*known set), or found out now with one peek at its range and remembered.
- * A key added later goes in under the exclusive lock, which first sets
- * TFS_INODE_XATTRS_some (tfs_setxattr()): none never outlives a key.
+ * Whether im (locked, shared or exclusive) has some xattr key: 1 yes, 0 no,
+ * or the code of the peek that would have found out.  Known (*known set)
+ * from im->xattrs, or found out now with one peek at its range and
+ * remembered.  A key added later goes in under the exclusive lock, which
+ * first sets TFS_INODE_XATTRS_some (tfs_setxattr()): none never outlives a
+ * key.
  */
-static bool xattrs_none(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known)
+static int xattrs_present(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known)
 {
 	u8 s = __atomic_load_n(&im->xattrs, __ATOMIC_ACQUIRE);
 	struct tfs_btree_iter iter;
@@ -250,17 +252,30 @@ static bool xattrs_none(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known
 
 	*known = s != TFS_INODE_XATTRS_unknown;
 	if (*known)
-		return s == TFS_INODE_XATTRS_none;
+		return s == TFS_INODE_XATTRS_some;
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_xattrs, TFS_POS(im->ino, 0),
 			    TFS_POS(im->ino, UINT64_MAX));
 	ret = tfs_btree_iter_peek(&iter, &k);
 	s = k ? TFS_INODE_XATTRS_some : TFS_INODE_XATTRS_none;
 	tfs_btree_iter_exit(&iter);
-	/* An error: not remembered; the lookup meets it and reports it. */
+	/* An error: not remembered. */
 	if (ret)
-		return false;
+		return ret;
 	__atomic_store_n(&im->xattrs, s, __ATOMIC_RELEASE);
-	return s == TFS_INODE_XATTRS_none;
+	return s == TFS_INODE_XATTRS_some;
+}
+
+int tfs_xattrs_present(struct tfs_fs *fs, struct tfs_inode_mem *im)
+{
+	bool known;
+
+	return xattrs_present(fs, im, &known);
+}
+
+/* No xattr key at all; an error counts as "some" (the lookup meets it and reports it). */
+static bool xattrs_none(struct tfs_fs *fs, struct tfs_inode_mem *im, bool *known)
+{
+	return !xattrs_present(fs, im, known);
 }
 
 /*
