@@ -320,6 +320,13 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st);
 enum tfs_xattr_flags {
 	TFS_XATTR_CREATE = 1 << 0,  /* -EEXIST if present */
 	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
+	/*
+	 * Setting an access ACL (that changes the permission bits) also
+	 * clears S_ISGID: the caller is neither in the file's group nor has
+	 * CAP_FSETID, which only the front end can tell (ext4's
+	 * posix_acl_update_mode()).  Ignored for other names.
+	 */
+	TFS_XATTR_ACL_KILL_SGID = 1 << 2,
 };
 
 /*

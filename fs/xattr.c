@@ -457,9 +457,10 @@ static int delete_chunks(struct tfs_btree_trans *trans, tfs_ino_t ino, u64 slot,
 
 /*
  * Commits trans with im's ctime moved, and its permission bits set to
- * perm when perm is not -1.
+ * perm when perm is not -1 (and S_ISGID cleared then if kill_sgid).
  */
-static int commit_ctime_perm(struct tfs_btree_trans *trans, struct tfs_inode_mem *im, int perm)
+static int commit_ctime_perm(struct tfs_btree_trans *trans, struct tfs_inode_mem *im, int perm,
+			     bool kill_sgid)
 {
 	struct tfs_inode_unpacked ui = im->ui;
 	u64 seq;
@@ -467,7 +468,7 @@ static int commit_ctime_perm(struct tfs_btree_trans *trans, struct tfs_inode_mem
 
 	ui.ctime = tfs_now_ns();
 	if (perm >= 0)
-		ui.mode = (ui.mode & ~0777U) | (u32)perm;
+		ui.mode = (ui.mode & ~0777U & ~(kill_sgid ? (u32)S_ISGID : 0U)) | (u32)perm;
 	ret = tfs_inode_update(trans, im, &ui) ?: tfs_posix_commit(trans, &seq);
 	/* The whole thing must fit one journal entry. */
 	if (tfs_err_matches(ret, TFS_ERR_journal_entry_too_big))
@@ -479,7 +480,7 @@ static int commit_ctime_perm(struct tfs_btree_trans *trans, struct tfs_inode_mem
 
 static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
 {
-	return commit_ctime_perm(trans, im, -1);
+	return commit_ctime_perm(trans, im, -1, false);
 }
 
 /*
@@ -487,8 +488,10 @@ static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
  * u32 version 2, then entries of u16 tag, u16 perm, u32 id).  The kernel
  * does not interpret them for us (no FUSE_POSIX_ACL), so setting an
  * access ACL must do here what it does on ext4 (posix_acl_update_mode()):
- * the permission bits follow the ACL (owner, mask or group, other), and an
- * ACL a mode says all of (no named user or group) is not stored.  `cp -a`
+ * the permission bits follow the ACL (owner, mask or group, other),
+ * S_ISGID goes when the front end says the caller may not keep it
+ * (TFS_XATTR_ACL_KILL_SGID), and an ACL a mode says all of (no named user
+ * or group) is not stored.  `cp -a`
  * and `cp -p` set permissions this way, after creating the file 0600.
  */
 enum {
@@ -563,12 +566,14 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	u64 slot, free_slot;
 	bool extended = false;
 	int perm = -1; /* the permission bits an access ACL sets, or -1 */
+	bool kill_sgid = flags & TFS_XATTR_ACL_KILL_SGID;
 	int ret = xattr_name_parse(name, &n);
 
 	if (ret)
 		return ret;
 	if (size > TFS_XATTR_SIZE_MAX)
 		return -E2BIG;
+	flags &= ~(unsigned)TFS_XATTR_ACL_KILL_SGID;
 	if ((flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ||
 	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
 		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
@@ -610,13 +615,13 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 		/* Said by the mode alone: the stored one goes (its chunk 0 too). */
 		if (!ret && perm >= 0 && !extended)
 			ret = tfs_hash_remove(&trans, &xattr_hash_desc, ino, slot)
-				      ?: commit_ctime_perm(&trans, im, perm);
+				      ?: commit_ctime_perm(&trans, im, perm, kill_sgid);
 		if (ret || (perm >= 0 && !extended))
 			goto out;
 	} else if (ret == -ENODATA && perm >= 0 && !extended) {
 		/* REPLACE of an ACL never stored: ext4 has none there either. */
 		if (!(flags & TFS_XATTR_REPLACE))
-			ret = commit_ctime_perm(&trans, im, perm);
+			ret = commit_ctime_perm(&trans, im, perm, kill_sgid);
 		goto out;
 	} else if (ret == -ENODATA) {
 		ssize_t total;
@@ -633,7 +638,7 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	if (!ret)
 		ret = queue_value(&trans, ino, slot, &n, value, size);
 	if (!ret)
-		ret = commit_ctime_perm(&trans, im, perm);
+		ret = commit_ctime_perm(&trans, im, perm, kill_sgid);
 out:
 	tfs_trans_exit(&trans);
 	tfs_iput_unlock(fs, im);

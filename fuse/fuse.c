@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -1139,6 +1140,60 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* --- extended attributes --- */
 
+/* Whether the caller (its task's effective capabilities) has CAP_FSETID. */
+static bool caller_has_fsetid(const struct fuse_ctx *c)
+{
+	char path[64], line[256];
+	unsigned long long caps;
+	bool found = false, ret = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%lu/status", (unsigned long)c->pid);
+	f = c->pid > 0 ? fopen(path, "re") : NULL;
+	if (!f)
+		return c->uid == 0; /* not visible (another pid namespace): root has it */
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			found = true;
+			ret = caps & (1ULL << 4); /* CAP_FSETID */
+			break;
+		}
+	fclose(f);
+	return found ? ret : c->uid == 0;
+}
+
+/*
+ * in_group_or_capable() as the kernel asks it of the caller before an
+ * access ACL may keep S_ISGID (posix_acl_update_mode()): the file's group
+ * is the caller's fsgid or a supplementary group, or it has CAP_FSETID.
+ * libfuse 3.14 does not pass the kernel's answer (FUSE_SETXATTR_EXT).
+ */
+static bool caller_in_group_or_fsetid(fuse_req_t req, u32 gid)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	gid_t groups[64];
+	int n;
+
+	if (c->gid == gid)
+		return true;
+	n = fuse_req_getgroups(req, sizeof(groups) / sizeof(groups[0]), groups);
+	for (int i = 0; i < n && i < (int)(sizeof(groups) / sizeof(groups[0])); i++)
+		if (groups[i] == gid)
+			return true;
+	if (n > (int)(sizeof(groups) / sizeof(groups[0]))) {
+		gid_t *all = malloc(sizeof(*all) * (size_t)n);
+		int m = all ? fuse_req_getgroups(req, n, all) : -1;
+		bool in = false;
+
+		for (int i = 0; i < m && i < n; i++)
+			in |= all[i] == gid;
+		free(all);
+		if (in)
+			return true;
+	}
+	return caller_has_fsetid(c);
+}
+
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 			size_t size, int flags)
 {
@@ -1155,6 +1210,17 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		tflags |= TFS_XATTR_CREATE;
 	if (flags & XATTR_REPLACE)
 		tflags |= TFS_XATTR_REPLACE;
+	if (!strcmp(name, "system.posix_acl_access")) {
+		struct tfs_stat st;
+
+		ret = tfs_getattr(tf->fs, ino, &st);
+		if (ret) {
+			reply_err(req, TFS_FUSE_OP_setxattr, ret);
+			return;
+		}
+		if ((st.mode & S_ISGID) && !caller_in_group_or_fsetid(req, st.gid))
+			tflags |= TFS_XATTR_ACL_KILL_SGID;
+	}
 	ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
 	/*
 	 * An access ACL set the permission bits (fs/xattr.c): the kernel's

@@ -220,6 +220,69 @@ static void test_acl_mode(void **state)
 	assert_int_equal(perm_of(st.ino), 04600);
 }
 
+/*
+ * TFS_XATTR_ACL_KILL_SGID (the caller is outside the file's group and
+ * not CAP_FSETID, which the FUSE front end tells): the ACL's permission
+ * bits go in without S_ISGID, stored ACL or not, file or directory; the
+ * flag means nothing for other names or for an ACL that is not set.
+ */
+static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigned o);
+
+static void test_acl_kill_sgid(void **state)
+{
+	u8 acl[64] = { 2, 0, 0, 0 };
+	struct tfs_stat f, d;
+	size_t n = 4;
+
+	assert_int_equal(pt_mknod(&T, 1, "sgid", S_IFREG | 06775, &f), 0);
+	assert_int_equal(pt_mkdir(&T, 1, "sgid-dir", &d), 0);
+	assert_int_equal(
+		tfs_setattr(T.fs, d.ino, NULL,
+			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02775 }, &d),
+		0);
+	n += acl_entry(acl + n, 0x01, 7, ~0U);
+	n += acl_entry(acl + n, 0x04, 5, ~0U);
+	n += acl_entry(acl + n, 0x20, 0, ~0U);
+	/* the flag on a user xattr, or without it: S_ISGID stays */
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "user.x", "1", 1, TFS_XATTR_ACL_KILL_SGID), 0);
+	assert_int_equal(perm_of(f.ino), 06775);
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(perm_of(f.ino), 06750);
+	/* a minimal ACL (not stored) */
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
+				      TFS_XATTR_ACL_KILL_SGID),
+			 0);
+	assert_int_equal(perm_of(f.ino), 04750);
+	assert_int_equal(tfs_setxattr(T.fs, d.ino, "system.posix_acl_access", acl, n,
+				      TFS_XATTR_ACL_KILL_SGID),
+			 0);
+	assert_int_equal(perm_of(d.ino), 0750);
+	/* a stored one (a named user) */
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(
+		tfs_setattr(T.fs, f.ino, NULL,
+			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
+		0);
+	n = acl_of(acl, 7, 7, 5, 5, 0);
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
+				      TFS_XATTR_ACL_KILL_SGID | TFS_XATTR_CREATE),
+			 0);
+	assert_int_equal(perm_of(f.ino), 0750);
+	reopen();
+	assert_int_equal(perm_of(f.ino), 0750);
+	assert_int_equal(perm_of(d.ino), 0750);
+	/* an ACL refused changes nothing */
+	assert_int_equal(
+		tfs_setattr(T.fs, f.ino, NULL,
+			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
+		0);
+	acl[0] = 1;
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
+				      TFS_XATTR_ACL_KILL_SGID),
+			 -EINVAL);
+	assert_int_equal(perm_of(f.ino), 02770);
+}
+
 /* The ACL user::u, user:1000:n, group::g, mask::m (unless m < 0), other::o. */
 static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigned o)
 {
@@ -523,6 +586,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_kill_sgid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_inherit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_inherit, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
