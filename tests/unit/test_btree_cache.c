@@ -14,18 +14,21 @@
  *    not tree order); a node used since the last scan gets a second chance
  *    (it goes to the back, freed by a later scan, not this one); dirty
  *    nodes are never freed, however old; a tree whose lock is held is
- *    skipped; every reason is counted; asked for pages, the scan frees
+ *    skipped, and a scan locks no tree but the one of the node it considers; every reason is counted; asked for pages, the scan frees
  *    whole nodes and reports pages.
  *  - One budget for both caches: the node cache and the key cache each
  *    filled past the budget on their own; the total the shrinker registry
  *    counts for them together never passes the budget (checked after every
  *    operation, and the highest total any allocation was let through).
  */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "fs/btree_internal.h"
 #include "fs_test.h"
@@ -367,6 +370,79 @@ static void test_dirty_and_locked_stay(void **state)
 	ft_cleanup(&t);
 }
 
+struct scan_arg {
+	struct tfs_fs *fs;
+	bool started;
+	unsigned long ret;
+};
+
+static void *scan_thread(void *p)
+{
+	struct scan_arg *a = p;
+
+	__atomic_store_n(&a->started, true, __ATOMIC_RELEASE);
+	a->ret = tfs_btree_cache_scan(a->fs, 1);
+	return NULL;
+}
+
+/*
+ * A scan locks only the tree of the node it considers.  With another tree
+ * held (intent, then read) it still frees an old clean node of the xattrs
+ * tree; and while a scan is under way (here stopped at the cache lock,
+ * which the test holds) no tree is locked: a reader of any tree gets in at
+ * once.  The scan that trylocked every tree for its whole walk failed the
+ * second part.
+ */
+static void test_scan_locks_one_tree(void **state)
+{
+	struct ft t;
+	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	struct tfs_btree *other = &t.fs->btrees[TFS_BTREE_dirents];
+
+	touch_leaf(t.fs, LEAF_A);
+	touch_leaf(t.fs, LEAF_B);
+	touch_leaf(t.fs, LEAF_C);
+	tfs_six_lock_intent(&other->lock);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	tfs_six_unlock_intent(&other->lock);
+	assert_null(r->child[LEAF_A]);
+	tfs_six_lock_read(&other->lock);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	tfs_six_unlock_read(&other->lock);
+	assert_null(r->child[LEAF_B]);
+
+	struct scan_arg a = { .fs = t.fs };
+	pthread_t th;
+	unsigned busy = 0;
+
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(pthread_create(&th, NULL, scan_thread, &a), 0);
+	while (!__atomic_load_n(&a.started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	/* 100 ms of a scan in progress: every tree's read lock is free throughout. */
+	for (unsigned i = 0; i < 100; i++) {
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+			struct tfs_six_lock *l = &t.fs->btrees[id].lock;
+
+			if (tfs_six_trylock_read(l))
+				tfs_six_unlock_read(l);
+			else
+				busy++;
+		}
+		usleep(1000);
+	}
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(busy, 0);
+	assert_int_equal(a.ret, pages_per_node);
+	assert_null(r->child[LEAF_C]);
+	read_all(t.fs, 300);
+	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(&t);
+}
+
 /* A cookie key in the inodes btree (cached by the key cache): 8-byte value. */
 static void small_key(struct tfs_bkey_buf *buf, unsigned k)
 {
@@ -468,6 +544,7 @@ int main(void)
 		cmocka_unit_test(test_second_chance_order),
 		cmocka_unit_test(test_oldest_dirty_stays),
 		cmocka_unit_test(test_dirty_and_locked_stay),
+		cmocka_unit_test(test_scan_locks_one_tree),
 		cmocka_unit_test(test_shared_budget),
 	};
 
