@@ -317,6 +317,12 @@ static void assert_inode_gone(tfs_ino_t ino)
 	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &kb), -ENOENT);
 }
 
+/* Iterator refills (each peek of a fresh iterator is one) of btree id. */
+static u64 refills(enum tfs_btree_id id)
+{
+	return __atomic_load_n(&T.fs->btrees[id].c.iter_refills, __ATOMIC_RELAXED);
+}
+
 /*
  * The last name of an inode nobody has open that owns nothing else (an
  * empty file, a symlink, a device node, an empty directory) goes with its
@@ -354,10 +360,24 @@ static void test_unlink_at_once(void **state)
 
 	added = c->orphans_added;
 	at_once = c->removed_at_once;
+	/*
+	 * What the inode already says is not asked of a btree: an empty file
+	 * has no extent; only a regular file may have an orphan key (with a
+	 * name left); rmdir's emptiness check saw the directory's dirents.
+	 */
+	u64 ext0 = refills(TFS_BTREE_extents), orph0 = refills(TFS_BTREE_orphans);
+
 	assert_int_equal(tfs_unlink(T.fs, d0.ino, "e", 1), 0);
+	assert_int_equal(refills(TFS_BTREE_extents), ext0);
+	assert_int_equal(refills(TFS_BTREE_orphans), orph0 + 1);
 	assert_int_equal(tfs_unlink(T.fs, d0.ino, "s", 1), 0);
 	assert_int_equal(tfs_unlink(T.fs, d0.ino, "p", 1), 0);
+	u64 dir0 = refills(TFS_BTREE_dirents);
+
 	assert_int_equal(tfs_rmdir(T.fs, d0.ino, "dd", 2), 0);
+	assert_int_equal(refills(TFS_BTREE_dirents), dir0 + 1);
+	assert_int_equal(refills(TFS_BTREE_extents), ext0);
+	assert_int_equal(refills(TFS_BTREE_orphans), orph0 + 1);
 	/* One transaction each: no orphan key was ever written. */
 	assert_int_equal(c->orphans_added, added);
 	assert_int_equal(c->removed_at_once, at_once + 4);
