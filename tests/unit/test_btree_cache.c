@@ -215,18 +215,42 @@ enum {
 	LEAF_C = 3
 };
 
+/* A node's size in the pages a scan is asked for and reports. */
+static unsigned long node_pages(struct tfs_fs *fs)
+{
+	return DIV_ROUND_UP(fs->cache.node_bytes, 4096);
+}
+
+/*
+ * reopened_root(), then leaves A, B, C read in that order (entering the
+ * cache's LRU in that order) and not used again.  Returns the root.
+ */
+static struct tfs_bnode *root_and_abc(struct ft *t)
+{
+	struct tfs_bnode *r = reopened_root(t, 300);
+
+	touch_leaf(t->fs, LEAF_A);
+	touch_leaf(t->fs, LEAF_B);
+	touch_leaf(t->fs, LEAF_C);
+	assert_int_equal(t->fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 3);
+	return r;
+}
+
+/* Every key of root_and_abc()'s fill reads back and the tree verifies; then the images go. */
+static void check_and_cleanup(struct ft *t)
+{
+	read_all(t->fs, 300);
+	assert_int_equal(tfs_btree_verify(t->fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(t);
+}
+
 static void test_oldest_first(void **state)
 {
 	struct ft t;
-	struct tfs_bnode *r = reopened_root(&t, 300);
-	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
-
 	/* A, B, C enter the cache in that order; none is used again. */
-	touch_leaf(t.fs, LEAF_A);
-	touch_leaf(t.fs, LEAF_B);
-	touch_leaf(t.fs, LEAF_C);
-	assert_int_equal(t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 3);
+	struct tfs_bnode *r = root_and_abc(&t);
+	unsigned long pages_per_node = node_pages(t.fs);
+
 	/* One node asked for at a time: the oldest goes first. */
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_A]);
@@ -243,21 +267,16 @@ static void test_oldest_first(void **state)
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_B]);
 	assert_non_null(r->child[LEAF_A]);
-	read_all(t.fs, 300);
-	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
-	ft_cleanup(&t);
+	check_and_cleanup(&t);
 }
 
 static void test_second_chance_order(void **state)
 {
 	struct ft t;
-	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_bnode *r = root_and_abc(&t);
 	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	unsigned long pages_per_node = node_pages(t.fs);
 
-	touch_leaf(t.fs, LEAF_A);
-	touch_leaf(t.fs, LEAF_B);
-	touch_leaf(t.fs, LEAF_C);
 	/* A used again: the oldest, but it gets a second chance. */
 	touch_leaf(t.fs, LEAF_A);
 	u64 accessed0 = c->not_freed_accessed;
@@ -274,9 +293,7 @@ static void test_second_chance_order(void **state)
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_A]);
 	assert_int_equal(c->not_freed_accessed - accessed0, 1);
-	read_all(t.fs, 300);
-	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
-	ft_cleanup(&t);
+	check_and_cleanup(&t);
 }
 
 static void test_oldest_dirty_stays(void **state)
@@ -284,7 +301,7 @@ static void test_oldest_dirty_stays(void **state)
 	struct ft t;
 	struct tfs_bnode *r = reopened_root(&t, 300);
 	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	unsigned long pages_per_node = node_pages(t.fs);
 	struct tfs_btree_trans trans;
 	struct tfs_bkey_buf buf;
 
@@ -396,14 +413,11 @@ static void *scan_thread(void *p)
 static void test_scan_locks_one_tree(void **state)
 {
 	struct ft t;
-	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_bnode *r = root_and_abc(&t);
 	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	unsigned long pages_per_node = node_pages(t.fs);
 	struct tfs_btree *other = &t.fs->btrees[TFS_BTREE_dirents];
 
-	touch_leaf(t.fs, LEAF_A);
-	touch_leaf(t.fs, LEAF_B);
-	touch_leaf(t.fs, LEAF_C);
 	tfs_six_lock_intent(&other->lock);
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	tfs_six_unlock_intent(&other->lock);
@@ -438,9 +452,7 @@ static void test_scan_locks_one_tree(void **state)
 	assert_int_equal(busy, 0);
 	assert_int_equal(a.ret, pages_per_node);
 	assert_null(r->child[LEAF_C]);
-	read_all(t.fs, 300);
-	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
-	ft_cleanup(&t);
+	check_and_cleanup(&t);
 }
 
 /* A cookie key in the inodes btree (cached by the key cache): 8-byte value. */

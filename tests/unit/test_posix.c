@@ -317,6 +317,18 @@ static void assert_inode_gone(tfs_ino_t ino)
 	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_orphans, TFS_POS(ino, 0), &kb), -ENOENT);
 }
 
+/* Creates an empty file name in dir and closes it: its inode number. */
+static tfs_ino_t create_empty(tfs_ino_t dir, const char *name)
+{
+	struct tfs_file *f;
+	tfs_ino_t ino;
+
+	assert_int_equal(pt_create(&T, dir, name, &f), 0);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	return ino;
+}
+
 /* Iterator refills (each peek of a fresh iterator is one) of btree id. */
 static u64 refills(enum tfs_btree_id id)
 {
@@ -340,16 +352,14 @@ static void test_unlink_at_once(void **state)
 	const char *names[] = { "e", "s", "p", "dd", "w", "x", "o" };
 
 	assert_int_equal(pt_mkdir(&T, 1, "d", &d0), 0);
-	assert_int_equal(pt_create(&T, d0.ino, "e", &f), 0);
-	assert_int_equal(tfs_release(T.fs, f), 0);
+	create_empty(d0.ino, "e");
 	assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, d0.ino, "s", 1, "target/of/s", &st), 0);
 	assert_int_equal(pt_mknod(&T, d0.ino, "p", S_IFIFO | 0644, NULL), 0);
 	assert_int_equal(pt_mkdir(&T, d0.ino, "dd", NULL), 0);
 	assert_int_equal(pt_create(&T, d0.ino, "w", &f), 0);
 	assert_int_equal(tfs_write(T.fs, f, "data", 4, 0), 4);
 	assert_int_equal(tfs_release(T.fs, f), 0);
-	assert_int_equal(pt_create(&T, d0.ino, "x", &f), 0);
-	assert_int_equal(tfs_release(T.fs, f), 0);
+	create_empty(d0.ino, "x");
 	assert_int_equal(tfs_setxattr(T.fs, pt_ino(&T, d0.ino, "x"), "user.a", "1", 1, 0), 0);
 	assert_int_equal(pt_create(&T, d0.ino, "o", &open), 0);
 	for (unsigned i = 0; i < 7; i++)
@@ -426,13 +436,10 @@ static void test_unlink_at_once_orphan_key(void **state)
 {
 	struct tfs_btree_trans trans;
 	struct tfs_bkey_buf kb;
-	struct tfs_file *f;
 	tfs_ino_t ino;
 	u64 seq;
 
-	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
-	ino = tfs_file_ino(f);
-	assert_int_equal(tfs_release(T.fs, f), 0);
+	ino = create_empty(1, "t");
 	tfs_posix_trans_init(&trans, T.fs);
 	assert_int_equal(tfs_orphan_add(&trans, ino, TFS_ORPHAN_truncate), 0);
 	assert_int_equal(tfs_posix_commit(&trans, &seq), 0);
@@ -620,13 +627,10 @@ static void test_read_only(void **state)
 static void test_touch_atime(void **state)
 {
 	struct tfs_stat a, b;
-	struct tfs_file *f;
 	tfs_ino_t ino;
 	u64 seq;
 
-	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
-	ino = tfs_file_ino(f);
-	assert_int_equal(tfs_release(T.fs, f), 0);
+	ino = create_empty(1, "t");
 	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
 	assert_int_equal(tfs_touch_atime(T.fs, ino), 1);
 	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
@@ -671,12 +675,9 @@ static void test_setattr_time_range(void **state)
 {
 	struct tfs_setattr sa = { .valid = TFS_SETATTR_ATIME | TFS_SETATTR_MTIME };
 	struct tfs_stat st;
-	struct tfs_file *f;
 	tfs_ino_t ino;
 
-	assert_int_equal(pt_create(&T, 1, "t", &f), 0);
-	ino = tfs_file_ino(f);
-	assert_int_equal(tfs_release(T.fs, f), 0);
+	ino = create_empty(1, "t");
 
 	sa.atime.tv_sec = 1LL << 32;
 	sa.atime.tv_nsec = 7;
