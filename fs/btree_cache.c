@@ -325,10 +325,15 @@ struct scan_stats {
 	unsigned long freed, dirty, locked, accessed, reserve, children;
 };
 
+/*
+ * Whether a child of n is in memory.  Atomic loads: under the tree's intent
+ * lock a reader may fill a NULL child pointer (a compare-and-swap,
+ * btree_io.c) while the scan looks.
+ */
 static bool bnode_has_children(const struct tfs_bnode *n)
 {
 	for (unsigned i = 0; n->level && i < n->nr_keys; i++)
-		if (n->child[i])
+		if (__atomic_load_n(&n->child[i], __ATOMIC_RELAXED))
 			return true;
 	return false;
 }
@@ -337,7 +342,7 @@ static bool bnode_has_children(const struct tfs_bnode *n)
  * n's parent and n's index in it, found from the root through the nodes in
  * memory (a node has no parent pointer: splits, merges and height changes
  * would have to keep it); NULL when n is the root or not (yet, or any
- * longer) in the tree.  The tree's lock held exclusively.
+ * longer) in the tree.  The tree's write lock held.
  */
 static struct tfs_bnode *bnode_parent(struct tfs_btree *b, const struct tfs_bnode *n, unsigned *idx)
 {
@@ -359,52 +364,92 @@ static struct tfs_bnode *bnode_parent(struct tfs_btree *b, const struct tfs_bnod
 	return NULL;
 }
 
-/*
- * Walks the LRU from the oldest node, each node at most once, until nr
- * nodes are freed: held[id] says which trees' locks the scan holds
- * exclusively (nodes of the others are skipped).  c->lock held.
- */
-static void scan_lru(struct tfs_btree_cache *c, const bool *held, unsigned long nr,
-		     struct scan_stats *st)
+/* Used since it entered or since the last pass: clears the bit, moves n to the back. */
+static bool second_chance(struct tfs_btree_cache *c, struct tfs_bnode *n, struct scan_stats *st)
 {
-	/* A second chance moves a node behind every node this walk has yet to see. */
-	u64 nr_walk = c->nr_lru;
-	struct tfs_bnode *n, *next;
+	if (!__atomic_load_n(&n->accessed, __ATOMIC_RELAXED))
+		return false;
+	struct tfs_btree *b = n->tree; /* lru_del() clears it */
 
-	for (n = c->lru_head; n && nr_walk && st->freed < nr; n = next, nr_walk--) {
-		struct tfs_btree *b = n->tree;
-		struct tfs_bnode *parent;
-		unsigned idx;
+	__atomic_store_n(&n->accessed, 0, __ATOMIC_RELAXED);
+	lru_del(c, n);
+	lru_add_tail(c, b, n);
+	st->accessed++;
+	return true;
+}
 
-		next = n->lru_next;
-		if (!held[b->id] || n == b->root || n->dead)
-			continue;
-		if (bnode_has_children(n)) {
-			st->children++;
-			continue;
-		}
-		if (n->dirty || n->writing) {
-			st->dirty++;
-			continue;
-		}
-		if (__atomic_load_n(&n->accessed, __ATOMIC_RELAXED)) {
-			/* Second chance: used since it entered or since the last pass. */
-			__atomic_store_n(&n->accessed, 0, __ATOMIC_RELAXED);
-			lru_del(c, n);
-			lru_add_tail(c, b, n);
-			st->accessed++;
-			continue;
-		}
-		parent = bnode_parent(b, n, &idx);
-		if (!parent)
-			continue; /* allocated, not in the tree: its owner frees it */
+/*
+ * Frees n if it may go: true when freed.  Only n's tree is locked, and
+ * only by trylock (c->lock is held: waiting here would stall every
+ * allocation): intent, which lets the tree's readers go on, to look at the
+ * node (its fields change only under write), then write, which waits for
+ * no reader, only to unlink and free it.  Readers may have used n or read
+ * a child of it between the two: both are checked again under write.
+ */
+static bool scan_node(struct tfs_btree_cache *c, struct tfs_bnode *n, struct scan_stats *st)
+{
+	struct tfs_btree *b = n->tree;
+	struct tfs_bnode *parent;
+	unsigned idx;
+	bool freed = false;
+
+	if (!tfs_six_trylock_intent(&b->lock)) {
+		st->locked++;
+		return false;
+	}
+	if (n == b->root || n->dead)
+		goto out;
+	if (bnode_has_children(n)) {
+		st->children++;
+		goto out;
+	}
+	if (n->dirty || n->writing) {
+		st->dirty++;
+		goto out;
+	}
+	if (second_chance(c, n, st))
+		goto out;
+	if (!tfs_six_trylock_write(&b->lock)) {
+		st->locked++; /* readers in the tree */
+		goto out;
+	}
+	if (bnode_has_children(n))
+		st->children++;
+	else if (second_chance(c, n, st))
+		;
+	else if ((parent = bnode_parent(b, n, &idx))) {
 		parent->child[idx] = NULL;
 		__atomic_sub_fetch(&b->nr_nodes[n->level], 1, __ATOMIC_RELAXED);
 		/* Kept as a spare for splits rather than given back: counted, not freed. */
 		if (c->nr_free < c->reserve)
 			st->reserve++;
 		bnode_free_locked(c, n);
-		st->freed++;
+		freed = true;
+	}
+	/* (No parent: allocated, not in the tree yet; its owner frees it.) */
+	tfs_six_unlock_write(&b->lock);
+out:
+	tfs_six_unlock_intent(&b->lock);
+	return freed;
+}
+
+/*
+ * Walks the LRU from the oldest node, each node at most once, until nr
+ * nodes are freed, locking one tree at a time for one node (scan_node()):
+ * a scan never holds a tree while it looks at another tree's nodes, so
+ * lookups and commits in every other tree go on.  c->lock held.
+ */
+static void scan_lru(struct tfs_btree_cache *c, unsigned long nr, struct scan_stats *st)
+{
+	/* A second chance moves a node behind every node this walk has yet to see. */
+	u64 nr_walk = c->nr_lru;
+	struct tfs_bnode *n, *next;
+
+	for (n = c->lru_head; n && nr_walk && st->freed < nr; n = next, nr_walk--) {
+		/* Read first: n may be freed, or moved to the back. */
+		next = n->lru_next;
+		if (scan_node(c, n, st))
+			st->freed++;
 	}
 }
 
@@ -434,29 +479,11 @@ unsigned long tfs_btree_cache_scan(struct tfs_fs *fs, unsigned long nr_to_scan_p
 	unsigned long nr_nodes = DIV_ROUND_UP(nr_to_scan_pages, pages_per_node);
 	unsigned long can_free = tfs_btree_cache_count(fs) / pages_per_node;
 	struct scan_stats st = { 0 };
-	bool held[TFS_BTREE_NR];
 
-	/*
-	 * The trees first, then c->lock (the order allocations take them in).
-	 * Never wait for a tree: a busy one is skipped (and counted), its
-	 * nodes keep their place on the LRU.
-	 */
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
-		struct tfs_btree *b = &fs->btrees[id];
-
-		held[id] = tfs_btree_trylock_exclusive(b);
-		if (!held[id])
-			st.locked++;
-	}
+	/* Never waits for a tree: a busy tree's nodes are skipped (counted), keeping their place. */
 	pthread_mutex_lock(&c->lock);
-	scan_lru(c, held, nr_nodes, &st);
+	scan_lru(c, nr_nodes, &st);
 	pthread_mutex_unlock(&c->lock);
-	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
-		struct tfs_btree *b = &fs->btrees[id];
-
-		if (held[id])
-			tfs_btree_unlock_exclusive(b);
-	}
 	pthread_mutex_lock(&c->lock);
 	c->nr_scans++;
 	c->nr_scan_freed += st.freed;

@@ -205,17 +205,6 @@ static inline void tfs_btree_lock_exclusive(struct tfs_btree *b)
 	tfs_six_lock_write(&b->lock);
 }
 
-/* Both by trylock, never waiting (the node cache scan): true when held. */
-static inline bool tfs_btree_trylock_exclusive(struct tfs_btree *b)
-{
-	if (!tfs_six_trylock_intent(&b->lock))
-		return false;
-	if (tfs_six_trylock_write(&b->lock))
-		return true;
-	tfs_six_unlock_intent(&b->lock);
-	return false;
-}
-
 static inline void tfs_btree_unlock_exclusive(struct tfs_btree *b)
 {
 	tfs_six_unlock_write(&b->lock);

@@ -11,7 +11,8 @@
  * "Locking"): readers (lookups, iterators) hold read; a commit holds
  * intent while it plans, checks that every update fits and takes its
  * journal reservation, and write only while it changes nodes (a split
- * during the fit, the apply); write-back's snapshot and the cache scan hold intent and write.
+ * during the fit, the apply); write-back's snapshot holds intent and write,
+ * and the cache scan intent on one node's tree, write only to free the node.
  * So a field changes only under write, and intent holders and readers may
  * read it at the same time.  Exceptions say so: `accessed` is set by
  * readers (atomically), a child pointer that was NULL (not in memory) is

@@ -251,20 +251,25 @@ int tfs_dirent_retarget(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir
 	return dirent_put(trans, dir->ino, slot, name, len, ino, dtype);
 }
 
-int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir)
+int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir, bool *whiteouts)
 {
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
 	int ret;
 
+	if (whiteouts)
+		*whiteouts = false;
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_dirents, TFS_POS(dir, 0),
 			    TFS_POS(dir, UINT64_MAX));
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
 	     ret = tfs_btree_iter_next(&iter, &k)) {
 		const struct tfs_dirent *d = tfs_bkey_val(k);
 
-		if (k->type == TFS_BKEY_dirent && tfs_bkey_val_bytes(k) >= sizeof(*d) && !d->ino)
+		if (k->type == TFS_BKEY_dirent && tfs_bkey_val_bytes(k) >= sizeof(*d) && !d->ino) {
+			if (whiteouts)
+				*whiteouts = true;
 			continue; /* a whiteout */
+		}
 		ret = -ENOTEMPTY;
 		break;
 	}

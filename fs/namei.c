@@ -444,9 +444,15 @@ static int owns_keys(struct tfs_fs *fs, enum tfs_btree_id id, tfs_ino_t ino)
  * nobody has it open and it owns nothing but its inode key (and a
  * symlink's target; no orphan key either), so the whole removal fits one
  * commit and a crash leaves either the name and the inode or neither.  im and its directory
- * locked exclusively (no open or write can start meanwhile).
+ * locked exclusively (no open or write can start meanwhile).  whiteouts:
+ * for a directory, whether tfs_dir_empty() just met whiteouts in it.
+ *
+ * A btree is peeked only where the inode does not already say: a file
+ * with no blocks and size 0 has no extent (ui.blocks counts every extent's
+ * blocks, fsck checks it); only a regular file has data or a truncate's
+ * orphan key (an unlinked one needs nlink 0, and im still has a name).
  */
-static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
+static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im, bool whiteouts)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	bool open;
@@ -457,19 +463,20 @@ static int remove_at_once(struct tfs_fs *fs, struct tfs_inode_mem *im)
 	pthread_mutex_unlock(&p->table_lock);
 	if (open)
 		return 0;
+	/* Whiteouts left by a directory's removed names: tfs_inode_remove() drops them. */
+	if (S_ISDIR(im->ui.mode) && whiteouts)
+		return 0;
 	if (S_ISREG(im->ui.mode)) {
-		ret = owns_keys(fs, TFS_BTREE_extents, im->ino);
+		if (im->ui.blocks)
+			return 0;
+		/* A sparse file: size without blocks; the extents say. */
+		ret = im->ui.size ? owns_keys(fs, TFS_BTREE_extents, im->ino) : 0;
+		/* An orphan key (a truncate that failed half way) is tfs_inode_remove()'s to drop. */
+		ret = ret ?: owns_keys(fs, TFS_BTREE_orphans, im->ino);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
-	if (S_ISDIR(im->ui.mode)) {
-		/* Whiteouts left by its removed names: tfs_inode_remove() drops them. */
-		ret = owns_keys(fs, TFS_BTREE_dirents, im->ino);
-		if (ret)
-			return ret < 0 ? ret : 0;
-	}
-	/* An orphan key (a truncate that failed half way) is tfs_inode_remove()'s to drop. */
-	ret = owns_keys(fs, TFS_BTREE_orphans, im->ino) ?: tfs_xattrs_present(fs, im);
+	ret = tfs_xattrs_present(fs, im);
 	return ret ? (ret < 0 ? ret : 0) : 1;
 }
 
@@ -537,7 +544,7 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 	struct tfs_inode_unpacked ui, dui;
 	unsigned dtype;
 	u64 slot, seq;
-	bool at_once = false;
+	bool at_once = false, whiteouts = false;
 	int ret;
 
 	if (len == 1 && name[0] == '.')
@@ -561,7 +568,7 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 		goto out;
 	}
 	if (rmdir) {
-		ret = tfs_dir_empty(fs, im->ino);
+		ret = tfs_dir_empty(fs, im->ino, &whiteouts);
 		if (ret)
 			goto out;
 	}
@@ -575,7 +582,7 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 		ui.nlink--;
 	}
 	if (!ui.nlink) {
-		ret = remove_at_once(fs, im);
+		ret = remove_at_once(fs, im, whiteouts);
 		if (ret < 0)
 			goto out;
 		at_once = ret;
@@ -829,7 +836,7 @@ int tfs_rename_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t olddir
 			goto out;
 		}
 		if (dst_dir) {
-			ret = tfs_dir_empty(fs, dst_ino);
+			ret = tfs_dir_empty(fs, dst_ino, NULL);
 			if (ret)
 				goto out;
 		}

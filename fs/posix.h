@@ -275,8 +275,12 @@ int tfs_dirent_remove(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, 
 /* Queues slot's dirent to point at ino (same name). */
 int tfs_dirent_retarget(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, u64 slot,
 			const char *name, size_t len, tfs_ino_t ino, unsigned dtype);
-/* Whether dir has any entry: 0 empty, -ENOTEMPTY, or an error. */
-int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir);
+/*
+ * Whether dir has any entry: 0 empty, -ENOTEMPTY, or an error.  With
+ * whiteouts (may be NULL), also whether an empty dir still holds
+ * whiteouts (keys tfs_dirents_remove_all() must drop).
+ */
+int tfs_dir_empty(struct tfs_fs *fs, tfs_ino_t dir, bool *whiteouts);
 
 /* --- extents and data (extents.c, io.c) --- */
 

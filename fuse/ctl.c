@@ -127,15 +127,15 @@ static void serve_one(struct tfs_ctl *c, int fd)
 	if (nl)
 		*nl = '\0';
 	if (strncmp(req, "stats ", 6)) {
-		prt_printf(&out, "error: unknown request \"%s\"\n", req);
+		prt_printf(&out, TFS_CTL_ERROR "unknown request \"%s\"\n", req);
 	} else if ((section = tfs_ctl_section_parse(req + 6)) < 0) {
-		prt_printf(&out, "error: unknown section \"%s\"\n", req + 6);
+		prt_printf(&out, TFS_CTL_ERROR "unknown section \"%s\"\n", req + 6);
 	} else {
 		section_to_text(&out, c->tf, section);
 	}
 	if (out.allocation_failure) {
 		printbuf_reset(&out);
-		prt_str(&out, "error: out of memory\n");
+		prt_str(&out, TFS_CTL_ERROR "out of memory\n");
 	}
 	for (size_t done = 0; done < out.pos;) {
 		ssize_t n = write(fd, out.buf + done, out.pos - done);

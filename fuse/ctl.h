@@ -76,10 +76,15 @@ int tfs_mountinfo_at(const char *path, struct tfs_mountinfo *m);
  */
 int tfs_mountinfo_find_source(const char *dev, struct tfs_mountinfo *m);
 
+/* What a daemon's answer starts with when it refuses a request: the reason follows. */
+#define TFS_CTL_ERROR "error: "
+
 /*
  * Sends "stats SECTION" to the daemon of the mount with device number dev
- * and appends the answer to out.  0, or a negative errno with the reason
- * in err (no such socket: "no control socket ... (is the daemon running?)").
+ * and appends the answer to out.  0, or a negative code with the reason in
+ * err: an errno when the daemon cannot be reached ("cannot reach the
+ * daemon at ... (is the daemon running?)"), -TFS_ERR_ctl_request_refused
+ * when it answered TFS_CTL_ERROR (out is left as it was).
  */
 int tfs_ctl_request(dev_t dev, const char *request, struct printbuf *out, struct printbuf *err);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "fuse/ctl.h"
+#include "lib/errcode.h"
 #include "lib/printbuf.h"
 #include "lib/string.h"
 
@@ -180,7 +181,7 @@ int tfs_mountinfo_find_source(const char *dev, struct tfs_mountinfo *m)
 int tfs_ctl_request(dev_t dev, const char *request, struct printbuf *out, struct printbuf *err)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
-	struct printbuf path = PRINTBUF;
+	struct printbuf path = PRINTBUF, reply = PRINTBUF;
 	struct timeval tv = { .tv_sec = 30 };
 	char buf[4096];
 	ssize_t n;
@@ -199,17 +200,16 @@ int tfs_ctl_request(dev_t dev, const char *request, struct printbuf *out, struct
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;
-		prt_printf(err, "socket: %s", strerror(errno));
+		prt_printf(err, "socket: %s", strerror(-ret));
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	if (connect(fd, (struct sockaddr *)&addr, sizeof(addr))) {
 		ret = -errno;
-		prt_printf(err, "cannot reach the daemon at %s: %s%s", addr.sun_path,
-			   strerror(errno),
-			   errno == ENOENT || errno == ECONNREFUSED ? " (is the daemon running?)"
-								    : "");
+		prt_printf(
+			err, "cannot reach the daemon at %s: %s%s", addr.sun_path, strerror(-ret),
+			ret == -ENOENT || ret == -ECONNREFUSED ? " (is the daemon running?)" : "");
 		goto out;
 	}
 	{
@@ -239,17 +239,32 @@ int tfs_ctl_request(dev_t dev, const char *request, struct printbuf *out, struct
 			if (errno == EINTR)
 				continue;
 			ret = -errno;
-			prt_printf(err, "reading from %s: %s", addr.sun_path, strerror(errno));
+			prt_printf(err, "reading from %s: %s", addr.sun_path, strerror(-ret));
 			goto out;
 		}
-		prt_bytes(out, buf, (size_t)n);
+		prt_bytes(&reply, buf, (size_t)n);
 	}
+	if (reply.allocation_failure) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* The daemon's refusal ("error: why"): a code here, the why in err. */
+	if (!strncmp(printbuf_str(&reply), TFS_CTL_ERROR, strlen(TFS_CTL_ERROR))) {
+		const char *why = printbuf_str(&reply) + strlen(TFS_CTL_ERROR);
+
+		prt_printf(err, "the daemon refused \"%s\": %.*s", request, (int)strcspn(why, "\n"),
+			   why);
+		ret = -TFS_ERR_ctl_request_refused;
+		goto out;
+	}
+	prt_bytes(out, reply.buf, reply.pos);
 	if (out->allocation_failure)
 		ret = -ENOMEM;
 out:
 	if (fd >= 0)
 		close(fd);
 	printbuf_exit(&path);
+	printbuf_exit(&reply);
 	return ret;
 }
 

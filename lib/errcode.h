@@ -112,7 +112,9 @@
 	x(TFS_ERR_fs_inconsistent, xattr_invalid)                              \
 	x(EIO, data_read)                                                      \
 	x(EIO, data_checksum)                                                  \
-	x(EIO, data_write)
+	x(EIO, data_write)                                                     \
+	/* the mount's control channel (fuse/ctl.h) */                         \
+	x(EINVAL, ctl_request_refused)
 
 // clang-format on
 

@@ -570,6 +570,32 @@ static int copies_overrule(const struct tfs_sb_layout *sector, struct tfs_sb **c
 	return first;
 }
 
+/*
+ * bdev's layout sector, as it is (not validated), into *l: 0, or
+ * -TFS_ERR_device_too_small, -ENOMEM or -TFS_ERR_sb_read, said in err.
+ */
+static int layout_sector_read(struct tfs_bdev *bdev, struct tfs_sb_layout *l, struct printbuf *err)
+{
+	void *blk0 = NULL;
+	int ret;
+
+	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
+		prt_printf(err, "%s: device is ", bdev->path);
+		prt_units_u64(err, bdev->size);
+		prt_printf(err, ", too small to hold a superblock");
+		return -TFS_ERR_device_too_small;
+	}
+	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, bdev_lbs(bdev)), &blk0);
+	if (ret) {
+		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
+		prt_err_desc(err, ret);
+		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
+	}
+	memcpy(l, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(*l));
+	free(blk0);
+	return 0;
+}
+
 int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf *err)
 {
 	struct printbuf why[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
@@ -577,8 +603,6 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 	struct tfs_sb_layout layout;
 	struct tfs_sb *copies[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
 	int codes[TFS_SB_LAYOUT_MAX_COPIES] = { 0 };
-	unsigned lbs = bdev_lbs(bdev);
-	void *blk0 = NULL;
 	int best = -1, ret = 0;
 	/* Where the layout in use comes from. */
 	enum {
@@ -591,22 +615,9 @@ int tfs_sb_read(struct tfs_bdev *bdev, struct tfs_sb_handle *h, struct printbuf 
 
 	memset(h, 0, sizeof(*h));
 	h->bdev = bdev;
-
-	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
-		prt_printf(err, "%s: device is ", bdev->path);
-		prt_units_u64(err, bdev->size);
-		prt_printf(err, ", too small to hold a superblock");
-		return -TFS_ERR_device_too_small;
-	}
-
-	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, lbs), &blk0);
-	if (ret) {
-		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
-		prt_err_desc(err, ret);
-		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
-	}
-	memcpy(&layout, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(layout));
-	free(blk0);
+	ret = layout_sector_read(bdev, &layout, err);
+	if (ret)
+		return ret;
 
 	if (tfs_sb_layout_validate(&layout, &layout_why)) {
 		/*
@@ -781,7 +792,7 @@ int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs
 		     struct printbuf *err)
 {
 	struct tfs_sb_layout l;
-	void *blk0 = NULL, *buf = NULL;
+	void *buf = NULL;
 	u64 off;
 	u32 max;
 	size_t len;
@@ -789,20 +800,9 @@ int tfs_sb_read_copy(struct tfs_bdev *bdev, unsigned idx, bool force, struct tfs
 
 	memset(h, 0, sizeof(*h));
 	h->bdev = bdev;
-	if (bdev->size < TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
-		prt_printf(err, "%s: device is ", bdev->path);
-		prt_units_u64(err, bdev->size);
-		prt_printf(err, ", too small to hold a superblock");
-		return -TFS_ERR_device_too_small;
-	}
-	ret = read_range(bdev, 0, round_up(TFS_SB_OFFSET, bdev_lbs(bdev)), &blk0);
-	if (ret) {
-		prt_printf(err, "%s: reading the layout sector failed: ", bdev->path);
-		prt_err_desc(err, ret);
-		return ret == -ENOMEM ? ret : -TFS_ERR_sb_read;
-	}
-	memcpy(&l, (u8 *)blk0 + TFS_SB_LAYOUT_OFFSET, sizeof(l));
-	free(blk0);
+	ret = layout_sector_read(bdev, &l, err);
+	if (ret)
+		return ret;
 	PRINTBUF_ONSTACK(ignored, 256);
 
 	/* A bad sector: the standard places, as tfs_sb_read() starts from. */

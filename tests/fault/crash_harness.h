@@ -174,7 +174,7 @@ static inline void ch_init(struct ch *h, unsigned nr, unsigned meta_replicas,
 				     .data_replicas = data_replicas };
 	snprintf(t->dir, sizeof(t->dir), "%s/tfs-crash-XXXXXX",
 		 !access("/dev/shm", W_OK) ? "/dev/shm" : "/tmp");
-	assert_non_null(mkdtemp(t->dir));
+	scratch_dir_make(t->dir);
 	t->nr = nr;
 	for (unsigned i = 0; i < nr; i++) {
 		char dir[sizeof(t->dir)], path[96];

@@ -27,6 +27,7 @@
 #include "super/super.h"
 
 #include "image_test.h"
+#include "scratch_dir.h"
 
 #define FT_MAX_DEVS 4
 
@@ -100,8 +101,7 @@ static inline int ft_mkfs(struct ft *t, const struct ft_geometry *g)
 	/* /dev/shm where there is one: device flushes cost nothing there. */
 	snprintf(t->dir, sizeof(t->dir), "%s/tfs-engine-XXXXXX",
 		 g->shm && !access("/dev/shm", W_OK) ? "/dev/shm" : "/tmp");
-	if (!mkdtemp(t->dir))
-		abort();
+	scratch_dir_make(t->dir);
 	t->nr = g->nr_devs;
 	for (unsigned i = 0; i < g->nr_devs; i++) {
 		char dir[sizeof(t->dir)];
@@ -134,9 +134,7 @@ static inline void ft_cleanup(struct ft *t)
 {
 	if (t->fs)
 		ft_stop(t);
-	for (unsigned i = 0; i < t->nr; i++)
-		unlink(t->path[i]);
-	rmdir(t->dir);
+	scratch_dir_remove(t->dir);
 }
 
 /* Sum of a btree counter over every btree. */

@@ -24,6 +24,7 @@
 #include "lib/printbuf.h"
 
 #include "fault_test.h"
+#include "scratch_dir.h"
 
 #define JT_MAX_DEVS 4
 #define JT_MAX_BUCKETS 256
@@ -75,8 +76,7 @@ static inline void jt_images(struct jt *t, unsigned nr, unsigned nr_buckets, u32
 {
 	memset(t, 0, sizeof(*t));
 	snprintf(t->dir, sizeof(t->dir), "%s/tfs-journal-XXXXXX", jt_tmpdir());
-	if (!mkdtemp(t->dir))
-		abort();
+	scratch_dir_make(t->dir);
 	for (unsigned b = 0; b < nr_buckets; b++)
 		t->buckets[b] = b + 1;
 	t->nr_devs = nr;
@@ -178,9 +178,7 @@ static inline void jt_stop(struct jt *t)
 static inline void jt_cleanup(struct jt *t)
 {
 	jt_stop(t);
-	for (unsigned i = 0; i < t->nr_devs; i++)
-		unlink(t->path[i]);
-	rmdir(t->dir);
+	scratch_dir_remove(t->dir);
 }
 
 /* Commits one key (id, value); returns its seq, or a negative code. */

@@ -33,6 +33,7 @@
 
 #include "fault_test.h"
 #include "image_test.h"
+#include "scratch_dir.h"
 
 #define PT_MAX_DEVS 4
 
@@ -142,8 +143,7 @@ static inline int pt_mkfs(struct pt *t, const struct pt_geometry *g)
 	if (!t->g.size)
 		t->g.size = 64ULL << 20;
 	snprintf(t->dir, sizeof(t->dir), "/tmp/tfs-posix-XXXXXX");
-	if (!mkdtemp(t->dir))
-		abort();
+	scratch_dir_make(t->dir);
 	t->nr = t->g.nr_devs;
 	for (unsigned i = 0; i < t->nr; i++) {
 		char dir[sizeof(t->dir)], path[sizeof(t->path[i])];
@@ -173,9 +173,7 @@ static inline void pt_cleanup(struct pt *t)
 	if (t->fs)
 		pt_stop(t);
 	tfs_faultdev_registry_reset();
-	for (unsigned i = 0; i < t->nr; i++)
-		unlink(t->path[i]);
-	rmdir(t->dir);
+	scratch_dir_remove(t->dir);
 }
 
 /* Copies an image file, leaving zeros as holes (images are mostly empty). */

@@ -536,7 +536,7 @@ static void test_not_initialized(void **state)
 
 	memset(&t, 0, sizeof(t));
 	snprintf(t.dir, sizeof(t.dir), "/tmp/tfs-engine-XXXXXX");
-	assert_non_null(mkdtemp(t.dir));
+	scratch_dir_make(t.dir);
 	t.nr = 1;
 	{
 		char dir[sizeof(t.dir)];

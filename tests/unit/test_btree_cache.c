@@ -14,18 +14,21 @@
  *    not tree order); a node used since the last scan gets a second chance
  *    (it goes to the back, freed by a later scan, not this one); dirty
  *    nodes are never freed, however old; a tree whose lock is held is
- *    skipped; every reason is counted; asked for pages, the scan frees
+ *    skipped, and a scan locks no tree but the one of the node it considers; every reason is counted; asked for pages, the scan frees
  *    whole nodes and reports pages.
  *  - One budget for both caches: the node cache and the key cache each
  *    filled past the budget on their own; the total the shrinker registry
  *    counts for them together never passes the budget (checked after every
  *    operation, and the highest total any allocation was let through).
  */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "fs/btree_internal.h"
 #include "fs_test.h"
@@ -212,18 +215,42 @@ enum {
 	LEAF_C = 3
 };
 
+/* A node's size in the pages a scan is asked for and reports. */
+static unsigned long node_pages(struct tfs_fs *fs)
+{
+	return DIV_ROUND_UP(fs->cache.node_bytes, 4096);
+}
+
+/*
+ * reopened_root(), then leaves A, B, C read in that order (entering the
+ * cache's LRU in that order) and not used again.  Returns the root.
+ */
+static struct tfs_bnode *root_and_abc(struct ft *t)
+{
+	struct tfs_bnode *r = reopened_root(t, 300);
+
+	touch_leaf(t->fs, LEAF_A);
+	touch_leaf(t->fs, LEAF_B);
+	touch_leaf(t->fs, LEAF_C);
+	assert_int_equal(t->fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 3);
+	return r;
+}
+
+/* Every key of root_and_abc()'s fill reads back and the tree verifies; then the images go. */
+static void check_and_cleanup(struct ft *t)
+{
+	read_all(t->fs, 300);
+	assert_int_equal(tfs_btree_verify(t->fs, TFS_BTREE_xattrs), 0);
+	ft_cleanup(t);
+}
+
 static void test_oldest_first(void **state)
 {
 	struct ft t;
-	struct tfs_bnode *r = reopened_root(&t, 300);
-	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
-
 	/* A, B, C enter the cache in that order; none is used again. */
-	touch_leaf(t.fs, LEAF_A);
-	touch_leaf(t.fs, LEAF_B);
-	touch_leaf(t.fs, LEAF_C);
-	assert_int_equal(t.fs->btrees[TFS_BTREE_xattrs].nr_nodes[0], 3);
+	struct tfs_bnode *r = root_and_abc(&t);
+	unsigned long pages_per_node = node_pages(t.fs);
+
 	/* One node asked for at a time: the oldest goes first. */
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_A]);
@@ -240,21 +267,16 @@ static void test_oldest_first(void **state)
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_B]);
 	assert_non_null(r->child[LEAF_A]);
-	read_all(t.fs, 300);
-	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
-	ft_cleanup(&t);
+	check_and_cleanup(&t);
 }
 
 static void test_second_chance_order(void **state)
 {
 	struct ft t;
-	struct tfs_bnode *r = reopened_root(&t, 300);
+	struct tfs_bnode *r = root_and_abc(&t);
 	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	unsigned long pages_per_node = node_pages(t.fs);
 
-	touch_leaf(t.fs, LEAF_A);
-	touch_leaf(t.fs, LEAF_B);
-	touch_leaf(t.fs, LEAF_C);
 	/* A used again: the oldest, but it gets a second chance. */
 	touch_leaf(t.fs, LEAF_A);
 	u64 accessed0 = c->not_freed_accessed;
@@ -271,9 +293,7 @@ static void test_second_chance_order(void **state)
 	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
 	assert_null(r->child[LEAF_A]);
 	assert_int_equal(c->not_freed_accessed - accessed0, 1);
-	read_all(t.fs, 300);
-	assert_int_equal(tfs_btree_verify(t.fs, TFS_BTREE_xattrs), 0);
-	ft_cleanup(&t);
+	check_and_cleanup(&t);
 }
 
 static void test_oldest_dirty_stays(void **state)
@@ -281,7 +301,7 @@ static void test_oldest_dirty_stays(void **state)
 	struct ft t;
 	struct tfs_bnode *r = reopened_root(&t, 300);
 	struct tfs_btree_cache *c = &t.fs->cache;
-	unsigned long pages_per_node = DIV_ROUND_UP(c->node_bytes, 4096);
+	unsigned long pages_per_node = node_pages(t.fs);
 	struct tfs_btree_trans trans;
 	struct tfs_bkey_buf buf;
 
@@ -365,6 +385,74 @@ static void test_dirty_and_locked_stay(void **state)
 	assert_non_null(strstr(printbuf_str(&out), "reserve "));
 	printbuf_exit(&out);
 	ft_cleanup(&t);
+}
+
+struct scan_arg {
+	struct tfs_fs *fs;
+	bool started;
+	unsigned long ret;
+};
+
+static void *scan_thread(void *p)
+{
+	struct scan_arg *a = p;
+
+	__atomic_store_n(&a->started, true, __ATOMIC_RELEASE);
+	a->ret = tfs_btree_cache_scan(a->fs, 1);
+	return NULL;
+}
+
+/*
+ * A scan locks only the tree of the node it considers.  With another tree
+ * held (intent, then read) it still frees an old clean node of the xattrs
+ * tree; and while a scan is under way (here stopped at the cache lock,
+ * which the test holds) no tree is locked: a reader of any tree gets in at
+ * once.  The scan that trylocked every tree for its whole walk failed the
+ * second part.
+ */
+static void test_scan_locks_one_tree(void **state)
+{
+	struct ft t;
+	struct tfs_bnode *r = root_and_abc(&t);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	unsigned long pages_per_node = node_pages(t.fs);
+	struct tfs_btree *other = &t.fs->btrees[TFS_BTREE_dirents];
+
+	tfs_six_lock_intent(&other->lock);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	tfs_six_unlock_intent(&other->lock);
+	assert_null(r->child[LEAF_A]);
+	tfs_six_lock_read(&other->lock);
+	assert_int_equal(tfs_btree_cache_scan(t.fs, 1), pages_per_node);
+	tfs_six_unlock_read(&other->lock);
+	assert_null(r->child[LEAF_B]);
+
+	struct scan_arg a = { .fs = t.fs };
+	pthread_t th;
+	unsigned busy = 0;
+
+	pthread_mutex_lock(&c->lock);
+	assert_int_equal(pthread_create(&th, NULL, scan_thread, &a), 0);
+	while (!__atomic_load_n(&a.started, __ATOMIC_ACQUIRE))
+		sched_yield();
+	/* 100 ms of a scan in progress: every tree's read lock is free throughout. */
+	for (unsigned i = 0; i < 100; i++) {
+		for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+			struct tfs_six_lock *l = &t.fs->btrees[id].lock;
+
+			if (tfs_six_trylock_read(l))
+				tfs_six_unlock_read(l);
+			else
+				busy++;
+		}
+		usleep(1000);
+	}
+	pthread_mutex_unlock(&c->lock);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(busy, 0);
+	assert_int_equal(a.ret, pages_per_node);
+	assert_null(r->child[LEAF_C]);
+	check_and_cleanup(&t);
 }
 
 /* A cookie key in the inodes btree (cached by the key cache): 8-byte value. */
@@ -468,6 +556,7 @@ int main(void)
 		cmocka_unit_test(test_second_chance_order),
 		cmocka_unit_test(test_oldest_dirty_stays),
 		cmocka_unit_test(test_dirty_and_locked_stay),
+		cmocka_unit_test(test_scan_locks_one_tree),
 		cmocka_unit_test(test_shared_budget),
 	};
 
