@@ -362,14 +362,15 @@ int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const cha
 	}
 	o->source = strdup(printbuf_str(&src));
 	o->mountpoint = realpath(mountpoint, NULL);
-	if (!o->mountpoint) {
-		ret = -errno;
-		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
-		goto out;
-	}
-	if (stat(o->mountpoint, &st)) {
-		ret = -errno;
-		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
+	if (!o->mountpoint || stat(o->mountpoint, &st)) {
+		int e = errno;
+		/* ENOTCONN: a FUSE mount there whose daemon died (kill -9, a crash). */
+		bool dead = e == ENOTCONN;
+
+		ret = -e;
+		fprintf(stderr, "%s: mount point %s: %s%s%s%s\n", prog, mountpoint, strerror(e),
+			dead ? " (a mount is there and its daemon is gone: `umount " : "",
+			dead ? mountpoint : "", dead ? "` first)" : "");
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {

@@ -99,4 +99,18 @@ grep -q " $mnt fuse" /proc/self/mounts && fail "mount.tinyfs -f mounted"
 "$mount_helper" "$img" "$mnt" -o rw,noatime,defaults,_netdev && mounts+=("$mnt") || fail "mount.tinyfs"
 grep -q " $mnt fuse.tinyfs " /proc/self/mounts || fail "mount.tinyfs did not mount"
 tfs_umount "$mnt"
+
+# A mount whose daemon was killed: the kernel still answers stat(2) of its
+# root from the attributes it caches (for a day), so the mount looks alive;
+# both refusals say the daemon is gone and what to do.
+mount_or_finish mount "$img" "$mnt"
+ls -l "$mnt" >/dev/null # what a user did: the root's attributes are cached
+pid=$(daemon_pid "$mnt")
+kill -9 "$pid"
+wait_gone "$pid"
+refused 1 "its daemon is gone" "$tinyfs" mount "$img" "$tmp/mnt2"
+refused 1 "its daemon is gone" "$tinyfs" mount "$tmp/c.img" "$mnt"
+umount "$mnt" || fail "umount of the dead mount"
+mount_or_finish mount "$img" "$mnt"
+tfs_umount "$mnt"
 finish
