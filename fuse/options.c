@@ -348,6 +348,21 @@ int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const cha
 			ret = -EINVAL;
 			goto out;
 		}
+		/* A member named twice would wait for its own lock, then say "in use". */
+		for (unsigned i = 0; i < o->nr_devs; i++) {
+			struct stat prev;
+
+			if (!stat(o->devs[i], &prev) &&
+			    (S_ISBLK(st.st_mode)
+				     ? prev.st_rdev == st.st_rdev
+				     : prev.st_dev == st.st_dev && prev.st_ino == st.st_ino)) {
+				fprintf(stderr, "%s: %s is given twice (member %u is %s)\n", prog,
+					d, i + 1, o->devs[i]);
+				free(path);
+				ret = -EINVAL;
+				goto out;
+			}
+		}
 		o->devs[o->nr_devs++] = path;
 		prt_printf(&src, "%s%s", src.pos ? ":" : "", path);
 	}

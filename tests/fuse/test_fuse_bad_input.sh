@@ -79,6 +79,14 @@ refused 1 "" "$tinyfs" mount "$img:$tmp/other.img" "$mnt"
 [ "$(md5sum <"$tmp/other.img")" = "$osum" ] || fail "a refused member was written"
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount with a foreign member wrote to the image"
 
+# One member named twice (here also through a symlink): said at once, not
+# after a minute waiting for its own lock.
+ln -s "$img" "$tmp/twice.img"
+SECONDS=0
+refused 1 "given twice" "$tinyfs" mount "$img:$tmp/twice.img" "$mnt"
+[ "$SECONDS" -lt 10 ] || fail "a member named twice took ${SECONDS}s to refuse"
+[ "$(md5sum <"$img")" = "$sum" ] || fail "a member named twice wrote to the image"
+
 # A second mount of a mounted filesystem, elsewhere; and over a live mount.
 mount_or_finish mount "$img" "$mnt"
 mkdir -p "$tmp/mnt2"
