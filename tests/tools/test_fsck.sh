@@ -19,6 +19,9 @@ run 0 "$tinyfs" fsck -y a.img
 
 # fsck.tinyfs, and fsck -t tinyfs when fsck(8) is here.
 run 0 env TINYFS="$tinyfs" "$build/tools/fsck.tinyfs" -n a.img
+# Run from the build tree as the README shows, nothing installed: the
+# tinyfs beside it.
+run 0 env -u TINYFS "$build/tools/fsck.tinyfs" -n a.img
 if command -v fsck >/dev/null; then
 	mkdir bin && ln -s "$build/tools/fsck.tinyfs" bin/fsck.tinyfs
 	run 0 env TINYFS="$tinyfs" PATH="$tmp/bin:$PATH" fsck -t tinyfs -n a.img
