@@ -42,6 +42,11 @@ refused 2 "unknown option" "$tinyfs" mount -o frobnicate "$img" "$mnt"
 refused 2 "expected continue, ro or panic" "$tinyfs" mount -o errors=maybe "$img" "$mnt"
 refused 2 "expected" "$tinyfs" mount "$img"
 refused 2 "unknown option" "$mount_helper" "$img" "$mnt" -o frobnicate
+# What that message points to: --help (and -h) print the usage, exit 0.
+for h in --help -h; do
+	"$mount_helper" $h >"$tmp/out" 2>&1 || fail "mount.tinyfs $h exited $?"
+	grep -q "^usage: mount.tinyfs" "$tmp/out" || fail "mount.tinyfs $h: $(head -2 "$tmp/out")"
+done
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount wrote to the image"
 
 # A busy mount point: something else is mounted there.
