@@ -77,6 +77,33 @@ bsum=$(md5sum <"$tmp/bad.img")
 refused 1 "$tmp/bad.img" "$tinyfs" mount "$tmp/bad.img" "$mnt"
 [ "$(md5sum <"$tmp/bad.img")" = "$bsum" ] || fail "mounting a corrupt image wrote to it"
 
+# A damaged btree leaf: the mount opens (leaves are read when needed), and
+# what the leaf held fails as on ext4, EUCLEAN "Structure needs cleaning",
+# not EINVAL; fsck says it is left uncorrected (4).  4000 names make the
+# dirents btree two levels deep; every dirents leaf gets a flipped byte.
+new_image "$tmp/leaf.img" 64M || finish
+mount_or_finish "mount leaf.img" "$tmp/leaf.img" "$mnt"
+mkdir "$mnt/d" && python3 -c 'import os, sys
+for i in range(4000): open(os.path.join(sys.argv[1], "file-with-a-longish-name-%05d" % i), "w").close()' "$mnt/d" ||
+	fail "creating 4000 files"
+tfs_umount "$mnt"
+python3 - "$tmp/leaf.img" <<'PY' || fail "no dirents leaf found to damage"
+import sys
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; n = 0
+magic = next(data[o + 8:o + 16] for o in range(0, len(data), ns) if data[o + 24:o + 26] == bytes([0, 1]))
+for o in range(0, len(data), ns):
+    if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 0:
+        f.seek(o + 200); f.write(bytes([data[o + 200] ^ 0xff])); n += 1
+sys.exit(n == 0)
+PY
+mount_or_finish "mount of an image with damaged leaves" "$tmp/leaf.img" "$mnt"
+ls "$mnt/d" >/dev/null 2>"$tmp/err" && fail "listing a directory whose leaves are damaged worked"
+grep -q "Structure needs cleaning" "$tmp/err" || fail "listing damaged leaves: $(cat "$tmp/err")"
+tfs_umount "$mnt"
+st=0
+"$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 4 ] || fail "fsck -n of damaged leaves exited $st, expected 4"
+
 # A member of another filesystem given with ours.
 new_image "$tmp/other.img" 64M || finish
 osum=$(md5sum <"$tmp/other.img")
