@@ -221,7 +221,7 @@ static int cmd_fsck(int argc, char **argv)
 	else if (res.found)
 		fprintf(stderr, "tinyfs fsck: %s: %u problem(s), all fixed\n", argv[optind],
 			res.found);
-	else if (o.verbose)
+	else /* always, as e2fsck: silence is no answer to a user who asked */
 		fprintf(stderr, "tinyfs fsck: %s: clean\n", argv[optind]);
 	return tfs_fsck_exit_code(&res);
 }
