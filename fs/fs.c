@@ -41,6 +41,7 @@
 #include "lib/errcode.h"
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
+#include "lib/string.h"
 #include "super/super.h"
 
 void tfs_fs_opts_default(struct tfs_fs_opts *opts)
@@ -148,8 +149,16 @@ static int fs_open_devs(struct tfs_fs *fs, const char *const *paths, unsigned nr
 		struct printbuf u = PRINTBUF;
 
 		prt_uuid(&u, m->uuid);
+		if (m->label[0]) {
+			prt_str(&u, ", label \"");
+			prt_bytes(&u, m->label, tfs_strnlen_field(m->label, sizeof(m->label)));
+			prt_char(&u, '"');
+		}
+		/* The ways out, for whoever opens: every member, or degraded. */
 		fprintf(stderr, "member %u (uuid %s) is missing%s\n", i, printbuf_str(&u),
-			fs->opts.degraded ? "; opening degraded" : "");
+			fs->opts.degraded ? "; opening degraded"
+					  : ": give every member, or open degraded (mount -o "
+					    "degraded) where replicas allow");
 		printbuf_exit(&u);
 		if (!fs->opts.degraded)
 			ret = -TFS_ERR_fs_members;

@@ -101,7 +101,8 @@ enum tfs_fsck_exit {
 	TFS_FSCK_EXIT_CLEAN = 0,
 	TFS_FSCK_EXIT_FIXED = 1,
 	TFS_FSCK_EXIT_LEFT = 4,
-	TFS_FSCK_EXIT_OPERATIONAL = 8, /* usage, cannot open, the check could not finish */
+	TFS_FSCK_EXIT_OPERATIONAL = 8, /* cannot open, the check could not finish */
+	TFS_FSCK_EXIT_USAGE = 16,
 };
 
 /* 0 nothing found, 1 all found fixed, 4 some left. */

@@ -39,6 +39,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,11 +51,16 @@ extern char **environ;
 
 /* --- checks before anything starts --- */
 
+/*
+ * statfs(2), not stat(2): the kernel answers stat of a FUSE mount's root
+ * from the attributes it caches (for a day here) even after the daemon died;
+ * statfs always asks the daemon, and a dead one's mount says ENOTCONN.
+ */
 static bool mount_is_dead(const char *path)
 {
-	struct stat st;
+	struct statfs sfs;
 
-	return stat(path, &st) && errno == ENOTCONN;
+	return statfs(path, &sfs) && errno == ENOTCONN;
 }
 
 /* A mount point in use, or a member already mounted: refused with the reason. */

@@ -17,13 +17,16 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: mount.tinyfs DEV[:DEV...] MOUNTPOINT [-o OPTIONS] [-f] [-n] [-s] [-v]\n"
-		   "Mounts a tinyfs filesystem; run by mount(8) for -t tinyfs and -t fuse.tinyfs.\n"
-		   "  -o OPTIONS  mount options (below)\n"
-		   "  -f          fake: check the arguments, mount nothing\n"
-		   "  -n, -s      accepted for mount(8) (no mtab; sloppy)\n"
-		   "  -v          say what is mounted\n"
-		   "  -F          stay in the foreground (serve until unmounted)\n\n");
+	fprintf(f,
+		"usage: mount.tinyfs DEV[:DEV...] MOUNTPOINT [-o OPTIONS] [-f] [-n] [-s] [-v] [-F]\n"
+		"Mounts a tinyfs filesystem; run by mount(8) for -t tinyfs and -t fuse.tinyfs.\n"
+		"  -o OPTIONS  mount options (below)\n"
+		"  -f          fake: check the arguments, mount nothing\n"
+		"  -n, -s      accepted for mount(8) (no mtab; sloppy)\n"
+		"  -v          say what is mounted\n"
+		"  -F          stay in the foreground (serve until unmounted)\n"
+		"  -t TYPE     accepted (mount(8) passes fuse.tinyfs)\n"
+		"  -h, --help  this text\n\n");
 	tfs_mount_options_help(f);
 }
 
@@ -37,7 +40,13 @@ int main(int argc, char **argv)
 	if (tfs_faults_from_env())
 		return 2;
 	tfs_mount_opts_init(&o);
-	while ((c = getopt(argc, argv, "o:snfvFt:N:h")) != -1) {
+	/* mount(8) passes short options only; --help is for a user reading a message. */
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+
+	while ((c = getopt_long(argc, argv, "o:snfvFt:N:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (tfs_mount_opts_parse(&o, prog, optarg)) {

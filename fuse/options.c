@@ -348,6 +348,21 @@ int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const cha
 			ret = -EINVAL;
 			goto out;
 		}
+		/* A member named twice would wait for its own lock, then say "in use". */
+		for (unsigned i = 0; i < o->nr_devs; i++) {
+			struct stat prev;
+
+			if (!stat(o->devs[i], &prev) &&
+			    (S_ISBLK(st.st_mode)
+				     ? prev.st_rdev == st.st_rdev
+				     : prev.st_dev == st.st_dev && prev.st_ino == st.st_ino)) {
+				fprintf(stderr, "%s: %s is given twice (member %u is %s)\n", prog,
+					d, i + 1, o->devs[i]);
+				free(path);
+				ret = -EINVAL;
+				goto out;
+			}
+		}
 		o->devs[o->nr_devs++] = path;
 		prt_printf(&src, "%s%s", src.pos ? ":" : "", path);
 	}
@@ -362,14 +377,15 @@ int tfs_mount_opts_targets(struct tfs_mount_opts *o, const char *prog, const cha
 	}
 	o->source = strdup(printbuf_str(&src));
 	o->mountpoint = realpath(mountpoint, NULL);
-	if (!o->mountpoint) {
-		ret = -errno;
-		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
-		goto out;
-	}
-	if (stat(o->mountpoint, &st)) {
-		ret = -errno;
-		fprintf(stderr, "%s: mount point %s: %s\n", prog, mountpoint, strerror(errno));
+	if (!o->mountpoint || stat(o->mountpoint, &st)) {
+		int e = errno;
+		/* ENOTCONN: a FUSE mount there whose daemon died (kill -9, a crash). */
+		bool dead = e == ENOTCONN;
+
+		ret = -e;
+		fprintf(stderr, "%s: mount point %s: %s%s%s%s\n", prog, mountpoint, strerror(e),
+			dead ? " (a mount is there and its daemon is gone: `umount " : "",
+			dead ? mountpoint : "", dead ? "` first)" : "");
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -434,8 +450,9 @@ void tfs_mount_options_help(FILE *f)
 		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
 		"  write_behind, no_write_behind   answer small write-back requests before\n"
 		"                       the device write (fsync waits for them; default on)\n"
-		"  libfuse_loop         libfuse's multithreaded loop (the last three apply only\n"
-		"                       to it) instead of the daemon's leader/followers loop\n"
+		"  libfuse_loop         libfuse's multithreaded loop instead of the daemon's\n"
+		"                       leader/followers loop (max_idle_threads and clone_fd\n"
+		"                       apply only to it, max_threads to both)\n"
 		"  cache_readdir, no_cache_readdir        kernel caching of listings (on)\n"
 		"  killpriv             the daemon clears set-ID bits (HANDLE_KILLPRIV v1; off)\n"
 		"  kernel_lseek         SEEK_DATA/SEEK_HOLE answered by the kernel (no holes)\n"

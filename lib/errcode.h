@@ -94,7 +94,8 @@
 	x(EIO, journal_seq_untrusted)                                          \
 	/* filesystem (fs/) */                                                 \
 	x(EIO, btree_node_read)                                                \
-	x(EINVAL, btree_node_invalid)                                          \
+	/* corrupt on disk: EUCLEAN, ext4's EFSCORRUPTED, not bad input */    \
+	x(EUCLEAN, btree_node_invalid)                                         \
 	x(ENOSPC, alloc_no_space)                                              \
 	x(EINVAL, fsck_errors_found)                                           \
 	x(EINVAL, bkey_invalid)                                                \

@@ -24,6 +24,7 @@
 
 #define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
 #define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
+#define FSCK_EXIT_USAGE TFS_FSCK_EXIT_USAGE
 
 /*
  * umount returns before the daemon has written everything back and let go
@@ -99,6 +100,24 @@ static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
 	return ok;
 }
 
+/*
+ * A node that cannot be read or trusted (named above, where it was read) is
+ * an error of the filesystem, not of fsck: e2fsck's 4 (left uncorrected),
+ * not 8.  Nothing rebuilds a node's lost keys yet, so -y repairs nothing.
+ * True, said, when ret is such a failure.
+ */
+static bool damaged_node(int ret, const char *dev, bool repair, const char *what)
+{
+	if (!tfs_err_matches(ret, TFS_ERR_btree_node_invalid) &&
+	    !tfs_err_matches(ret, TFS_ERR_btree_node_read))
+		return false;
+	fprintf(stderr,
+		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s: "
+		"mount read-only (-o ro) and copy out what reads\n",
+		dev, what, repair ? ", nothing was repaired" : "");
+	return true;
+}
+
 static void fsck_usage(FILE *f)
 {
 	fprintf(f,
@@ -115,9 +134,10 @@ static void fsck_usage(FILE *f)
 		"\n"
 		"A mounted filesystem is refused (as e2fsck refuses to repair one): unmount it.\n"
 		"\n"
-		"Exit status: 0 clean, 1 problems found and all fixed, 4 problems left\n"
-		"uncorrected, 8 usage or operational error (cannot open: mounted, missing,\n"
-		"unreadable).\n");
+		"Exit status (as e2fsck): 0 clean, 1 problems found and all fixed, 4\n"
+		"problems left uncorrected (also a damaged btree node, which stops the\n"
+		"check), 8 operational error (cannot open: mounted, missing, not tinyfs,\n"
+		"unreadable), 16 usage error.\n");
 }
 
 static int cmd_fsck(int argc, char **argv)
@@ -153,17 +173,17 @@ static int cmd_fsck(int argc, char **argv)
 			return FSCK_EXIT_CLEAN;
 		default:
 			fsck_usage(stderr);
-			return FSCK_EXIT_OPERATIONAL;
+			return FSCK_EXIT_USAGE;
 		}
 	}
 	if (no && o.repair) {
 		fprintf(stderr, "tinyfs fsck: -n and -y together\n");
-		return FSCK_EXIT_OPERATIONAL;
+		return FSCK_EXIT_USAGE;
 	}
 	if (optind >= argc) {
 		fprintf(stderr, "tinyfs fsck: no device\n");
 		fsck_usage(stderr);
-		return FSCK_EXIT_OPERATIONAL;
+		return FSCK_EXIT_USAGE;
 	}
 	tfs_fs_opts_default(&opts);
 	opts.read_only = !o.repair;
@@ -173,6 +193,8 @@ static int cmd_fsck(int argc, char **argv)
 	/* A filesystem open elsewhere holds its members' locks: the open fails with EBUSY. */
 	ret = tfs_fs_open((const char *const *)argv + optind, (unsigned)(argc - optind), &opts,
 			  &fs);
+	if (damaged_node(ret, argv[optind], o.repair, "stops the filesystem from opening"))
+		return TFS_FSCK_EXIT_LEFT;
 	if (ret) {
 		/* Open printed where it failed. */
 		fprintf(stderr, "tinyfs fsck: %s: cannot open the filesystem: %s\n", argv[optind],
@@ -181,6 +203,8 @@ static int cmd_fsck(int argc, char **argv)
 	}
 	ret = tfs_fsck(fs, &o, &res);
 	ret2 = tfs_fs_stop(fs);
+	if (damaged_node(ret, argv[optind], o.repair, "stopped the check"))
+		return TFS_FSCK_EXIT_LEFT;
 	if (ret) {
 		fprintf(stderr, "tinyfs fsck: %s: the check could not finish: %s\n", argv[optind],
 			tfs_err_str(ret));
@@ -197,7 +221,7 @@ static int cmd_fsck(int argc, char **argv)
 	else if (res.found)
 		fprintf(stderr, "tinyfs fsck: %s: %u problem(s), all fixed\n", argv[optind],
 			res.found);
-	else if (o.verbose)
+	else /* always, as e2fsck: silence is no answer to a user who asked */
 		fprintf(stderr, "tinyfs fsck: %s: clean\n", argv[optind]);
 	return tfs_fsck_exit_code(&res);
 }

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,34 @@ static bool same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/*
+ * A tinyfs whose superblock copies all fail validation is invisible to
+ * blkid and to tfs_sb_read(), but it is still somebody's filesystem, to be
+ * repaired or copied out: a tinyfs magic where the layout sector or a copy
+ * of the default layout lives says so.  The byte offset found, or 0.
+ */
+static u64 damaged_tinyfs_magic(const struct target *t)
+{
+	static const struct {
+		u64 off, magic;
+	} where[] = {
+		{ TFS_SB_LAYOUT_OFFSET + offsetof(struct tfs_sb_layout, magic),
+		  TFS_SB_LAYOUT_MAGIC },
+		{ TFS_SB_OFFSET + offsetof(struct tfs_sb, magic), TFS_SB_MAGIC },
+		{ TFS_SB_OFFSET + TFS_SB_MAX_SIZE_DEFAULT + offsetof(struct tfs_sb, magic),
+		  TFS_SB_MAGIC },
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE(where); i++) {
+		__le64 m;
+
+		if (pread(t->fd, &m, sizeof(m), (off_t)where[i].off) == (ssize_t)sizeof(m) &&
+		    le64_to_cpu(m) == where[i].magic)
+			return where[i].off;
+	}
+	return 0;
+}
+
 /* Sizes and signatures of one opened target; no writes.  Returns an exit status. */
 static int probe_target(struct target *t, bool force)
 {
@@ -309,6 +338,7 @@ static int probe_target(struct target *t, bool force)
 	if (!found && bdev->size >= TFS_SB_OFFSET + sizeof(struct tfs_sb)) {
 		struct tfs_sb_handle h;
 		struct printbuf err = PRINTBUF;
+		u64 magic_at;
 
 		if (!tfs_sb_read(bdev, &h, &err)) {
 			prt_str(&what, "an existing tinyfs filesystem (label \"");
@@ -317,6 +347,13 @@ static int probe_target(struct target *t, bool force)
 			prt_str(&what, "\", uuid ");
 			prt_uuid(&what, h.sb->user_uuid);
 			prt_str(&what, ")");
+			found = 1;
+		} else if ((magic_at = damaged_tinyfs_magic(t))) {
+			prt_printf(
+				&what,
+				"a damaged tinyfs filesystem (a tinyfs magic at byte %llu, but no "
+				"valid superblock; `tinyfs show-super -l` says why)",
+				(unsigned long long)magic_at);
 			found = 1;
 		}
 		tfs_sb_exit(&h);

@@ -42,6 +42,11 @@ refused 2 "unknown option" "$tinyfs" mount -o frobnicate "$img" "$mnt"
 refused 2 "expected continue, ro or panic" "$tinyfs" mount -o errors=maybe "$img" "$mnt"
 refused 2 "expected" "$tinyfs" mount "$img"
 refused 2 "unknown option" "$mount_helper" "$img" "$mnt" -o frobnicate
+# What that message points to: --help (and -h) print the usage, exit 0.
+for h in --help -h; do
+	"$mount_helper" $h >"$tmp/out" 2>&1 || fail "mount.tinyfs $h exited $?"
+	grep -q "^usage: mount.tinyfs" "$tmp/out" || fail "mount.tinyfs $h: $(head -2 "$tmp/out")"
+done
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount wrote to the image"
 
 # A busy mount point: something else is mounted there.
@@ -72,12 +77,47 @@ bsum=$(md5sum <"$tmp/bad.img")
 refused 1 "$tmp/bad.img" "$tinyfs" mount "$tmp/bad.img" "$mnt"
 [ "$(md5sum <"$tmp/bad.img")" = "$bsum" ] || fail "mounting a corrupt image wrote to it"
 
+# A damaged btree leaf: the mount opens (leaves are read when needed), and
+# what the leaf held fails as on ext4, EUCLEAN "Structure needs cleaning",
+# not EINVAL; fsck says it is left uncorrected (4).  4000 names make the
+# dirents btree two levels deep; every dirents leaf gets a flipped byte.
+new_image "$tmp/leaf.img" 64M || finish
+mount_or_finish "mount leaf.img" "$tmp/leaf.img" "$mnt"
+mkdir "$mnt/d" && python3 -c 'import os, sys
+for i in range(4000): open(os.path.join(sys.argv[1], "file-with-a-longish-name-%05d" % i), "w").close()' "$mnt/d" ||
+	fail "creating 4000 files"
+tfs_umount "$mnt"
+python3 - "$tmp/leaf.img" <<'PY' || fail "no dirents leaf found to damage"
+import sys
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; n = 0
+magic = next(data[o + 8:o + 16] for o in range(0, len(data), ns) if data[o + 24:o + 26] == bytes([0, 1]))
+for o in range(0, len(data), ns):
+    if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 0:
+        f.seek(o + 200); f.write(bytes([data[o + 200] ^ 0xff])); n += 1
+sys.exit(n == 0)
+PY
+mount_or_finish "mount of an image with damaged leaves" "$tmp/leaf.img" "$mnt"
+ls "$mnt/d" >/dev/null 2>"$tmp/err" && fail "listing a directory whose leaves are damaged worked"
+grep -q "Structure needs cleaning" "$tmp/err" || fail "listing damaged leaves: $(cat "$tmp/err")"
+tfs_umount "$mnt"
+st=0
+"$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 4 ] || fail "fsck -n of damaged leaves exited $st, expected 4"
+
 # A member of another filesystem given with ours.
 new_image "$tmp/other.img" 64M || finish
 osum=$(md5sum <"$tmp/other.img")
 refused 1 "" "$tinyfs" mount "$img:$tmp/other.img" "$mnt"
 [ "$(md5sum <"$tmp/other.img")" = "$osum" ] || fail "a refused member was written"
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount with a foreign member wrote to the image"
+
+# One member named twice (here also through a symlink): said at once, not
+# after a minute waiting for its own lock.
+ln -s "$img" "$tmp/twice.img"
+SECONDS=0
+refused 1 "given twice" "$tinyfs" mount "$img:$tmp/twice.img" "$mnt"
+[ "$SECONDS" -lt 10 ] || fail "a member named twice took ${SECONDS}s to refuse"
+[ "$(md5sum <"$img")" = "$sum" ] || fail "a member named twice wrote to the image"
 
 # A second mount of a mounted filesystem, elsewhere; and over a live mount.
 mount_or_finish mount "$img" "$mnt"
@@ -98,5 +138,19 @@ tfs_umount "$mnt"
 grep -q " $mnt fuse" /proc/self/mounts && fail "mount.tinyfs -f mounted"
 "$mount_helper" "$img" "$mnt" -o rw,noatime,defaults,_netdev && mounts+=("$mnt") || fail "mount.tinyfs"
 grep -q " $mnt fuse.tinyfs " /proc/self/mounts || fail "mount.tinyfs did not mount"
+tfs_umount "$mnt"
+
+# A mount whose daemon was killed: the kernel still answers stat(2) of its
+# root from the attributes it caches (for a day), so the mount looks alive;
+# both refusals say the daemon is gone and what to do.
+mount_or_finish mount "$img" "$mnt"
+ls -l "$mnt" >/dev/null # what a user did: the root's attributes are cached
+pid=$(daemon_pid "$mnt")
+kill -9 "$pid"
+wait_gone "$pid"
+refused 1 "its daemon is gone" "$tinyfs" mount "$img" "$tmp/mnt2"
+refused 1 "its daemon is gone" "$tinyfs" mount "$tmp/c.img" "$mnt"
+umount "$mnt" || fail "umount of the dead mount"
+mount_or_finish mount "$img" "$mnt"
 tfs_umount "$mnt"
 finish

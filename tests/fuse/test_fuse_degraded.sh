@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 a=$tmp/a.img b=$tmp/b.img mnt=$tmp/mnt
-"$mkfs" -q --metadata-replicas 2 --data-replicas 2 --size 128M "$a" "$b" ||
+"$mkfs" -q --metadata-replicas 2 --data-replicas 2 --size 128M "$a" --dev-label b "$b" ||
 	{ fail "mkfs of two members"; finish; }
 mount_or_finish "mount of two members" "$a:$b" "$mnt"
 grep -q " $mnt fuse.tinyfs " /proc/self/mounts && grep -q "^$a:$b $mnt " /proc/self/mounts ||
@@ -19,6 +19,10 @@ tfs_umount "$mnt"
 mv "$b" "$tmp/b.away"
 tfs_mount "$a" "$mnt" 2>"$tmp/err" && { fail "mount with a member missing worked without -o degraded"; tfs_umount "$mnt"; }
 [ -s "$tmp/err" ] || fail "refused mount said nothing"
+# Which member, and the two ways out.
+grep -q "member 1 (uuid [0-9a-f-]*, label \"b\") is missing" "$tmp/err" ||
+	fail "refused mount does not name the missing member: $(cat "$tmp/err")"
+grep -qF -- "-o degraded" "$tmp/err" || fail "refused mount does not mention -o degraded"
 cat "$tmp/err"
 mount_or_finish "mount -o degraded" -o degraded "$a" "$mnt"
 [ "$(md5sum <"$mnt/d/data")" = "$sum" ] || fail "data differs on the degraded mount"

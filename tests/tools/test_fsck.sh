@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tinyfs fsck and fsck.tinyfs as a user runs them: exit codes as e2fsck's
-# (0 clean, 4 left uncorrected, 8 usage or operational error), -n writes
+# (0 clean, 4 left uncorrected, 8 operational error, 16 usage), -n writes
 # nothing, a filesystem in use (its members locked, as the daemon holds
 # them) is refused, a corrupt node is named.  Damage of the POSIX keys and
 # its repair is tests/unit/test_fsck.c's.
@@ -11,7 +11,7 @@ sum() { sha256sum <"$1"; }
 truncate -s 64M a.img
 run 0 "$mkfs" -q a.img
 before=$(sum a.img)
-run 0 "$tinyfs" fsck -n a.img
+run 0 "$tinyfs" fsck -n a.img && has err "a.img: clean" # e2fsck says so too
 run 0 "$tinyfs" fsck a.img
 run 0 "$tinyfs" fsck -n -v a.img && has err "clean"
 [ "$(sum a.img)" = "$before" ] || fail "fsck -n changed the image"
@@ -19,6 +19,9 @@ run 0 "$tinyfs" fsck -y a.img
 
 # fsck.tinyfs, and fsck -t tinyfs when fsck(8) is here.
 run 0 env TINYFS="$tinyfs" "$build/tools/fsck.tinyfs" -n a.img
+# Run from the build tree as the README shows, nothing installed: the
+# tinyfs beside it.
+run 0 env -u TINYFS "$build/tools/fsck.tinyfs" -n a.img
 if command -v fsck >/dev/null; then
 	mkdir bin && ln -s "$build/tools/fsck.tinyfs" bin/fsck.tinyfs
 	run 0 env TINYFS="$tinyfs" PATH="$tmp/bin:$PATH" fsck -t tinyfs -n a.img
@@ -32,10 +35,11 @@ run 8 "$tinyfs" fsck -y a.img && has err "in use"
 exec 9<&-
 run 0 "$tinyfs" fsck -n a.img
 
-# Usage and operational errors.
-run 8 "$tinyfs" fsck
-run 8 "$tinyfs" fsck -n -y a.img && has err "-n and -y"
-run 8 "$tinyfs" fsck -q a.img
+# Usage errors (16, as e2fsck: fsck(8) tells them from a failed check) and
+# operational errors.
+run 16 "$tinyfs" fsck
+run 16 "$tinyfs" fsck -n -y a.img && has err "-n and -y"
+run 16 "$tinyfs" fsck -q a.img
 run 8 "$tinyfs" fsck -n missing.img && has err "missing.img"
 truncate -s 8M zero.img
 run 8 "$tinyfs" fsck -n zero.img && has err "zero.img"
@@ -53,10 +57,13 @@ for o in range(0, len(data), ns):
     if data[o + 8:o + 16] == magic:
         f.seek(o + 16); f.write(bytes([data[o + 16] ^ 0xff]))
 PY
-st=0
-"$tinyfs" fsck -n b.img >out 2>err || st=$?
-[ "$st" = 4 ] || [ "$st" = 8 ] || fail "fsck of a corrupt node exited $st, expected 4 or 8"
-has err "node at 0x" && has err "checksum"
+# A damaged node is an error of the filesystem, left uncorrected (4), not
+# of fsck (8); -n writes nothing, -y says it repaired nothing.
+before=$(sum b.img)
+run 4 "$tinyfs" fsck -n b.img
+has err "node at 0x" && has err "checksum" && has err "cannot rebuild it"
+[ "$(sum b.img)" = "$before" ] || fail "fsck -n of a corrupt node changed the image"
+run 4 "$tinyfs" fsck -y b.img && has err "nothing was repaired"
 
 [ "$fails" = 0 ] && echo "all fsck tool checks passed"
 exit $((fails > 0))

@@ -23,7 +23,23 @@ run 1 "$mkfs" --force e.img --size 256K small.img
 [ "$(sha256sum <e.img)" = "$before" ] || fail "a refused plan wiped e.img"
 [ -e small.img ] && fail "a failed mkfs left small.img behind"
 
-# 3. A mounted ext4 on a loop device: refused as busy, nothing wiped.
+# 3. A damaged tinyfs (no superblock copy validates; blkid knows no tinyfs)
+# is still a filesystem someone may want to repair or copy out: refused
+# without --force, naming it, untouched; with --force it is made anew.
+"$mkfs" -q --size 64M -L hurt d.img || fail "mkfs d.img"
+printf 'garbage!' | dd of=d.img bs=1 seek=4200 conv=notrunc status=none
+printf 'garbage!' | dd of=d.img bs=1 seek=37000 conv=notrunc status=none
+before=$(sha256sum <d.img)
+run 1 "$mkfs" d.img && has err "d.img: contains a damaged tinyfs filesystem" &&
+	has err "use --force"
+[ "$(sha256sum <d.img)" = "$before" ] || fail "mkfs without --force overwrote a damaged tinyfs"
+# Only the layout sector left (both copies zeroed): still refused.
+dd if=/dev/zero of=d.img bs=4096 seek=1 count=16 conv=notrunc status=none
+run 1 "$mkfs" d.img && has err "damaged tinyfs"
+run 0 "$mkfs" -q --force d.img
+run 0 "$tinyfs" show-super d.img
+
+# 4. A mounted ext4 on a loop device: refused as busy, nothing wiped.
 loop= mnt=
 cleanup() {
 	[ -n "$mnt" ] && umount "$mnt" 2>/dev/null
