@@ -1274,7 +1274,7 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 			"%llu flushes (%llu preflush, %llu post-flush), %llu failed%s\n",
 			d->cur_idx, (unsigned long long)d->buckets[d->cur_idx], d->cur_offset,
 			(unsigned long long)d->nr_writes, (unsigned long long)d->nr_write_errors,
-			(unsigned long long)(d->nr_flushes + d->nr_preflushes),
+			(unsigned long long)(d->nr_flushes + d->nr_preflushes + d->nr_postflushes),
 			(unsigned long long)d->nr_preflushes, (unsigned long long)d->nr_postflushes,
 			(unsigned long long)d->nr_flush_errors, d->unflushed ? ", unflushed" : "");
 	}
