@@ -3,8 +3,8 @@
  * The allocator (fs/alloc.h): per member, a bitmap of blocks from the
  * first bucket on; journal buckets are set at init and never handed out.
  * Runs freed by a commit wait on a list until the journal says that
- * commit is durable (flushed_seq_ondisk), and are released lazily by the
- * next call that looks.  A reserve of blocks per member is kept for
+ * commit is durable and settled (settled_seq_ondisk), and are released
+ * lazily by the next call that looks.  A reserve of blocks per member is kept for
  * metadata, so node write-back never fails for space data took.
  */
 #include <errno.h>
@@ -179,7 +179,12 @@ static u64 dev_free(const struct tfs_alloc_dev *d)
 static void alloc_release_locked(struct tfs_fs *fs)
 {
 	struct tfs_alloc *a = &fs->alloc;
-	u64 durable = fs->j ? tfs_journal_flushed_seq_ondisk(fs->j) : 0;
+	/*
+	 * Settled, not merely flushed: a post-flush entry that replay may
+	 * still drop (its data failing the check) must not find the space its
+	 * older state refers to rewritten (journal.h).
+	 */
+	u64 durable = fs->j ? tfs_journal_settled_seq_ondisk(fs->j) : 0;
 	size_t k = 0;
 
 	for (size_t i = 0; i < a->nr_waiting; i++) {

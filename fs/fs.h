@@ -62,7 +62,9 @@ struct tfs_fs_opts {
 	int error_action; /* enum tfs_error_action, or -1: the superblock's */
 	u64 cache_budget; /* bytes for the node and key caches; 0: a default (256 MiB) */
 	bool fsync_noop;  /* fsync only commits, never flushes (unsafe; benchmarks) */
-	bool verbose;	  /* print what open and stop do */
+	/* Every flush entry flushes before its write (journal_io.c, "post-flush"). */
+	bool no_post_flush;
+	bool verbose; /* print what open and stop do */
 	/*
 	 * mkfs only: the filesystem was just formatted (no roots anywhere);
 	 * open creates its empty trees and records them.  Refused when roots

@@ -49,6 +49,8 @@ struct tfs_fs {
 	struct tfs_journal *j; /* NULL while opening read-only without a journal */
 	struct tfs_journal_opts jopts;
 	u64 journal_seq_at_open; /* newest replayed seq */
+	/* The open's post-flush entry (tfs_journal_read_verify_tail()): dropped, or checked. */
+	u64 post_flush_dropped, post_flush_verified;
 
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;

@@ -537,7 +537,7 @@ static int wblocks_write(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *d
 	u32 bs = p->block_size;
 	struct tfs_bio *bios = NULL;
 	unsigned nr_bios = 0, need = tfs_posix_data_replicas_required(fs);
-	bool written_to[TFS_MAX_DEVICES] = { false };
+	u64 written_bytes[TFS_MAX_DEVICES] = { 0 };
 	int ret;
 
 	ret = -ENOMEM;
@@ -560,7 +560,7 @@ static int wblocks_write(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *d
 				.buf = data + (pc->fstart - b0) * bs,
 				.len = (size_t)pc->len * bs,
 			};
-			written_to[pc->ptrs[r].dev] = true;
+			written_bytes[pc->ptrs[r].dev] += (u64)pc->len * bs;
 		}
 	}
 	submit_wait(bios, nr_bios);
@@ -570,8 +570,8 @@ static int wblocks_write(struct tfs_fs *fs, tfs_ino_t ino, u64 b0, u64 nb, u8 *d
 	 * journal flushes these members before its next flush entry.
 	 */
 	for (unsigned d = 0; d < TFS_MAX_DEVICES; d++)
-		if (written_to[d] && fs->j)
-			tfs_journal_dev_written(fs->j, d);
+		if (written_bytes[d] && fs->j)
+			tfs_journal_dev_written(fs->j, d, written_bytes[d]);
 
 	ret = 0;
 	nr_bios = 0;

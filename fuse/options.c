@@ -215,10 +215,15 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		need_value();
 		if (!strcmp(v, "flush") || !strcmp(v, "on")) {
 			o->fs.fsync_noop = false;
+			o->fs.no_post_flush = false;
+		} else if (!strcmp(v, "preflush")) {
+			o->fs.fsync_noop = false;
+			o->fs.no_post_flush = true;
 		} else if (!strcmp(v, "none") || !strcmp(v, "off")) {
 			o->fs.fsync_noop = true;
 		} else {
-			fprintf(stderr, "%s: -o fsync=%s: expected flush or none\n", prog, v);
+			fprintf(stderr, "%s: -o fsync=%s: expected flush, preflush or none\n", prog,
+				v);
 			return -EINVAL;
 		}
 	} else if (is("verbose")) {
@@ -415,7 +420,10 @@ void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o
 	else
 		prt_str(out, "(default)");
 	prt_newline(out);
-	prt_printf(out, "fsync:\t%s\n", o->fs.fsync_noop ? "none (unsafe)" : "flush");
+	prt_printf(out, "fsync:\t%s\n",
+		   o->fs.fsync_noop	 ? "none (unsafe)"
+		   : o->fs.no_post_flush ? "preflush"
+					 : "flush");
 	prt_printf(out, "allow_other:\t%s\n", o->allow_other ? "yes" : "no");
 	prt_printf(out, "writeback cache:\t%s\n", o->writeback ? "yes" : "no");
 	prt_printf(out, "timeouts:\tentry %g s, attr %g s, negative %g s\n", o->entry_timeout,
@@ -436,7 +444,11 @@ void tfs_mount_options_help(FILE *f)
 		"  errors=continue|ro|panic\n"
 		"                       what a metadata error does (default: the superblock's)\n"
 		"  cache_mb=N           memory budget of the node and key caches, MiB\n"
-		"  fsync=flush|none     none: fsync only commits (unsafe; for benchmarks)\n"
+		"  fsync=flush|preflush|none\n"
+		"                       flush: one device flush per fsync (a post-flush journal\n"
+		"                       entry, checked at replay); preflush: the data flushed\n"
+		"                       before the journal write (two); none: fsync only commits\n"
+		"                       (unsafe; for benchmarks)\n"
 		"  allow_other, noallow_other\n"
 		"                       let other users in (default: on when root mounts)\n"
 		"  default_permissions  always on: the kernel checks modes as for ext4\n"

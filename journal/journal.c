@@ -215,6 +215,8 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 		 */
 		j->cur_seq = j->seq_done = j->seq_allocated = j->start_seq = r->max_seq;
 		j->seq_ondisk = j->flushed_seq_ondisk = j->trusted_seq = r->newest_seq;
+		/* Start flushes every member first: what was read is settled. */
+		j->settled_seq_ondisk = r->newest_seq;
 		j->last_seq = r->max_seq + 1;
 		j->last_seq_ondisk = r->last_seq;
 		if (r->nr_blacklist) {
@@ -346,6 +348,8 @@ int tfs_journal_stop(struct tfs_journal *j)
 
 	pthread_mutex_lock(&j->lock);
 	bool need_flush = j->cur_seq && !j->halted && j->flushed_seq_ondisk < j->cur_seq;
+	/* The last entry of a run needs no checking at the next start. */
+	j->stop_flush = true;
 	pthread_mutex_unlock(&j->lock);
 	if (need_flush)
 		ret = tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
@@ -492,6 +496,7 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	b->waiting_devs = false;
 	b->flushes_done = false;
 	b->lost_older = false;
+	b->post_flush = b->post_flush_sent = false;
 	b->opened_ns = tfs_journal_now_ns();
 	b->bytes = 0;
 	b->nr_devs = 0;
@@ -1023,7 +1028,26 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 
 int tfs_journal_flush(struct tfs_journal *j)
 {
-	return tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
+	int ret = tfs_journal_flush_seq(j, tfs_journal_cur_seq(j));
+	u64 target = 0;
+
+	if (ret)
+		return ret;
+	/*
+	 * Settle too: when the newest durable flush entry is a post-flush one,
+	 * one more flush entry after it makes it (and the space its commits
+	 * freed) trusted unconditionally.  Callers flush to get freed space
+	 * back, which waits for that.
+	 */
+	pthread_mutex_lock(&j->lock);
+	if (j->settled_seq_ondisk < j->flushed_seq_ondisk && !j->halted) {
+		u64 want = j->flushed_seq_ondisk + 1;
+
+		if (want <= j->cur_seq || tfs_journal_want_flush_locked(j, want, 0, true))
+			target = j->cur_seq;
+	}
+	pthread_mutex_unlock(&j->lock);
+	return target ? tfs_journal_flush_seq(j, target) : 0;
 }
 
 /* --- halt, block --- */
@@ -1069,12 +1093,14 @@ void tfs_journal_unblock(struct tfs_journal *j)
 	pthread_mutex_unlock(&j->lock);
 }
 
-void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx)
+void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx, u64 bytes)
 {
 	pthread_mutex_lock(&j->lock);
 	for (unsigned i = 0; i < j->nr_devs; i++)
-		if (j->devs[i].dev_idx == dev_idx)
+		if (j->devs[i].dev_idx == dev_idx) {
 			j->devs[i].foreign_unflushed = true;
+			j->devs[i].data_unflushed_bytes += bytes;
+		}
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -1116,6 +1142,7 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 JOURNAL_GETTER(cur_seq, j->cur_seq)
 JOURNAL_GETTER(seq_ondisk, j->seq_ondisk)
 JOURNAL_GETTER(flushed_seq_ondisk, j->flushed_seq_ondisk)
+JOURNAL_GETTER(settled_seq_ondisk, j->settled_seq_ondisk)
 JOURNAL_GETTER(last_seq_ondisk, j->last_seq_ondisk)
 JOURNAL_GETTER(err_seq, j->err_seq)
 JOURNAL_GETTER(last_seq, j->last_seq)
@@ -1161,6 +1188,7 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_printf(out, "last_seq:\t%llu\n", (unsigned long long)j->last_seq);
 	prt_printf(out, "seq_ondisk:\t%llu\n", (unsigned long long)j->seq_ondisk);
 	prt_printf(out, "flushed_seq_ondisk:\t%llu\n", (unsigned long long)j->flushed_seq_ondisk);
+	prt_printf(out, "settled_seq_ondisk:\t%llu\n", (unsigned long long)j->settled_seq_ondisk);
 	prt_printf(out, "last_seq_ondisk:\t%llu\n", (unsigned long long)j->last_seq_ondisk);
 	prt_printf(out, "err_seq:\t%llu", (unsigned long long)j->err_seq);
 	if (j->err_seq)
@@ -1195,6 +1223,10 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_newline(out);
 	prt_printf(out, "  flushed members first:\t%llu\n",
 		   (unsigned long long)j->nr_separate_flushes);
+	prt_printf(out, "  flush entries by kind:\t%llu post-flush, %llu preflush, %llu fua only\n",
+		   (unsigned long long)j->nr_postflush_entries,
+		   (unsigned long long)j->nr_preflush_entries,
+		   (unsigned long long)j->nr_fua_only_entries);
 	prt_printf(out, "  waited for members:\t%llu\n", (unsigned long long)j->nr_devs_waits);
 	prt_printf(out, "flush entries:\t%llu us to write (average), %u committers per flush\n",
 		   (unsigned long long)j->flush_lat_ns / 1000, j->group_expect);
@@ -1236,15 +1268,15 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 		prt_printf(out, "dev %u (%s):\t%s, %u/%u buckets free (", d->dev_idx, d->bdev->path,
 			   d->writable ? "rw" : "ro", free_b, d->nr_buckets);
 		prt_units_u64(out, (u64)free_b * d->bucket_size + (d->bucket_size - d->cur_offset));
-		prt_printf(out,
-			   "), ring index %u (bucket %llu) offset %u, %llu writes, %llu errors, "
-			   "%llu flushes (%llu preflush), %llu failed%s\n",
-			   d->cur_idx, (unsigned long long)d->buckets[d->cur_idx], d->cur_offset,
-			   (unsigned long long)d->nr_writes, (unsigned long long)d->nr_write_errors,
-			   (unsigned long long)(d->nr_flushes + d->nr_preflushes),
-			   (unsigned long long)d->nr_preflushes,
-			   (unsigned long long)d->nr_flush_errors,
-			   d->unflushed ? ", unflushed" : "");
+		prt_printf(
+			out,
+			"), ring index %u (bucket %llu) offset %u, %llu writes, %llu errors, "
+			"%llu flushes (%llu preflush, %llu post-flush), %llu failed%s\n",
+			d->cur_idx, (unsigned long long)d->buckets[d->cur_idx], d->cur_offset,
+			(unsigned long long)d->nr_writes, (unsigned long long)d->nr_write_errors,
+			(unsigned long long)(d->nr_flushes + d->nr_preflushes + d->nr_postflushes),
+			(unsigned long long)d->nr_preflushes, (unsigned long long)d->nr_postflushes,
+			(unsigned long long)d->nr_flush_errors, d->unflushed ? ", unflushed" : "");
 	}
 	printbuf_tabstop_pop(out);
 	pthread_mutex_unlock(&j->lock);

@@ -220,13 +220,15 @@ void tfs_journal_block(struct tfs_journal *j);
 void tfs_journal_unblock(struct tfs_journal *j);
 
 /*
- * Another writer (file data) completed a write on member dev_idx: the next
- * flush entry makes that member durable first (a PREFLUSH on the entry's own
- * write there, or a separate flush before the entry is written), so a commit
- * referring to the write is never durable before the write is.  Call it after
- * the write completed and before the commit that refers to it.
+ * Another writer (file data) completed a write of bytes on member dev_idx:
+ * the next flush entry makes that member durable first (a PREFLUSH on the
+ * entry's own write there, or a separate flush before the entry is written),
+ * so a commit referring to the write is never durable before the write is --
+ * or, for a post-flush entry (with post_flush_max_bytes), in the same flush,
+ * which replay checks.  Call it after the write completed and before the
+ * commit that refers to it.
  */
-void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx);
+void tfs_journal_dev_written(struct tfs_journal *j, unsigned dev_idx, u64 bytes);
 
 /*
  * Marks a member (by dev_idx) writable or not; -ENOENT if unknown.  Entries
@@ -241,6 +243,12 @@ int tfs_journal_dev_set_writable(struct tfs_journal *j, unsigned dev_idx, bool w
 u64 tfs_journal_cur_seq(struct tfs_journal *j);
 u64 tfs_journal_seq_ondisk(struct tfs_journal *j);
 u64 tfs_journal_flushed_seq_ondisk(struct tfs_journal *j);
+/*
+ * The newest durable flush entry that no replay can drop (struct
+ * tfs_journal.settled_seq_ondisk): space freed by commits up to it may be
+ * reused.  <= flushed_seq_ondisk.
+ */
+u64 tfs_journal_settled_seq_ondisk(struct tfs_journal *j);
 u64 tfs_journal_last_seq_ondisk(struct tfs_journal *j);
 u64 tfs_journal_err_seq(struct tfs_journal *j);
 u64 tfs_journal_last_seq(struct tfs_journal *j);
@@ -341,6 +349,10 @@ struct tfs_journal_read {
 	/* Every blacklist range the entries read carry (never durable: never replayed). */
 	struct tfs_journal_seq_range *blacklist;
 	unsigned nr_blacklist;
+	u64 prev_flush_seq;	 /* the flush entry before newest_seq; 0: none */
+	u64 post_flush_dropped;	 /* a post-flush entry replay does not trust; 0: none */
+	u64 post_flush_verified; /* newest_seq, a post-flush entry whose data checked out */
+	u64 nr_verified_keys;	 /* keys tfs_journal_read_verify_tail() checked */
 };
 
 /*
@@ -364,6 +376,28 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 		     struct printbuf *err);
 
 void tfs_journal_read_free(struct tfs_journal_read *r);
+
+/*
+ * Checks one key of a post-flush window: 0 when what it refers to is on
+ * disk as the key says (or it refers to nothing replay can check), 1 when
+ * not, a negative code to give up.
+ */
+typedef int (*tfs_journal_verify_key_fn)(void *ctx, u64 seq, unsigned btree_id, unsigned level,
+					 const __le64 *key);
+
+/*
+ * When the newest flush entry r ends at is a post-flush entry
+ * (journal_format.h), hands check every key of the entries since the
+ * flush entry before it (its window).  All present and good: r is left as
+ * is (post_flush_verified).  One is not: the entry's flush never completed,
+ * so it was never acknowledged; r then ends at the flush entry before it
+ * (post_flush_dropped; the dropped seqs are untrusted like NO_FLUSH tails),
+ * and the answer is that of tfs_journal_read() for it (0, or
+ * -TFS_ERR_journal_gap).  tfs_journal_read() itself already drops such an
+ * entry when an entry of its window is missing.  Call it before replay.
+ */
+int tfs_journal_read_verify_tail(struct tfs_journal_read *r, tfs_journal_verify_key_fn check,
+				 void *ctx, struct printbuf *err);
 
 struct tfs_journal_replay_ops {
 	/* Every key of every btree_keys sub-entry, in seq then entry order. */

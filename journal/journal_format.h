@@ -19,6 +19,17 @@
  * uuid (tfs_jset_magic()), so an entry left behind by another filesystem on the
  * same device never validates as ours.
  *
+ * Flags: no_flush: written without making anything durable; replay trusts
+ * only entries up to the newest entry without it (a flush entry).
+ * post_flush (a flush entry): written with no flush before it, made durable
+ * by one flush after its write, together with every older entry and the
+ * file data its commits refer to -- so a power cut during that flush may
+ * leave it on disk without them.  Replay trusts such an entry only when
+ * every entry since the previous flush entry is there and the data of
+ * every extent they insert matches its checksums
+ * (tfs_journal_read_verify_tail()); else it stops at the previous flush
+ * entry.  An old reader sees unknown flags and skips it as corrupt.
+ *
  * A zero-filled hole in the sub-entries (a reservation its owner did not
  * fill) reads as empty btree_keys sub-entries of one word each, which replay
  * skips: that is why btree_keys is type 0.
@@ -35,7 +46,8 @@
 
 /* clang-format off */
 #define TFS_JSET_FLAGS(x)	\
-	x(no_flush, 0)
+	x(no_flush, 0)		\
+	x(post_flush, 1)
 
 /*
  * btree_keys: a run of keys for (btree_id, level).  Each key starts with a

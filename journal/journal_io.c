@@ -47,6 +47,12 @@ u64 tfs_jset_csum(const struct jset *j)
  *    along with the write may lose the race with a power cut while the
  *    write wins it, leaving a durable flush entry after a lost older one.
  *
+ * A flush entry somebody waits on may instead be a post-flush entry: written
+ * with no flush before it and made durable by one flush after its write
+ * (one host sync, not two), when journal_post_flush_ok() finds that a power
+ * cut during that flush cannot leave it durable with anything *replay
+ * cannot check* missing: see there, and tfs_journal_read_verify_tail().
+ *
  * A member counts for an entry only when its write (and preflush)
  * succeeded; a failed separate flush costs nothing as long as every older
  * entry is durable elsewhere.  The entry fails only when fewer than
@@ -135,7 +141,9 @@ static void journal_write_fill_header(struct tfs_journal *j, struct tfs_journal_
 	js->seq = cpu_to_le64(b->seq);
 	js->last_seq = cpu_to_le64(b->last_seq);
 	js->version = cpu_to_le32(TFS_JSET_VERSION);
-	js->flags = cpu_to_le32(b->must_flush ? 0 : TFS_JSET_no_flush);
+	js->flags = cpu_to_le32(b->post_flush	? TFS_JSET_post_flush
+				: b->must_flush ? 0
+						: TFS_JSET_no_flush);
 	js->u64s = cpu_to_le32(u64s);
 	js->pad = 0;
 	js->csum = cpu_to_le64(tfs_jset_csum(js));
@@ -191,6 +199,12 @@ static void journal_advance_locked(struct tfs_journal *j)
 			if (b->must_flush) {
 				u64 lat = now - b->submit_ns;
 
+				/*
+				 * A post-flush entry may yet be dropped by replay (its
+				 * data failing the check); the flush entry before it
+				 * never can be now: this one is durable after it.
+				 */
+				j->settled_seq_ondisk = b->post_flush ? j->flushed_seq_ondisk : s;
 				j->flushed_seq_ondisk = s;
 				j->last_seq_ondisk = max_t(u64, j->last_seq_ondisk, b->last_seq);
 				/*
@@ -255,6 +269,23 @@ static void journal_write_done_locked(struct tfs_journal *j, struct tfs_journal_
 	journal_advance_locked(j);
 }
 
+/* The bdev's completed meta writes, read before a flush of it is issued. */
+static u64 journal_meta_done(struct tfs_journal_device *d)
+{
+	return __atomic_load_n(&d->bdev->meta_writes_done, __ATOMIC_SEQ_CST);
+}
+
+/* A flush of member dev issued for b succeeded: meta writes done before it are durable. */
+static void journal_flushed_meta(struct tfs_journal *j, struct tfs_journal_buf *b, unsigned dev)
+{
+	struct tfs_journal_device *d = &j->devs[dev];
+
+	d->meta_flushed = max_t(u64, d->meta_flushed, b->meta_snap[dev]);
+}
+
+static void journal_bio_init(struct tfs_journal_buf *b, struct tfs_journal_device *d, unsigned dev,
+			     enum tfs_bio_op op, unsigned flags, u64 offset);
+
 static void journal_write_endio(struct tfs_bio *bio)
 {
 	struct tfs_journal_buf *b = bio->private;
@@ -271,16 +302,24 @@ static void journal_write_endio(struct tfs_bio *bio)
 		if (!bio->result) {
 			b->ok_devs |= 1u << dev;
 			d->bytes_written += bio->len;
+			if (bio->flags & TFS_BIO_PREFLUSH)
+				journal_flushed_meta(j, b, dev);
 		}
 		/* Not durable yet (a failed write may have landed partly too). */
 		if (bio->result || !(bio->flags & TFS_BIO_FUA))
 			d->unflushed = true;
 	} else if (!bio->result) {
 		b->flush_ok |= 1u << dev;
+		journal_flushed_meta(j, b, dev);
 	} else {
 		/* What it took may still be (only) in its cache. */
 		d->unflushed = true;
+		/* No post-flush entry until a flush succeeds here (the data count is lost). */
+		d->data_unflushed_bytes = UINT64_MAX;
 		d->nr_flush_errors++;
+		/* A post-flush entry is written only once its flush succeeded. */
+		if (b->post_flush)
+			b->ok_devs &= ~(1u << dev);
 	}
 	if (bio->result) {
 		if (bio->op == TFS_OP_write)
@@ -297,7 +336,32 @@ static void journal_write_endio(struct tfs_bio *bio)
 		d->writable = false;
 	}
 	if (!--b->bios_pending) {
-		if (b->state == TFS_JBUF_FLUSHING) {
+		if (b->state == TFS_JBUF_WRITING && b->post_flush && !b->post_flush_sent &&
+		    !b->err) {
+			/*
+			 * Written: now the one flush that makes it durable, with
+			 * every older entry and the data they refer to (all on
+			 * this member: journal_post_flush_ok()).  Completion
+			 * threads may submit; not under the lock.
+			 */
+			unsigned t = b->devs[0];
+			struct tfs_journal_device *td = &j->devs[t];
+			struct tfs_bio *fb;
+
+			b->post_flush_sent = true;
+			b->nr_bios = 0;
+			journal_bio_init(b, td, t, TFS_OP_flush, 0, 0);
+			b->meta_snap[t] = journal_meta_done(td);
+			td->unflushed = false;
+			td->foreign_unflushed = false;
+			td->data_unflushed_bytes = 0;
+			td->nr_postflushes++;
+			b->bios_pending = 1;
+			fb = &b->bios[0];
+			pthread_mutex_unlock(&j->lock);
+			tfs_bio_submit(fb);
+			pthread_mutex_lock(&j->lock);
+		} else if (b->state == TFS_JBUF_FLUSHING) {
 			/* The separate flushes are done: now it can be written. */
 			b->flushes_done = true;
 			b->state = TFS_JBUF_CLOSED;
@@ -336,6 +400,45 @@ static void journal_bio_init(struct tfs_journal_buf *b, struct tfs_journal_devic
 	bio->end_io = journal_write_endio;
 	bio->private = b;
 	b->bio_dev[b->nr_bios++] = dev;
+}
+
+/*
+ * Whether flush entry b (its member picked, need: the members to flush
+ * before it is durable) may be a post-flush entry: written plain, then one
+ * flush of its member.  A power cut during that flush may persist the
+ * entry and lose anything else written since the member's last flush, so
+ * only what replay can check may be in that window
+ * (tfs_journal_read_verify_tail()): older journal entries since the last
+ * flush entry (each must be present, or it drops b) and file data their
+ * extents refer to (checksummed, copy-on-write to space no settled state
+ * refers to).  So:
+ *  - someone waits on it (an fsync), it is not stop's last entry, and the
+ *    filesystem asked for it (post_flush_max_bytes);
+ *  - it goes to one member, and that member holds every unflushed older
+ *    entry and every unflushed data write: one flush covers them all, and
+ *    replay reads the data where the entry is;
+ *  - no btree node, superblock write or discard was issued to the member
+ *    since a flush that succeeded there (its meta_writes counters): b's
+ *    last_seq may rest on node writes replay cannot check;
+ *  - at most post_flush_max_bytes of data written since: replay reads it.
+ */
+static bool journal_post_flush_ok(struct tfs_journal *j, struct tfs_journal_buf *b, u32 any,
+				  u32 need)
+{
+	struct tfs_journal_device *d;
+	u32 t;
+
+	if (!j->opts.post_flush_max_bytes || !b->nr_flush_waiters || j->stop_flush || j->draining ||
+	    !need || b->nr_devs != 1)
+		return false;
+	t = 1u << b->devs[0];
+	if ((any | need) & ~t)
+		return false;
+	d = &j->devs[b->devs[0]];
+	if (d->data_unflushed_bytes > j->opts.post_flush_max_bytes)
+		return false;
+	return __atomic_load_n(&d->bdev->meta_writes_submitted, __ATOMIC_SEQ_CST) ==
+	       d->meta_flushed;
 }
 
 enum journal_prep {
@@ -414,8 +517,10 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 			for (unsigned i = 0; i < j->nr_devs; i++)
 				if (need & (1u << i)) {
 					journal_bio_init(b, &j->devs[i], i, TFS_OP_flush, 0, 0);
+					b->meta_snap[i] = journal_meta_done(&j->devs[i]);
 					j->devs[i].unflushed = false;
 					j->devs[i].foreign_unflushed = false;
+					j->devs[i].data_unflushed_bytes = 0;
 					j->devs[i].nr_flushes++;
 				}
 			b->flush_devs = need;
@@ -427,9 +532,19 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 		/*
 		 * Every member it goes to holds every older entry: a PREFLUSH
 		 * on its own write makes them durable there first, and only
-		 * where something is unflushed.
+		 * where something is unflushed -- or one flush after the write
+		 * does, when replay can tell if it did not complete.
 		 */
-		preflush = targets & need;
+		if (journal_post_flush_ok(j, b, any, need))
+			b->post_flush = true;
+		else
+			preflush = targets & need;
+		if (b->post_flush)
+			j->nr_postflush_entries++;
+		else if (preflush)
+			j->nr_preflush_entries++;
+		else
+			j->nr_fua_only_entries++;
 	}
 	journal_alloc_locked(j, b);
 	journal_write_fill_header(j, b);
@@ -437,12 +552,14 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 		struct tfs_journal_device *d = &j->devs[b->devs[i]];
 		unsigned flags = 0;
 
-		if (b->must_flush)
+		if (b->must_flush && !b->post_flush)
 			flags |= TFS_BIO_FUA;
 		if (preflush & (1u << b->devs[i])) {
 			flags |= TFS_BIO_PREFLUSH;
+			b->meta_snap[b->devs[i]] = journal_meta_done(d);
 			d->unflushed = false;
 			d->foreign_unflushed = false;
+			d->data_unflushed_bytes = 0;
 			d->nr_preflushes++;
 		}
 		journal_bio_init(b, d, b->devs[i], TFS_OP_write, flags, b->offsets[i]);
@@ -586,6 +703,8 @@ void *tfs_journal_write_thread(void *arg)
 
 /* --- validation --- */
 
+#define JSET_FLAGS_KNOWN (TFS_JSET_no_flush | TFS_JSET_post_flush)
+
 int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err)
 {
 	u32 u64s;
@@ -621,7 +740,8 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 	 * of 0 would have replay start below what tfs_journal_start() pins.
 	 */
 	if (le32_to_cpu(j->version) != TFS_JSET_VERSION || !seq || !le64_to_cpu(j->last_seq) ||
-	    le64_to_cpu(j->last_seq) > seq || (le32_to_cpu(j->flags) & ~TFS_JSET_no_flush)) {
+	    le64_to_cpu(j->last_seq) > seq || (le32_to_cpu(j->flags) & ~JSET_FLAGS_KNOWN) ||
+	    (le32_to_cpu(j->flags) & JSET_FLAGS_KNOWN) == JSET_FLAGS_KNOWN) {
 		/* Name the one field that is wrong. */
 		if (le32_to_cpu(j->version) != TFS_JSET_VERSION)
 			prt_printf(err, "seq %llu: version %u, expected %u",
@@ -637,9 +757,12 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 				   (unsigned long long)seq,
 				   (unsigned long long)le64_to_cpu(j->last_seq),
 				   (unsigned long long)seq);
-		else
+		else if (le32_to_cpu(j->flags) & ~JSET_FLAGS_KNOWN)
 			prt_printf(err, "seq %llu: unknown flags 0x%x", (unsigned long long)seq,
-				   le32_to_cpu(j->flags) & ~TFS_JSET_no_flush);
+				   le32_to_cpu(j->flags) & ~JSET_FLAGS_KNOWN);
+		else
+			prt_printf(err, "seq %llu: both no_flush and post_flush",
+				   (unsigned long long)seq);
 		return -TFS_ERR_journal_entry_invalid;
 	}
 
@@ -1011,6 +1134,82 @@ static void read_report_gap(struct tfs_journal_read *r, const struct read_bl *bl
 	}
 }
 
+/* Whether e is a post-flush entry (journal_format.h). */
+static bool read_is_post_flush(const struct tfs_journal_read *r,
+			       const struct tfs_journal_read_entry *e)
+{
+	return le32_to_cpu(e->j->flags) & TFS_JSET_post_flush;
+}
+
+/* Whether every seq in (from, to] is here (or void: blacklisted). */
+static bool read_window_whole(const struct tfs_journal_read *r, u64 from, u64 to)
+{
+	u64 want = from + 1;
+
+	for (unsigned i = 0; i < r->nr && r->entries[i].seq <= to; i++) {
+		u64 seq = r->entries[i].seq;
+
+		if (seq < want)
+			continue;
+		while (seq > want) {
+			u64 bl = read_blacklisted_to(r->blacklist, r->nr_blacklist, want);
+
+			if (!bl)
+				return false;
+			want = bl + 1;
+		}
+		want = seq + 1;
+	}
+	while (want <= to) {
+		u64 bl = read_blacklisted_to(r->blacklist, r->nr_blacklist, want);
+
+		if (!bl)
+			return false;
+		want = bl + 1;
+	}
+	return true;
+}
+
+/*
+ * Makes newest the entry replay ends at: its last_seq, what is not trusted
+ * after it, and the continuity of last_seq .. newest (-TFS_ERR_journal_gap,
+ * reported in err) or -TFS_ERR_journal_read (read_check_errors()).
+ */
+static int read_set_newest(struct tfs_journal_read *r, const struct tfs_journal_read_entry *newest,
+			   struct printbuf *err)
+{
+	int ret;
+
+	r->newest_seq = newest->seq;
+	r->last_seq = le64_to_cpu(newest->j->last_seq);
+	ret = read_check_errors(r, r->last_seq, err);
+	if (ret)
+		return ret;
+	r->blacklist_start = r->max_seq > r->newest_seq ? r->newest_seq + 1 : 0;
+	for (unsigned i = 0; i < r->nr; i++)
+		r->entries[i].after_flush =
+			r->entries[i].seq > r->newest_seq && !r->entries[i].blacklisted;
+
+	/*
+	 * Continuity: every seq replay needs must be here (void ones
+	 * excepted).  Gaps are found between sorted neighbours, never by
+	 * walking seqs one by one.
+	 */
+	u64 want = max_t(u64, r->last_seq, 1);
+
+	r->nr_gaps = 0;
+	for (unsigned i = 0; i < r->nr && r->entries[i].seq <= r->newest_seq; i++) {
+		u64 seq = r->entries[i].seq;
+
+		if (seq < want)
+			continue;
+		if (seq > want)
+			read_report_gap(r, r->blacklist, r->nr_blacklist, want, seq - 1, err);
+		want = seq + 1;
+	}
+	return r->nr_gaps ? -TFS_ERR_journal_gap : 0;
+}
+
 int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 		     const struct tfs_journal_opts *opts, struct tfs_journal_read **ret,
 		     struct printbuf *err)
@@ -1063,15 +1262,17 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 	r->blacklist = bl;
 	r->nr_blacklist = nr_bl;
 
-	const struct tfs_journal_read_entry *newest = NULL;
+	const struct tfs_journal_read_entry *newest = NULL, *prev = NULL;
 
 	for (unsigned i = 0; i < r->nr; i++) {
 		struct tfs_journal_read_entry *e = &r->entries[i];
 
 		r->max_seq = max_t(u64, r->max_seq, e->seq);
 		e->blacklisted = read_blacklisted_to(bl, nr_bl, e->seq) != 0;
-		if (!e->blacklisted && !(le32_to_cpu(e->j->flags) & TFS_JSET_no_flush))
+		if (!e->blacklisted && !(le32_to_cpu(e->j->flags) & TFS_JSET_no_flush)) {
+			prev = newest;
 			newest = e;
+		}
 	}
 	if (!newest) {
 		ret2 = read_check_errors(r, 0, err);
@@ -1086,39 +1287,131 @@ int tfs_journal_read(const struct tfs_journal_dev *devs, unsigned nr,
 			   (unsigned long long)r->nr_corrupt);
 		return -TFS_ERR_journal_empty;
 	}
-	r->newest_seq = newest->seq;
-	r->last_seq = le64_to_cpu(newest->j->last_seq);
-	ret2 = read_check_errors(r, r->last_seq, err);
-	if (ret2) {
-		goto err;
-	}
-	if (r->max_seq > r->newest_seq)
-		r->blacklist_start = r->newest_seq + 1;
-	for (unsigned i = 0; i < r->nr; i++)
-		if (r->entries[i].seq > r->newest_seq && !r->entries[i].blacklisted)
-			r->entries[i].after_flush = true;
-
 	/*
-	 * Continuity: every seq replay needs must be here (void ones
-	 * excepted).  Gaps are found between sorted neighbours, never by
-	 * walking seqs one by one.
+	 * A post-flush newest entry whose window (the entries since the flush
+	 * entry before it, from its last_seq on: older ones it does not need,
+	 * and once it completed their buckets may be reused) is not all here:
+	 * its flush did not complete, so it was never acknowledged -- replay
+	 * ends at the flush entry before it.
 	 */
-	u64 want = max_t(u64, r->last_seq, 1);
+	bool read_errors = false;
 
-	for (unsigned i = 0; i < r->nr && r->entries[i].seq <= r->newest_seq; i++) {
-		u64 seq = r->entries[i].seq;
-
-		if (seq < want)
-			continue;
-		if (seq > want)
-			read_report_gap(r, bl, nr_bl, want, seq - 1, err);
-		want = seq + 1;
+	for (unsigned i = 0; i < r->nr_devs; i++)
+		read_errors |= r->devs[i].nr_read_errors != 0;
+	/* (With a bucket unreadable, a missing entry proves nothing: read_check_errors().) */
+	if (prev && !read_errors && read_is_post_flush(r, newest) &&
+	    !read_window_whole(r, max_t(u64, prev->seq, le64_to_cpu(newest->j->last_seq) - 1),
+			       newest->seq)) {
+		fprintf(stderr,
+			"journal: post-flush entry seq %llu not trusted: entries after flush entry "
+			"%llu are missing (its flush did not complete); replay ends at seq %llu\n",
+			(unsigned long long)newest->seq, (unsigned long long)prev->seq,
+			(unsigned long long)prev->seq);
+		r->post_flush_dropped = newest->seq;
+		newest = prev;
 	}
+	r->prev_flush_seq = 0;
+	for (unsigned i = 0; i < r->nr && r->entries[i].seq < newest->seq; i++)
+		if (!r->entries[i].blacklisted &&
+		    !(le32_to_cpu(r->entries[i].j->flags) & TFS_JSET_no_flush))
+			r->prev_flush_seq = r->entries[i].seq;
+	ret2 = read_set_newest(r, newest, err);
+	if (ret2 && ret2 != -TFS_ERR_journal_gap)
+		goto err;
 	*ret = r;
-	return r->nr_gaps ? -TFS_ERR_journal_gap : 0;
+	return ret2;
 err:
 	tfs_journal_read_free(r);
 	return ret2;
+}
+
+static const struct tfs_journal_read_entry *read_entry_find(const struct tfs_journal_read *r,
+							    u64 seq)
+{
+	for (unsigned i = 0; i < r->nr; i++)
+		if (r->entries[i].seq == seq)
+			return &r->entries[i];
+	return NULL;
+}
+
+int tfs_journal_read_verify_tail(struct tfs_journal_read *r, tfs_journal_verify_key_fn check,
+				 void *ctx, struct printbuf *err)
+{
+	const struct tfs_journal_read_entry *f, *p;
+	u64 from, bad_seq = 0;
+	int ret = 0;
+
+	/*
+	 * Already dropped one (its window incomplete): the flush entry before
+	 * it completed before it was written, so it needs no check.
+	 */
+	if (!r || !r->newest_seq || r->post_flush_dropped)
+		return 0;
+	f = read_entry_find(r, r->newest_seq);
+	if (!f || !read_is_post_flush(r, f))
+		return 0;
+	p = r->prev_flush_seq ? read_entry_find(r, r->prev_flush_seq) : NULL;
+	/*
+	 * The window: after the flush entry before it, and from its last_seq
+	 * on (what it replays; a key of an older entry reaches its state only
+	 * through a later entry or a node write, which would have ruled out
+	 * post-flush).
+	 */
+	from = max_t(u64, p ? p->seq + 1 : 0, r->last_seq);
+	for (unsigned i = 0; i < r->nr && !bad_seq; i++) {
+		const struct tfs_journal_read_entry *re = &r->entries[i];
+		const struct jset *js = re->j;
+		const __le64 *end = js->_data + le32_to_cpu(js->u64s);
+
+		if (re->seq < from || re->seq > r->newest_seq || re->blacklisted)
+			continue;
+		for (const struct jset_entry *e = (const void *)js->_data;
+		     (const __le64 *)e < end && !bad_seq;
+		     e = tfs_jset_entry_next((struct jset_entry *)e)) {
+			const __le64 *e_end = e->_data + le16_to_cpu(e->u64s);
+
+			if (e->type != TFS_JSET_ENTRY_btree_keys)
+				continue;
+			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k)) {
+				ret = check(ctx, re->seq, e->btree_id, e->level, k);
+				if (ret < 0)
+					return ret;
+				r->nr_verified_keys++;
+				if (ret) {
+					bad_seq = re->seq;
+					break;
+				}
+			}
+		}
+	}
+	if (!bad_seq) {
+		r->post_flush_verified = r->newest_seq;
+		return 0;
+	}
+	if (!p) {
+		/*
+		 * No older flush entry is left on disk: buckets were reused
+		 * after this one's flush completed, so it was durable -- what
+		 * did not check out is damage, reported when read.
+		 */
+		fprintf(stderr,
+			"journal: post-flush entry seq %llu: data of seq %llu does not match its "
+			"checksums, but no older flush entry is left; trusting it\n",
+			(unsigned long long)r->newest_seq, (unsigned long long)bad_seq);
+		return 0;
+	}
+	fprintf(stderr,
+		"journal: post-flush entry seq %llu not trusted: data written by seq %llu is not "
+		"on disk (its flush did not complete); replay ends at seq %llu\n",
+		(unsigned long long)r->newest_seq, (unsigned long long)bad_seq,
+		(unsigned long long)p->seq);
+	r->post_flush_dropped = r->newest_seq;
+	r->prev_flush_seq = 0;
+	for (unsigned i = 0; i < r->nr && r->entries[i].seq < p->seq; i++)
+		if (!r->entries[i].blacklisted &&
+		    !(le32_to_cpu(r->entries[i].j->flags) & TFS_JSET_no_flush))
+			r->prev_flush_seq = r->entries[i].seq;
+	return read_set_newest(r, p, err);
 }
 
 void tfs_journal_read_free(struct tfs_journal_read *r)
@@ -1178,7 +1471,10 @@ void tfs_jset_to_text(struct printbuf *out, const struct jset *js)
 	prt_printf(out, "seq %llu last_seq %llu flags %s u64s %u (",
 		   (unsigned long long)le64_to_cpu(js->seq),
 		   (unsigned long long)le64_to_cpu(js->last_seq),
-		   flags & TFS_JSET_no_flush ? "no_flush" : "flush", u64s);
+		   flags & TFS_JSET_no_flush	 ? "no_flush"
+		   : flags & TFS_JSET_post_flush ? "post_flush"
+						 : "flush",
+		   u64s);
 	prt_units_u64(out, tfs_jset_bytes(u64s));
 	prt_printf(out, ") csum %08llx\n", (unsigned long long)le64_to_cpu(js->csum));
 	printbuf_indent_add(out, 2);
@@ -1246,6 +1542,13 @@ void tfs_journal_read_to_text(struct printbuf *out, const struct tfs_journal_rea
 		prt_printf(out, "not trusted:\t%llu..%llu (after the newest flush entry)\n",
 			   (unsigned long long)r->blacklist_start, (unsigned long long)r->max_seq);
 	prt_printf(out, "missing:\t%llu\n", (unsigned long long)r->nr_gaps);
+	if (r->post_flush_dropped)
+		prt_printf(out, "dropped:\t%llu (post-flush entry whose flush did not complete)\n",
+			   (unsigned long long)r->post_flush_dropped);
+	if (r->post_flush_verified)
+		prt_printf(out, "verified:\t%llu (post-flush entry, %llu keys checked)\n",
+			   (unsigned long long)r->post_flush_verified,
+			   (unsigned long long)r->nr_verified_keys);
 	for (unsigned i = 0; i < r->nr_devs; i++) {
 		const struct tfs_journal_read_dev *rd = &r->devs[i];
 

@@ -158,8 +158,17 @@ struct tfs_journal_device {
 	 * first, whether or not the entry goes there.
 	 */
 	bool foreign_unflushed;
+	/*
+	 * Post-flush bookkeeping: bdev->meta_writes_done when the newest of
+	 * the journal's flushes that succeeded here was issued (every btree
+	 * node, superblock write or discard completed by then is durable), and
+	 * the file data bytes written (tfs_journal_dev_written()) since the last
+	 * flush issued to it.
+	 */
+	u64 meta_flushed;
+	u64 data_unflushed_bytes;
 	u64 nr_writes, nr_write_errors, bytes_written;
-	u64 nr_flushes, nr_preflushes, nr_flush_errors;
+	u64 nr_flushes, nr_preflushes, nr_postflushes, nr_flush_errors;
 };
 
 enum tfs_journal_buf_state {
@@ -182,11 +191,13 @@ struct tfs_journal_buf {
 	u32 u64s_normal; /* the others up to this (the entry's normal-class room) */
 	enum tfs_journal_space_class space_class; /* what the entry was opened with */
 	unsigned nr_res;			  /* reservations not yet put */
-	bool must_flush;   /* someone waits: written after every older entry is durable, FUA */
-	bool cancelled;	   /* never written: the journal halted (or stopped) first */
-	bool waiting_devs; /* closed, but fewer writable members than required */
-	bool flushes_done; /* flush entry: the separate member flushes completed */
-	bool lost_older;   /* flush entry: an older entry could not be made durable */
+	bool must_flush;      /* someone waits: written after every older entry is durable, FUA */
+	bool cancelled;	      /* never written: the journal halted (or stopped) first */
+	bool waiting_devs;    /* closed, but fewer writable members than required */
+	bool flushes_done;    /* flush entry: the separate member flushes completed */
+	bool lost_older;      /* flush entry: an older entry could not be made durable */
+	bool post_flush;      /* flush entry written plain, made durable by a flush after it */
+	bool post_flush_sent; /* ... and that flush is in flight (or done) */
 	u64 opened_ns;
 	u32 bytes; /* padded size on disk, set when it closes */
 	unsigned nr_devs;
@@ -196,9 +207,11 @@ struct tfs_journal_buf {
 	struct tfs_bio bios[TFS_JOURNAL_MAX_DEVS];
 	unsigned bio_dev[TFS_JOURNAL_MAX_DEVS];
 	unsigned nr_bios, bios_pending;
-	u32 flush_devs;		   /* members flushed separately (bit per index into devs) */
-	u32 flush_ok;		   /* ... whose flush succeeded */
-	u32 ok_devs;		   /* members whose write (with its preflush) succeeded */
+	u32 flush_devs; /* members flushed separately (bit per index into devs) */
+	u32 flush_ok;	/* ... whose flush succeeded */
+	u32 ok_devs;	/* members whose write (with its preflush) succeeded */
+	/* bdev->meta_writes_done of each member (index into devs) when flushed by this entry. */
+	u64 meta_snap[TFS_JOURNAL_MAX_DEVS];
 	bool write_ok;		   /* reached metadata_replicas_required members */
 	int err;		   /* first bio error */
 	unsigned nr_flush_waiters; /* flush_seq callers it answers (group commit) */
@@ -217,6 +230,14 @@ struct tfs_journal_opts {
 	unsigned flush_delay_ms;	     /* a flush entry at least this often; 1000 */
 	unsigned reserved_pins;		     /* fifo slots only RESERVED opens use; 4 */
 	unsigned reserved_buckets;	     /* per device, normal entries leave free; 1 */
+	/*
+	 * Post-flush entries (journal_io.c): a flush entry a flush_seq caller
+	 * waits on may be written with no flush before it and one after, when
+	 * at most this many bytes of file data were written since the last
+	 * flush (replay reads them back to check them).  0: never (the
+	 * default; the filesystem turns it on, its replay checks the data).
+	 */
+	u64 post_flush_max_bytes;
 };
 
 struct tfs_journal {
@@ -258,8 +279,17 @@ struct tfs_journal {
 	u64 seq_ondisk;		/* every seq <= this was written successfully */
 	u64 flushed_seq_ondisk; /* ... and is durable */
 	u64 last_seq_ondisk;	/* last_seq of the newest durable entry */
-	u64 err_seq;		/* lowest seq whose write failed, or the halt seq */
-	int err;		/* the code flush_seq returns for seq >= err_seq */
+	/*
+	 * The newest durable flush entry replay trusts whatever it finds
+	 * after it: one written with its older entries already durable, or
+	 * one followed by a newer durable flush entry.  A post-flush entry is
+	 * trusted only if its data checks out, so space its commits freed is
+	 * reused only once it is settled too (fs/alloc.c).
+	 */
+	u64 settled_seq_ondisk;
+	bool stop_flush; /* stop's last flush: no post-flush entry */
+	u64 err_seq;	 /* lowest seq whose write failed, or the halt seq */
+	int err;	 /* the code flush_seq returns for seq >= err_seq */
 	bool halted;
 	u64 last_flush_ns;				/* when the newest flush entry was closed */
 	struct tfs_journal_flush_waiter *flush_waiters; /* async flush_seq */
@@ -313,6 +343,9 @@ struct tfs_journal {
 	u64 nr_res_reserved;
 	u64 nr_class_entries[TFS_JOURNAL_SPACE_NR]; /* entries opened per space class */
 	u64 nr_separate_flushes;		    /* flush entries that flushed members first */
+	u64 nr_preflush_entries;		    /* ... with a PREFLUSH on their own write */
+	u64 nr_postflush_entries;		    /* ... with one flush after their write */
+	u64 nr_fua_only_entries;		    /* ... that flushed nothing else (FUA) */
 	u64 nr_devs_waits; /* entries that waited for enough writable members */
 };
 

@@ -60,9 +60,23 @@ const char *const tfs_bio_tag_names[] = {
 
 /* ---- generic helpers ---- */
 
+static void bio_count_meta(struct tfs_bio *bio)
+{
+	if (tfs_bio_is_meta_write(bio))
+		__atomic_fetch_add(&bio->bdev->meta_writes_submitted, 1, __ATOMIC_SEQ_CST);
+}
+
 void tfs_bio_submit(struct tfs_bio *bio)
 {
+	bio_count_meta(bio);
 	bio->bdev->ops->submit(bio->bdev, bio);
+}
+
+void tfs_bio_endio(struct tfs_bio *bio)
+{
+	if (tfs_bio_is_meta_write(bio))
+		__atomic_fetch_add(&bio->bdev->meta_writes_done, 1, __ATOMIC_SEQ_CST);
+	bio->end_io(bio);
 }
 
 void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr)
@@ -75,6 +89,8 @@ void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr)
 
 		while (j < nr && bios[j]->bdev == bdev)
 			j++;
+		for (unsigned k = i; k < j; k++)
+			bio_count_meta(bios[k]);
 		if (bdev->ops->submit_batch)
 			bdev->ops->submit_batch(bdev, bios + i, j - i);
 		else
@@ -556,7 +572,7 @@ static void uring_submit_batch(struct tfs_bdev *bdev, struct tfs_bio **bios, uns
  * returning means every end_io has returned). */
 static void uring_complete(struct uring_dev *d, struct tfs_bio *bio)
 {
-	bio->end_io(bio);
+	tfs_bio_endio(bio);
 
 	pthread_mutex_lock(&d->lock);
 	d->in_flight--;

@@ -124,8 +124,31 @@ struct tfs_bdev {
 	bool direct; /* O_DIRECT in use */
 	bool read_only;
 	struct tfs_bdev_counters counters; /* updated atomically */
-	void *private;			   /* the implementation's */
+	/*
+	 * Writes and discards other than file data and journal entries
+	 * (tfs_bio_is_meta_write()): submitted, and completed (counted before
+	 * end_io).  The journal compares them with what its last flush covered
+	 * to know whether only data went to the device since
+	 * (journal_io.c, "post-flush").  Atomic.
+	 */
+	u64 meta_writes_submitted, meta_writes_done;
+	void *private; /* the implementation's */
 };
+
+/*
+ * A bio the journal's post-flush entries must not race with: a write of
+ * anything but file data or a journal entry (btree nodes, superblocks), or
+ * a discard of anything.
+ */
+static inline bool tfs_bio_is_meta_write(const struct tfs_bio *bio)
+{
+	return (bio->op == TFS_OP_write && bio->tag != TFS_TAG_data &&
+		bio->tag != TFS_TAG_journal) ||
+	       bio->op == TFS_OP_discard;
+}
+
+/* For device implementations: completes bio (counts it, then calls end_io). */
+void tfs_bio_endio(struct tfs_bio *bio);
 
 enum tfs_bdev_open_flags {
 	TFS_BDEV_RDONLY = 1 << 0,

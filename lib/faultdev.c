@@ -544,7 +544,7 @@ static void complete_bio(struct fault_dev *d, struct tfs_bio *bio)
 		faultdev_log_ack(d, bio->done_internal);
 		pthread_mutex_unlock(&d->lock);
 	}
-	bio->end_io(bio);
+	tfs_bio_endio(bio);
 	pthread_mutex_lock(&d->lock);
 	d->completions++;
 	d->in_flight--;

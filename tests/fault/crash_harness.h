@@ -57,6 +57,14 @@ struct ch {
 	bool quiet_failures;  /* known failures: report once, briefly */
 	u64 cut_stride;	      /* check every k-th cut point (1: all) */
 	bool rotate_policies; /* one policy per cut point, in turn (else all four) */
+	/*
+	 * Unflushed writes with these tags (a bit per enum tfs_bio_tag) are
+	 * lost at every cut, whatever the policy keeps: e.g. file data lost
+	 * while the journal write that commits it survived.
+	 */
+	u32 drop_tags;
+	/* Images whose open dropped / checked a post-flush entry (fs.c). */
+	u64 post_flush_dropped, post_flush_verified;
 };
 
 static inline u64 ch_mix(u64 x)
@@ -338,6 +346,33 @@ static inline unsigned ch_record(struct ch *h, const unsigned *ops, unsigned nr)
 	return step;
 }
 
+/* The index of the operation named name[0..len) in cm_ops, or -1. */
+static inline int ch_op_index(const char *name, size_t len)
+{
+	for (unsigned i = 0; i < CM_NR_OPS; i++)
+		if (strlen(cm_ops[i].name) == len && !memcmp(cm_ops[i].name, name, len))
+			return (int)i;
+	return -1;
+}
+
+/* Parses "op+op+..." into ops; the count, or 0 if a name is unknown. */
+static inline unsigned ch_parse_workload(const char *s, unsigned *ops, unsigned max)
+{
+	unsigned n = 0;
+
+	while (*s && n < max) {
+		const char *plus = strchr(s, '+');
+		size_t len = plus ? (size_t)(plus - s) : strlen(s);
+		int i = ch_op_index(s, len);
+
+		if (i < 0)
+			return 0;
+		ops[n++] = (unsigned)i;
+		s += len + (plus != NULL);
+	}
+	return n;
+}
+
 /* --- crash images --- */
 
 static inline bool ch_is_cut_point(const struct tfs_fault_trace_entry *e)
@@ -429,6 +464,12 @@ static inline u64 ch_build(struct ch *h, unsigned m, u64 cut, unsigned policy, u
 		}
 		break;
 	}
+	for (unsigned i = 0; i < n; i++)
+		if (h->drop_tags & (1u << tr->e[unfl[i]].tag)) {
+			keep[unfl[i]] = false;
+			if ((int)unfl[i] == torn)
+				torn = -1;
+		}
 	/* The image is the kept writes: two cuts keeping the same ones are one image. */
 	for (unsigned i = 0; i < end; i++)
 		if (ch_is_write(&tr->e[i]) && keep[i])
@@ -557,6 +598,8 @@ static inline u64 ch_check_image(struct ch *h, const char *wname, unsigned lo, u
 		return CH_BAD;
 	}
 	mask = ch_states_mask(h);
+	h->post_flush_dropped += t->fs->post_flush_dropped != 0;
+	h->post_flush_verified += t->fs->post_flush_verified != 0;
 	if (!(mask & ((2ULL << hi) - (1ULL << lo)))) {
 		struct cm_cmp c;
 		u64 lost = cm_bytes_lost(t->fs, h->run.states, lo, hi);

@@ -52,32 +52,6 @@ static void set_policies(void)
 	H.rotate_policies = ch_sanitized() && !ch_long();
 }
 
-static int op_index(const char *name, size_t len)
-{
-	for (unsigned i = 0; i < CM_NR_OPS; i++)
-		if (strlen(cm_ops[i].name) == len && !memcmp(cm_ops[i].name, name, len))
-			return (int)i;
-	return -1;
-}
-
-/* Parses "op+op+..." into ops; the count, or 0 if a name is unknown. */
-static unsigned parse_workload(const char *s, unsigned *ops, unsigned max)
-{
-	unsigned n = 0;
-
-	while (*s && n < max) {
-		const char *plus = strchr(s, '+');
-		size_t len = plus ? (size_t)(plus - s) : strlen(s);
-		int i = op_index(s, len);
-
-		if (i < 0)
-			return 0;
-		ops[n++] = (unsigned)i;
-		s += len + (plus != NULL);
-	}
-	return n;
-}
-
 /*
  * Known failures: workloads the harness shows failing whose fix did not
  * fit (each described in docs/design-notes.md).  The test requires them
@@ -127,7 +101,7 @@ static void test_only(void **state)
 
 	if (!only())
 		skip();
-	nr = parse_workload(getenv("TFS_CRASH_ONLY"), ops, CM_MAXOPS);
+	nr = ch_parse_workload(getenv("TFS_CRASH_ONLY"), ops, CM_MAXOPS);
 	if (!nr)
 		fail_msg("TFS_CRASH_ONLY: unknown operation in %s", getenv("TFS_CRASH_ONLY"));
 	H.rotate_policies = false;
@@ -235,7 +209,7 @@ static u64 run_named(const char *class, const char *const *list)
 
 	H.rotate_policies = false;
 	for (unsigned i = 0; list[i]; i++) {
-		unsigned ops[CM_MAXOPS], nr = parse_workload(list[i], ops, CM_MAXOPS);
+		unsigned ops[CM_MAXOPS], nr = ch_parse_workload(list[i], ops, CM_MAXOPS);
 
 		assert_true(nr > 0);
 		failed += workload(class, ops, nr, i);
@@ -300,7 +274,8 @@ static void test_recovery_cut(void **state)
 	snprintf(xpath, sizeof(xpath), "%s/first", H.t.dir);
 	memcpy(tmpl_path, H.tmpl[0], sizeof(tmpl_path));
 	for (unsigned w = 0; w < ARRAY_SIZE(recovery_workloads); w++) {
-		unsigned ops[CM_MAXOPS], nr = parse_workload(recovery_workloads[w], ops, CM_MAXOPS);
+		unsigned ops[CM_MAXOPS],
+			nr = ch_parse_workload(recovery_workloads[w], ops, CM_MAXOPS);
 		u64 *cuts, *rcuts;
 		unsigned nr_cuts;
 

@@ -1220,6 +1220,261 @@ static void test_preflush_only_when_unflushed(void **state)
 	}
 }
 
+/* The journal's flush entries by kind (under its lock). */
+struct pf_counts {
+	u64 post, pre, fua, separate;
+};
+
+static struct pf_counts pf_counts(struct tfs_journal *j)
+{
+	struct pf_counts c;
+
+	pthread_mutex_lock(&j->lock);
+	c = (struct pf_counts){ j->nr_postflush_entries, j->nr_preflush_entries,
+				j->nr_fua_only_entries, j->nr_separate_flushes };
+	pthread_mutex_unlock(&j->lock);
+	return c;
+}
+
+/* A write of one block outside the journal buckets (8 of 64 KiB) of member m, tagged tag. */
+static void pf_write(struct jt *t, unsigned m, enum tfs_bio_tag tag)
+{
+	void *buf = tfs_bdev_alloc_buf(t->bdev[m], 4096);
+
+	assert_non_null(buf);
+	memset(buf, 0x5a, 4096);
+	assert_int_equal(tfs_bdev_write(t->bdev[m], buf, 4096, 9 * (64 << 10), 0, tag), 0);
+	free(buf);
+	if (tag == TFS_TAG_data)
+		tfs_journal_dev_written(t->j, t->devs[m].dev_idx, 4096);
+}
+
+/* Commits one key and waits for it to be durable (a flush entry with one waiter). */
+static void pf_commit_flush(struct jt *t, u64 id)
+{
+	assert_int_equal(tfs_journal_flush_seq(t->j, jt_commit(t->j, id, id, 0)), 0);
+}
+
+/*
+ * Post-flush entries (journal_io.c, journal_post_flush_ok()): a flush entry
+ * an fsync waits on, after a data write, is written plain and flushed once
+ * after -- unless a btree node (or superblock) write or a discard went to
+ * the member since its last flush (the entry's last_seq may rest on it and
+ * replay cannot check it), or more data than post_flush_max_bytes.  Then
+ * the old PREFLUSH+FUA write.  The member's trace shows which ran.
+ */
+static void test_post_flush_fallback_meta_write(void **state)
+{
+	struct jt t;
+	struct pf_counts c0, c;
+	unsigned mark;
+	struct jt_ops o;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 100000;
+	t.opts.flush_delay_ms = 1000000;
+	t.opts.post_flush_max_bytes = 64 << 10;
+	assert_int_equal(jt_start_fault(&t), 0);
+	pf_commit_flush(&t, 1);
+
+	/* Data, then the commit: one plain journal write, one flush after it. */
+	for (unsigned round = 0; round < 2; round++) {
+		c0 = pf_counts(t.j);
+		mark = tfs_faultdev_trace_nr(t.bdev[0]);
+		pf_write(&t, 0, TFS_TAG_data);
+		pf_commit_flush(&t, 2 + round);
+		o = trace_ops(t.bdev[0], mark);
+		c = pf_counts(t.j);
+		assert_int_equal(o.writes, 1);
+		assert_int_equal(o.fua, 0);
+		assert_int_equal(o.preflush, 0);
+		assert_int_equal(o.flushes, 1);
+		assert_int_equal(c.post - c0.post, 1);
+		assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[0]), 0);
+	}
+
+	/* A node write since the last flush: PREFLUSH + FUA, no flush after. */
+	static const enum tfs_bio_tag meta[] = { TFS_TAG_btree, TFS_TAG_sb };
+
+	for (unsigned k = 0; k < ARRAY_SIZE(meta); k++) {
+		c0 = pf_counts(t.j);
+		mark = tfs_faultdev_trace_nr(t.bdev[0]);
+		pf_write(&t, 0, meta[k]);
+		pf_write(&t, 0, TFS_TAG_data);
+		pf_commit_flush(&t, 10 + k);
+		o = trace_ops(t.bdev[0], mark);
+		c = pf_counts(t.j);
+		assert_int_equal(o.writes, 1);
+		assert_int_equal(o.fua, 1);
+		assert_int_equal(o.preflush, 1);
+		assert_int_equal(o.flushes, 0);
+		assert_int_equal(c.post, c0.post);
+		assert_int_equal(c.pre - c0.pre, 1);
+	}
+	/* That preflush covered the node write: post-flush again. */
+	c0 = pf_counts(t.j);
+	pf_write(&t, 0, TFS_TAG_data);
+	pf_commit_flush(&t, 20);
+	assert_int_equal(pf_counts(t.j).post - c0.post, 1);
+
+	/* More data since the last flush than replay is asked to read back: preflush. */
+	c0 = pf_counts(t.j);
+	for (unsigned i = 0; i < 17; i++)
+		pf_write(&t, 0, TFS_TAG_data);
+	pf_commit_flush(&t, 21);
+	c = pf_counts(t.j);
+	assert_int_equal(c.post, c0.post);
+	assert_int_equal(c.pre - c0.pre, 1);
+
+	/* Stop's last flush entry is never a post-flush one (nothing to check at the next start). */
+	pf_write(&t, 0, TFS_TAG_data);
+	c0 = pf_counts(t.j);
+	jt_commit(t.j, 22, 22, 0);
+	assert_int_equal(tfs_journal_stop(t.j), 0);
+	c = pf_counts(t.j);
+	assert_int_equal(c.post, c0.post);
+	assert_int_equal(c.pre - c0.pre, 1);
+	jt_cleanup(&t);
+}
+
+/*
+ * Two members: the post-flush flushes only the entry's member, so it is used
+ * only when that member holds every unflushed entry and data write.  Data on
+ * the other member (replicas 1): its separate flush first, then FUA.
+ * Entries on both members (replicas 2): PREFLUSH on both.
+ */
+static void test_post_flush_fallback_two_members(void **state)
+{
+	for (unsigned replicas = 1; replicas <= 2; replicas++) {
+		struct jt t;
+		struct pf_counts c0, c;
+		unsigned mark[2];
+
+		jt_images(&t, 2, 8, 64 << 10);
+		t.opts.metadata_replicas = replicas;
+		t.opts.write_delay_ms = 100000;
+		t.opts.flush_delay_ms = 1000000;
+		t.opts.post_flush_max_bytes = 1 << 20;
+		assert_int_equal(jt_start_fault(&t), 0);
+		pf_commit_flush(&t, 1);
+
+		/* Data on both members (a replicated write). */
+		c0 = pf_counts(t.j);
+		for (unsigned m = 0; m < 2; m++) {
+			mark[m] = tfs_faultdev_trace_nr(t.bdev[m]);
+			pf_write(&t, m, TFS_TAG_data);
+		}
+		pf_commit_flush(&t, 2);
+		c = pf_counts(t.j);
+		assert_int_equal(c.post, c0.post);
+		if (replicas == 1) {
+			/* The entry goes to one member; the other is flushed first. */
+			assert_int_equal(c.separate - c0.separate, 1);
+		} else {
+			assert_int_equal(c.pre - c0.pre, 1);
+			for (unsigned m = 0; m < 2; m++) {
+				struct jt_ops o = trace_ops(t.bdev[m], mark[m]);
+
+				assert_int_equal(o.preflush, 1);
+				assert_int_equal(o.fua, 1);
+			}
+		}
+		for (unsigned m = 0; m < 2; m++)
+			assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[m]), 0);
+
+		if (replicas == 1) {
+			/*
+			 * Entries on dev 0 only (dev 1 takes no journal writes):
+			 * data there, one flush after the entry does; data on
+			 * dev 1, that member is flushed first.
+			 */
+			assert_int_equal(tfs_journal_dev_set_writable(t.j, 1, false), 0);
+			c0 = pf_counts(t.j);
+			pf_write(&t, 0, TFS_TAG_data);
+			pf_commit_flush(&t, 3);
+			c = pf_counts(t.j);
+			assert_int_equal(c.post - c0.post, 1);
+			pf_write(&t, 1, TFS_TAG_data);
+			pf_commit_flush(&t, 4);
+			c0 = c;
+			c = pf_counts(t.j);
+			assert_int_equal(c.post, c0.post);
+			assert_int_equal(c.separate - c0.separate, 1);
+			assert_int_equal(tfs_journal_dev_set_writable(t.j, 1, true), 0);
+		}
+		jt_stop(&t);
+		jt_cleanup(&t);
+	}
+}
+
+/* The key id pf_check() calls bad (0: none); how many keys it saw. */
+static u64 pf_bad_id;
+
+static int pf_check(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *k)
+{
+	unsigned *calls = ctx;
+
+	(*calls)++;
+	return (le64_to_cpu(k[0]) >> 32) == pf_bad_id;
+}
+
+/*
+ * The read side: a post-flush newest entry is kept when the check passes on
+ * every key of its window, and dropped (replay ends at the flush entry
+ * before it, the rest blacklisted) when one fails.
+ */
+static void test_post_flush_read_check(void **state)
+{
+	struct printbuf err = PRINTBUF;
+	struct tfs_journal_read *r;
+	struct jt t;
+	s64 s1, s2;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 100000;
+	t.opts.flush_delay_ms = 1000000;
+	t.opts.post_flush_max_bytes = 1 << 20;
+	assert_int_equal(jt_start(&t), 0);
+	s1 = jt_commit_pinned(&t, 1, 1, 0);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s1), 0);
+	tfs_journal_dev_written(t.j, 0, 4096);
+	s2 = jt_commit(t.j, 2, 2, 0);
+	assert_int_equal(jt_commit(t.j, 3, 3, 0), s2);
+	assert_int_equal(tfs_journal_flush_seq(t.j, s2), 0);
+	assert_int_equal(pf_counts(t.j).post, 1);
+	tfs_journal_pin_drop(t.j, &t.log_pin);
+	jt_stop(&t);
+	assert_int_equal(jt_open_bdevs(&t), 0);
+
+	for (pf_bad_id = 0; pf_bad_id <= 3; pf_bad_id += 3) {
+		struct jt_model m = { 0 };
+		unsigned calls = 0;
+
+		assert_int_equal(jt_read(&t, &r, &err), 0);
+		assert_int_equal(r->newest_seq, s2);
+		assert_int_equal(tfs_journal_read_verify_tail(r, pf_check, &calls, &err), 0);
+		/* Keys 2 and 3: the window is the entry after s1. */
+		assert_int_equal(calls, 2);
+		assert_int_equal(tfs_journal_replay(r, &jt_model_ops, &m), 0);
+		assert_int_equal(m.val[1], 1);
+		if (!pf_bad_id) {
+			assert_int_equal(r->post_flush_verified, s2);
+			assert_int_equal(r->post_flush_dropped, 0);
+			assert_int_equal(m.val[2], 2);
+			assert_int_equal(m.val[3], 3);
+		} else {
+			assert_int_equal(r->post_flush_dropped, s2);
+			assert_int_equal(r->newest_seq, s1);
+			assert_int_equal(r->blacklist_start, s1 + 1);
+			assert_int_equal(m.val[2], 0);
+			assert_int_equal(m.val[3], 0);
+		}
+		tfs_journal_read_free(r);
+	}
+	printbuf_exit(&err);
+	jt_cleanup(&t);
+}
+
 struct gc_thread {
 	struct tfs_journal *j;
 	unsigned id, commits;
@@ -1370,6 +1625,9 @@ int main(void)
 		cmocka_unit_test(test_flush_seq_untrusted_after_recovery),
 		cmocka_unit_test(test_powercut_all_members_random),
 		cmocka_unit_test(test_preflush_only_when_unflushed),
+		cmocka_unit_test(test_post_flush_fallback_meta_write),
+		cmocka_unit_test(test_post_flush_fallback_two_members),
+		cmocka_unit_test(test_post_flush_read_check),
 		cmocka_unit_test(test_group_commit_shares_flushes),
 		cmocka_unit_test(test_start_flush_fails),
 	};
