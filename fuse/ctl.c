@@ -23,6 +23,7 @@
 #include "journal/journal.h"
 #include "fuse/ctl.h"
 #include "fuse/tfs_fuse.h"
+#include "lib/shrinker.h"
 #include "lib/string.h"
 
 struct tfs_ctl {
@@ -71,10 +72,19 @@ static void section_to_text(struct printbuf *out, struct tfs_fuse *tf, int secti
 		/* The POSIX layer's inode table is what caches keys above the trees. */
 		SECTION(out, "key_cache", tfs_posix_to_text(out, fs));
 		return;
-	case TFS_CTL_shrinkers:
-		/* The node cache is the one shrinker: its scans and what it freed. */
+	case TFS_CTL_shrinkers: {
+		/*
+		 * The registry (budget, PSI trigger and the runs it caused: what
+		 * tells whether memory pressure reached the daemon), then the
+		 * node cache's scans and what it freed.
+		 */
+		struct tfs_shrinkers *r = __atomic_load_n(&fs->shrinkers, __ATOMIC_ACQUIRE);
+
+		if (r)
+			SECTION(out, "shrinkers", tfs_shrinkers_to_text(out, r));
 		tfs_btree_cache_to_text(out, fs);
 		return;
+	}
 	case TFS_CTL_devices:
 		for (unsigned i = 0; i < fs->nr_devices; i++) {
 			struct tfs_bdev *bdev = tfs_posix_bdev(fs, i);

@@ -151,6 +151,12 @@ f1=$("$tinyfs" stats "$mnt" fuse --json | python3 -c 'import json,sys; print(jso
 for s in journal alloc fuse all; do
 	"$tinyfs" stats "$mnt" "$s" >/dev/null || fail "tinyfs stats $s"
 done
+# The shrinker registry: whether memory pressure (PSI) reached the daemon.
+"$tinyfs" stats "$mnt" shrinkers >"$tmp/shr" || fail "tinyfs stats shrinkers"
+grep -q "^ *psi:" "$tmp/shr" && grep -q "^ *runs:.* psi (" "$tmp/shr" ||
+	fail "stats shrinkers lacks the registry's psi and runs: $(head -3 "$tmp/shr")"
+"$tinyfs" stats "$mnt" shrinkers --json | python3 -c 'import json,sys; json.load(sys.stdin)' ||
+	fail "stats shrinkers --json is not JSON"
 "$tinyfs" stats "$mnt" nosuch 2>/dev/null && fail "stats of an unknown section worked"
 "$tinyfs" stats "$tmp" 2>"$tmp/err" && fail "stats of a non-mount worked"
 grep -q "not a mount point" "$tmp/err" || fail "stats of a non-mount: $(cat "$tmp/err")"
