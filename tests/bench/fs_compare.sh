@@ -76,8 +76,9 @@ umount_fs() {
 		losetup -d "$loop"
 		loop=
 	fi
-	# fuse2fs writes back after umount returns too
-	while pgrep -x fuse2fs >/dev/null; do sleep 0.1; done
+	# fuse2fs writes back after umount returns too: wait for ours (its image's
+	# path is on its command line), not for other users' fuse2fs mounts.
+	while pgrep -f -- "^fuse2fs .*$work/$fs.img" >/dev/null; do sleep 0.1; done
 	rm -f "$work/$fs.img"
 }
 
