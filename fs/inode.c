@@ -618,7 +618,8 @@ int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *
 	im->deleted = false;
 	im->loaded = true;
 	im->ui = *ui;
-	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_unknown, __ATOMIC_RELAXED);
+	/* A new number: no key of a former inode can be left under it (inodes_scan()). */
+	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_none, __ATOMIC_RELAXED);
 	free(im->target);
 	im->target = t;
 	*ret = im;

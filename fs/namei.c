@@ -184,6 +184,7 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 	struct tfs_inode_unpacked ui, dui;
 	struct tfs_bkey_buf kb;
 	tfs_ino_t ino;
+	bool acl_keys = false;
 	u64 seq;
 	int ret;
 
@@ -220,7 +221,8 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 	new_inode_attrs(fs, ctx, &dir->ui, mode, rdev, &ui);
 	/* Before the inode is packed: the default ACL may mask its mode. */
 	if (ctx->posix_acl) {
-		ret = tfs_acl_create(&trans, dir, ino, ui.hash_seed, &ui.mode, ctx->umask);
+		ret = tfs_acl_create(&trans, dir, ino, ui.hash_seed, &ui.mode, ctx->umask,
+				     &acl_keys);
 		if (ret)
 			goto out_trans;
 	}
@@ -247,6 +249,8 @@ static int create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dirino
 	ret = tfs_inew(fs, ino, &ui, target, &im);
 	if (ret)
 		goto out_trans; /* committed; only the table entry failed */
+	if (acl_keys)
+		__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_some, __ATOMIC_RELAXED);
 	tfs_inode_committed(im, NULL, seq, false);
 	if (st)
 		tfs_inode_to_stat(fs, ino, &ui, st);

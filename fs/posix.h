@@ -205,7 +205,11 @@ int tfs_iget_locked(struct tfs_fs *fs, tfs_ino_t ino, bool excl, struct tfs_inod
 /* tfs_iunlock() then tfs_iput(). */
 void tfs_iput_unlock(struct tfs_fs *fs, struct tfs_inode_mem *im);
 
-/* A new entry for a new inode (not in the btree yet): referenced, locked, loaded. */
+/*
+ * A new entry for a new inode (not in the btree yet): referenced, locked,
+ * loaded.  It starts known to have no xattr key (im->xattrs): the caller
+ * sets TFS_INODE_XATTRS_some if its create put one in.
+ */
 int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *ui,
 	     const char *target, struct tfs_inode_mem **ret);
 
@@ -312,10 +316,11 @@ int tfs_xattr_remove_all(struct tfs_fs *fs, tfs_ino_t ino);
  * (locked exclusive): with a default ACL on dir, *mode's permission bits
  * are masked by it and the new inode's access ACL (when the mode cannot
  * say it all) and, for a directory, its default ACL are queued in trans;
- * without one, *mode loses the umask bits.  Symlinks: nothing.
+ * without one, *mode loses the umask bits.  Symlinks: nothing.  *keys
+ * says whether any xattr key was queued.
  */
 int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs_ino_t ino,
-		   u64 hash_seed, u32 *mode, u32 umask);
+		   u64 hash_seed, u32 *mode, u32 umask, bool *keys);
 
 /*
  * posix_acl_chmod(): queues in trans im's (locked exclusive) access ACL,

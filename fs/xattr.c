@@ -778,7 +778,7 @@ static bool acl_create_masq(u8 *acl, size_t size, u32 *mode)
 }
 
 int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs_ino_t ino,
-		   u64 hash_seed, u32 *mode, u32 umask)
+		   u64 hash_seed, u32 *mode, u32 umask, bool *keys)
 {
 	static const struct xattr_name access = { TFS_XATTR_posix_acl_access, "", 0 },
 				       def = { TFS_XATTR_posix_acl_default, "", 0 };
@@ -789,6 +789,7 @@ int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs
 	u8 *acl;
 	int ret;
 
+	*keys = false;
 	if (S_ISLNK(*mode))
 		return 0;
 	ret = xattr_read_alloc(trans, dir, &def, &acl, &size);
@@ -810,17 +811,21 @@ int tfs_acl_create(struct tfs_btree_trans *trans, struct tfs_inode_mem *dir, tfs
 	/* A directory inherits the default ACL as it is. */
 	if (S_ISDIR(*mode)) {
 		ret = xattr_find_at(trans, ino, hash_seed, &def, &slot, &free_slot, &kb);
-		if (ret == -ENODATA)
+		if (ret == -ENODATA) {
 			ret = queue_value(trans, ino, free_slot, &def, acl, size);
-		else if (!ret)
+			*keys = true;
+		} else if (!ret) {
 			ret = -EEXIST; /* a new inode has no xattrs */
+		}
 	}
 	if (!ret && acl_create_masq(acl, size, mode)) {
 		ret = xattr_find_at(trans, ino, hash_seed, &access, &slot, &free_slot, &kb);
-		if (ret == -ENODATA)
+		if (ret == -ENODATA) {
 			ret = queue_value(trans, ino, free_slot, &access, acl, size);
-		else if (!ret)
+			*keys = true;
+		} else if (!ret) {
 			ret = -EEXIST;
+		}
 	}
 	free(acl);
 	return ret;

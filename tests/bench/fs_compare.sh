@@ -23,6 +23,7 @@ size=${FSC_SIZE:-4G}
 fslist=${FSC_FS:-ext4 fuse2fs tinyfs}
 meta_sizes=${FSC_META:-1000 10000 100000}
 build=$root/build
+. "$root/tests/fuse/umount_retry.sh"
 
 [ -f "$fsbench" ] || { echo "fs_compare: no benchmark at $fsbench" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "fs_compare: run as root (loop devices, mounts)" >&2; exit 2; }
@@ -70,14 +71,15 @@ mount_fs() {
 umount_fs() {
 	local fs=$1 pid=
 	[ "$fs" = tinyfs ] && pid=$(tinyfs_pid)
-	umount "$mnt"
+	umount_busy_retry "$mnt"
 	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	if [ -n "$loop" ]; then
 		losetup -d "$loop"
 		loop=
 	fi
-	# fuse2fs writes back after umount returns too
-	while pgrep -x fuse2fs >/dev/null; do sleep 0.1; done
+	# fuse2fs writes back after umount returns too: wait for ours (its image's
+	# path is on its command line), not for other users' fuse2fs mounts.
+	while pgrep -f -- "^fuse2fs .*$work/$fs.img" >/dev/null; do sleep 0.1; done
 	rm -f "$work/$fs.img"
 }
 

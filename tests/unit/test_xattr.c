@@ -528,6 +528,45 @@ static void test_none_known(void **state)
 }
 
 /*
+ * A new inode (mknod, mkdir, symlink, create) starts known to have no xattr:
+ * its first getxattr is answered without a lookup (ls -l asks two per file,
+ * the kernel one before every write).  One whose create queued an inherited
+ * ACL starts with some, and finds it.
+ */
+static void test_none_new_inode(void **state)
+{
+	struct tfs_ctx acl_ctx = { .uid = 0, .gid = 0, .pid = 1, .umask = 022, .posix_acl = true };
+	struct tfs_stat st[3], d, f;
+	struct tfs_file *fl;
+	tfs_ino_t ino[4];
+	u8 def[64], acl[64];
+	size_t dn, n;
+	u64 c0;
+
+	assert_int_equal(pt_mknod(&T, 1, "n", S_IFREG | 0644, &st[0]), 0);
+	assert_int_equal(tfs_mkdir(T.fs, &pt_root_ctx, 1, "d", 1, 0755, &st[1]), 0);
+	assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, "l", 1, "n", &st[2]), 0);
+	assert_int_equal(pt_create(&T, 1, "c", &fl), 0);
+	for (unsigned i = 0; i < 3; i++)
+		ino[i] = st[i].ino;
+	ino[3] = tfs_file_ino(fl);
+	c0 = lookups_skipped();
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(tfs_getxattr(T.fs, ino[i], "security.selinux", NULL, 0), -ENODATA);
+	assert_int_equal(lookups_skipped(), c0 + 4);
+	tfs_release(T.fs, fl);
+
+	/* Under a default ACL: the inherited access ACL is there at once. */
+	assert_int_equal(tfs_mkdir(T.fs, &acl_ctx, 1, "a", 1, 0777, &d), 0);
+	dn = acl_of(def, 7, 7, 5, 7, 0);
+	assert_int_equal(tfs_setxattr(T.fs, d.ino, "system.posix_acl_default", def, dn, 0), 0);
+	assert_int_equal(tfs_mknod(T.fs, &acl_ctx, d.ino, "f", 1, S_IFREG | 0666, 0, &f), 0);
+	n = acl_of(acl, 6, 7, 5, 6, 0);
+	assert_acl(f.ino, "system.posix_acl_access", acl, n);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
  * The same across a power cut: an xattr set on an inode known to have none,
  * fsynced, survives; an inode that never had one still answers ENODATA.
  */
@@ -591,6 +630,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_acl_inherit, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known_power_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_none_new_inode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_basic, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_large_values, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_many, setup_collide, teardown),
