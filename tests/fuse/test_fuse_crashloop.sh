@@ -281,6 +281,16 @@ crash_round() {
 	crash_check "$mode" "$s"
 }
 
+# daemon_alive PID: a thread of PID is still running (not gone, not a zombie
+# waiting to be reaped).
+daemon_alive() {
+	local t
+	for t in /proc/"$1"/task/*/status; do
+		[ -e "$t" ] && ! grep -q '^State:.*Z' "$t" 2>/dev/null && return 0
+	done
+	return 1
+}
+
 # crash_workload MODE SEED: the load on $mnt, then the crash.
 crash_workload() {
 	local mode=$1 s=$2 w0=$3 pid nw wl=() i tries
@@ -318,10 +328,10 @@ crash_workload() {
 	# open, so the connection is never aborted and every process on the
 	# mount hangs.  Then umount -f aborts it, and the round fails.
 	for i in $(seq 300); do
-		kill -0 "$pid" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null || break
+		daemon_alive "$pid" || break
 		sleep 0.1
 	done
-	if [ -e "/proc/$pid" ]; then
+	if daemon_alive "$pid"; then
 		fail "daemon $pid still there 30 s after kill -9; its threads wait in: $(cat /proc/"$pid"/task/*/wchan 2>/dev/null | tr '\0' ' ')"
 		umount -f "$mnt" 2>/dev/null
 	fi
