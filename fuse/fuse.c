@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -867,10 +868,17 @@ static void op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off, of
 /*
  * The kernel's dirty pages of ino, written back: SEEK_DATA/SEEK_HOLE must
  * count data the writeback cache still holds, and the kernel asks before
- * writing it (it holds the inode lock, so fsync is out).  The daemon opens
- * the file through its own mount by file handle (FUSE's encoding: node id
- * high and low, generation) and syncs the range with sync_file_range(),
- * which takes no inode lock; other threads serve the writes it causes.
+ * writing it (it holds the inode lock, so fsync is out).  The file is opened
+ * through the mount by file handle (FUSE's encoding: node id high and low,
+ * generation) and the range synced with sync_file_range(), which takes no
+ * inode lock; the daemon's threads serve the writes it causes.
+ *
+ * In a child process holding no descriptor but those: the wait for
+ * write-back is uninterruptible, so a daemon thread waiting there when the
+ * daemon is killed (kill -9) kept the process from exiting, /dev/fuse open
+ * and the connection alive, with no thread left to answer -- every process
+ * on the mount hung until someone aborted it.  The child's wait ends once
+ * the dead daemon's /dev/fuse is closed and the kernel aborts the writes.
  */
 static int flush_kernel_pages(struct tfs_fuse *tf, fuse_ino_t ino, u64 generation)
 {
@@ -878,26 +886,39 @@ static int flush_kernel_pages(struct tfs_fuse *tf, fuse_ino_t ino, u64 generatio
 		struct file_handle h;
 		u32 raw[3];
 	} fh = { .h = { .handle_bytes = 12, .handle_type = 0x81 /* FILEID_INO64_GEN */ } };
-	int mfd, fd, ret = 0;
+	const char *mnt = tf->opts->mountpoint;
+	int status;
+	pid_t pid;
 
-	/* Not kept open: umount would find the mount busy. */
-	mfd = open(tf->opts->mountpoint, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (mfd < 0)
-		return -errno;
 	fh.raw[0] = (u32)(ino >> 32);
 	fh.raw[1] = (u32)ino;
 	fh.raw[2] = (u32)generation;
-	fd = open_by_handle_at(mfd, &fh.h, O_RDONLY | O_CLOEXEC);
-	ret = fd < 0 ? -errno : 0;
-	close(mfd);
-	if (ret)
-		return ret;
-	if (sync_file_range(fd, 0, 0,
-			    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
-				    SYNC_FILE_RANGE_WAIT_AFTER))
-		ret = -errno;
-	close(fd);
-	return ret;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		/* Only system calls here (a fork of a threaded process). */
+		int mfd, fd;
+
+		close_range(0, ~0U, 0);
+		mfd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (mfd < 0)
+			_exit(errno);
+		fd = open_by_handle_at(mfd, &fh.h, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			_exit(errno);
+		if (sync_file_range(fd, 0, 0,
+				    SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
+					    SYNC_FILE_RANGE_WAIT_AFTER))
+			_exit(errno);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	if (!WIFEXITED(status))
+		return -EIO;
+	return -WEXITSTATUS(status);
 }
 
 static void op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
