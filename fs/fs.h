@@ -122,6 +122,16 @@ struct tfs_stat {
 	u64 blocks; /* 512-byte units allocated */
 	u32 blksize;
 	struct timespec atime, mtime, ctime, btime;
+	/*
+	 * tfs_getattr() only: a removed name (unlink, rename over it) left
+	 * this non-directory with other names since the daemon cached it.
+	 * The kernel's FUSE drops its cached link count itself after an unlink
+	 * or a rename over a name; an nlink it did not ask for (readdirplus)
+	 * computed after our removal but applied before that drop takes it one
+	 * too low, to 0 for a file with one name left, and link(2) of that
+	 * name then fails with ENOENT in the VFS (fuse/fuse.c readdir_fill()).
+	 */
+	bool links_dropped;
 };
 
 /*

@@ -616,6 +616,7 @@ int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *
 	pthread_rwlock_wrlock(&im->lock);
 	/* A lookup of this number before it existed left a negative entry: revive it. */
 	im->deleted = false;
+	im->links_dropped = false;
 	im->loaded = true;
 	im->ui = *ui;
 	/* A new number: no key of a former inode can be left under it (inodes_scan()). */

@@ -80,6 +80,7 @@ int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st)
 	if (ret)
 		return ret;
 	tfs_inode_to_stat(fs, ino, &im->ui, st);
+	st->links_dropped = im->links_dropped;
 	tfs_iput_unlock(fs, im);
 	return 0;
 }
@@ -615,6 +616,9 @@ static int remove_name(struct tfs_fs *fs, tfs_ino_t dirino, const char *name, si
 		goto out;
 	tfs_inode_committed(im, &ui, seq, false);
 	tfs_inode_committed(dir, &dui, seq, false);
+	/* Other names remain: see tfs_stat.links_dropped. */
+	if (!rmdir && ui.nlink)
+		im->links_dropped = true;
 	if (at_once) {
 		im->deleted = true;
 		__atomic_fetch_sub(&tfs_posix(fs)->nr_inodes, 1, __ATOMIC_RELAXED);
@@ -927,6 +931,9 @@ int tfs_rename_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t olddir
 		goto out;
 	for (unsigned i = 0; i < rs.nr; i++)
 		tfs_inode_committed(rs.im[i], &rs.ui[i], seq, false);
+	/* The replaced name's file keeps other names: see tfs_stat.links_dropped. */
+	if (dst && !exchange && !S_ISDIR(dst->ui.mode) && dst->ui.nlink)
+		dst->links_dropped = true;
 	if (dst && !exchange && !dst->ui.nlink) {
 		__atomic_fetch_add(&p->c.orphans_added, 1, __ATOMIC_RELAXED);
 		maybe_remove(fs, dst);

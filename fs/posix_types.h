@@ -48,6 +48,11 @@ struct tfs_inode_mem {
 	/* Under lock: */
 	bool loaded;  /* ui (and target) hold the committed inode */
 	bool deleted; /* gone from the btree (or never there): -ENOENT */
+	/*
+	 * A removed name (unlink, rename over it) left this non-directory
+	 * with other names since it was cached: tfs_stat.links_dropped.
+	 */
+	bool links_dropped;
 	struct tfs_inode_unpacked ui;
 	char *target; /* symlinks: the target (ui.size bytes), malloc'ed */
 	/* Atomics: the journal seq of the inode's last change, and of its last

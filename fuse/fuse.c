@@ -1065,7 +1065,18 @@ static int readdir_fill(void *p, const char *name, size_t len, tfs_ino_t ino, un
 			c->err = ret;
 			return 1;
 		}
-		entry_of(c->tf, &st, &e);
+		if (st.links_dropped && !S_ISDIR(st.mode)) {
+			/*
+			 * Its nlink is not volunteered (tfs_stat.links_dropped): a
+			 * lookup or getattr asks for it (ino 0: the name only).
+			 */
+			e.attr.st_ino = ino;
+			e.attr.st_mode = (mode_t)dtype << 12;
+			atomic_fetch_add_explicit(&c->tf->nr_plus_withheld, 1,
+						  memory_order_relaxed);
+		} else {
+			entry_of(c->tf, &st, &e);
+		}
 	}
 	n = fuse_add_direntry_plus(c->req, c->buf + c->pos, c->size - c->pos, nm, &e,
 				   (off_t)next_pos);
@@ -1527,6 +1538,8 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 		   (unsigned long long)atomic_load(&tf->nr_wb_errors_deferred));
 	prt_printf(out, "fsyncs keeping the kernel's attributes:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->nr_fsync_inval_skipped));
+	prt_printf(out, "readdirplus entries without attributes:\t%llu\n",
+		   (unsigned long long)atomic_load(&tf->nr_plus_withheld));
 	tfs_wbehind_to_text(out, tf->wbehind);
 	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
 	prt_printf(out, "bytes written:\t%llu\n",

@@ -206,6 +206,7 @@ struct tfs_fuse {
 	_Atomic u64 nr_forget_mismatch;
 	_Atomic u64 nr_wb_errors_deferred;  /* writeback EIO left to fsync (see write) */
 	_Atomic u64 nr_fsync_inval_skipped; /* st_blocks unchanged: cache kept (op_fsync) */
+	_Atomic u64 nr_plus_withheld;	    /* readdirplus entries sent without attributes */
 	_Atomic u64 bytes_read, bytes_written;
 	struct timespec started;
 };

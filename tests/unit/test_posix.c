@@ -550,6 +550,50 @@ static void test_rename_over_open(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/*
+ * An unlink or a rename over one of a file's names that leaves it other
+ * names marks it links_dropped (its nlink is then not volunteered in
+ * readdirplus: the kernel drops its cached nlink itself, and a late reply
+ * would take it to 0 and fail link(2) with ENOENT); a file that never lost
+ * a name, and a directory, are not marked.
+ */
+static void test_links_dropped(void **state)
+{
+	struct tfs_stat st, st2;
+
+	assert_int_equal(pt_mknod(&T, 1, "a", S_IFREG | 0644, &st), 0);
+	assert_int_equal(tfs_link(T.fs, st.ino, 1, "b", 1, NULL), 0);
+	assert_int_equal(tfs_link(T.fs, st.ino, 1, "c", 1, NULL), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), 0);
+	assert_int_equal(st.nlink, 3);
+	assert_false(st.links_dropped);
+	assert_int_equal(tfs_unlink(T.fs, 1, "a", 1), 0);
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), 0);
+	assert_int_equal(st.nlink, 2);
+	assert_true(st.links_dropped);
+
+	/* A rename over one of its names. */
+	assert_int_equal(pt_mknod(&T, 1, "d", S_IFREG | 0644, &st2), 0);
+	assert_int_equal(tfs_link(T.fs, st2.ino, 1, "e", 1, NULL), 0);
+	assert_int_equal(pt_mknod(&T, 1, "f", S_IFREG | 0644, NULL), 0);
+	assert_int_equal(tfs_rename(T.fs, 1, "f", 1, 1, "e", 1, 0), 0);
+	assert_int_equal(tfs_getattr(T.fs, st2.ino, &st2), 0);
+	assert_int_equal(st2.nlink, 1);
+	assert_true(st2.links_dropped);
+
+	/* Renamed (no name lost), and a directory that lost a subdirectory. */
+	assert_int_equal(pt_mknod(&T, 1, "g", S_IFREG | 0644, &st2), 0);
+	assert_int_equal(tfs_rename(T.fs, 1, "g", 1, 1, "h", 1, 0), 0);
+	assert_int_equal(tfs_getattr(T.fs, st2.ino, &st2), 0);
+	assert_false(st2.links_dropped);
+	assert_int_equal(pt_mkdir(&T, 1, "dir", &st2), 0);
+	assert_int_equal(pt_mkdir(&T, st2.ino, "sub", NULL), 0);
+	assert_int_equal(tfs_rmdir(T.fs, st2.ino, "sub", 3), 0);
+	assert_int_equal(tfs_getattr(T.fs, st2.ino, &st2), 0);
+	assert_false(st2.links_dropped);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
 /* --- statfs --- */
 
 static void test_statfs(void **state)
@@ -853,6 +897,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_orphan_truncate_after_crash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_orphan_at_stop, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rename_over_open, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_links_dropped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statfs_ffree, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup, teardown),
