@@ -743,7 +743,16 @@ static int fs_start_journal(struct tfs_fs *fs, struct tfs_journal_dev *jd, unsig
 	}
 	tfs_journal_replay_done(fs->j);
 	if (fs->opts.format)
-		ret = tfs_journal_flush(fs->j);
+		return tfs_journal_flush(fs->j);
+	/*
+	 * A replay that ended at an unsettled (post-flush) entry settles it
+	 * before anything can reuse the space its window freed: else a crash
+	 * now could make the next replay drop it, an acknowledged fsync.  The
+	 * seqs up to the newest read are not ours to flush (some untrusted):
+	 * a new roots entry is the flush entry after it.
+	 */
+	if (r && tfs_journal_settled_seq_ondisk(fs->j) < r->newest_seq)
+		ret = tfs_btree_log_roots(fs, TFS_TRANS_RESERVED, NULL) ?: tfs_journal_flush(fs->j);
 	return ret;
 }
 

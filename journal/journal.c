@@ -215,8 +215,17 @@ int tfs_journal_start(struct tfs_journal *j, const struct tfs_journal_read *r)
 		 */
 		j->cur_seq = j->seq_done = j->seq_allocated = j->start_seq = r->max_seq;
 		j->seq_ondisk = j->flushed_seq_ondisk = j->trusted_seq = r->newest_seq;
-		/* Start flushes every member first: what was read is settled. */
-		j->settled_seq_ondisk = r->newest_seq;
+		/*
+		 * What was read is settled -- unless replay ends at a post-flush
+		 * entry it checked, or at the entry before one it dropped (which
+		 * may itself be post-flush): only a durable flush entry after it
+		 * stops the next replay from checking its window again, against
+		 * space this run may reuse.  The opener writes one first
+		 * (tfs_journal_flush()) when settled_seq_ondisk < newest_seq.
+		 */
+		j->settled_seq_ondisk = r->post_flush_verified || r->post_flush_dropped
+						? r->prev_flush_seq
+						: r->newest_seq;
 		j->last_seq = r->max_seq + 1;
 		j->last_seq_ondisk = r->last_seq;
 		if (r->nr_blacklist) {
