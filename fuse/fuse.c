@@ -1473,6 +1473,7 @@ void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tf
 	tf->opts = o;
 	pthread_mutex_init(&tf->files_lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &tf->started);
+	tf->poll.max_us = o->libfuse_loop ? 0 : o->poll_us;
 	/*
 	 * Used only for the kernel's write-back requests (writeback cache: the
 	 * kernel owns the times).  Started here, after the fork (mount.c).
@@ -1541,6 +1542,7 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 	prt_printf(out, "readdirplus entries without attributes:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->nr_plus_withheld));
 	tfs_wbehind_to_text(out, tf->wbehind);
+	tfs_fuse_poll_to_text(out, &tf->poll);
 	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
 	prt_printf(out, "bytes written:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->bytes_written));

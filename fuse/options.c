@@ -36,6 +36,7 @@ void tfs_mount_opts_init(struct tfs_mount_opts *o)
 	o->attr_timeout = 86400;
 	o->negative_timeout = 86400;
 	o->max_threads = 16;
+	o->poll_us = 200;
 	o->max_idle_threads = 8;
 	o->clone_fd = true;
 	o->write_behind = true;
@@ -280,6 +281,11 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 			o->max_idle_threads = (unsigned)n;
 	} else if (is("write_behind") || is("no_write_behind")) {
 		o->write_behind = is("write_behind");
+	} else if (is("poll_us")) {
+		need_value();
+		if (parse_unsigned(prog, opt, v, 0, 100000, &n))
+			return -EINVAL;
+		o->poll_us = (unsigned)n;
 	} else if (is("libfuse_loop")) {
 		o->libfuse_loop = true;
 	} else if (is("clone_fd") || is("noclone_fd")) {
@@ -431,6 +437,8 @@ void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o
 	prt_printf(out, "threads:\tmax %u, idle %u, clone_fd %s, loop %s\n", o->max_threads,
 		   o->max_idle_threads, o->clone_fd ? "yes" : "no",
 		   o->libfuse_loop ? "libfuse" : "leader/followers");
+	if (!o->libfuse_loop)
+		prt_printf(out, "poll:\t%u us at most\n", o->poll_us);
 	prt_printf(out, "fuse options:\t%s\n", printbuf_str(&o->fuse_opts));
 	printbuf_tabstop_pop(out);
 }
@@ -462,6 +470,9 @@ void tfs_mount_options_help(FILE *f)
 		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
 		"  write_behind, no_write_behind   answer small write-back requests before\n"
 		"                       the device write (fsync waits for them; default on)\n"
+		"  poll_us=N            the reading thread polls /dev/fuse up to N us (adapted)\n"
+		"                       before it sleeps: no wakeup of an idle CPU per request\n"
+		"                       (default 200; 0: sleep at once)\n"
 		"  libfuse_loop         libfuse's multithreaded loop instead of the daemon's\n"
 		"                       leader/followers loop (max_idle_threads and clone_fd\n"
 		"                       apply only to it, max_threads to both)\n"

@@ -58,6 +58,7 @@ struct tfs_mount_opts {
 	unsigned max_threads, max_idle_threads;
 	bool clone_fd;
 	bool libfuse_loop; /* libfuse's multithreaded loop, not tfs_fuse_loop() */
+	unsigned poll_us;  /* tfs_fuse_loop(): most time polling /dev/fuse; 0: none */
 	bool write_behind; /* small write-back requests answered early (default on) */
 	char *log;	   /* the daemon's stderr once detached (default /dev/null) */
 
@@ -178,6 +179,19 @@ void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);
 
 struct tfs_fuse_file;
 
+/*
+ * Polling of /dev/fuse by tfs_fuse_loop()'s reading thread: its settings
+ * and counters (shown by `tinyfs stats MNT fuse`).
+ */
+struct tfs_fuse_poll {
+	unsigned max_us;     /* the most a thread polls before it sleeps; 0: never */
+	_Atomic u64 hits;    /* requests read while polling, with no wakeup */
+	_Atomic u64 sleeps;  /* polls that ran out: the thread slept in poll(2) */
+	_Atomic u64 poll_ns; /* time spent polling */
+};
+
+void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p);
+
 /* The daemon's state; the userdata of the session. */
 struct tfs_fuse {
 	struct tfs_fs *fs;
@@ -209,6 +223,7 @@ struct tfs_fuse {
 	_Atomic u64 nr_plus_withheld;	    /* readdirplus entries sent without attributes */
 	_Atomic u64 bytes_read, bytes_written;
 	struct timespec started;
+	struct tfs_fuse_poll poll;
 };
 
 /* The lowlevel operations table. */
@@ -227,11 +242,13 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
  * reads at a time and serves requests that cannot wait for the device
  * itself, unless busy(arg, node id) says it would wait for writes behind
  * (then it is handed off too); the others go to up to max_threads threads.
+ * The reading thread polls /dev/fuse for up to poll->max_us (adapted to how
+ * soon requests come) before it sleeps, and counts in *poll.
  * Returns 0, or the
  * negative errno of a failed read.  Threads start with every signal blocked.
  */
 int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
-		  void *arg);
+		  void *arg, struct tfs_fuse_poll *poll);
 /* For tfs_fuse_loop(): tf (a struct tfs_fuse) has writes of ino behind. */
 bool tfs_fuse_ino_busy(void *tf, u64 ino);
 

@@ -13,6 +13,7 @@
 #   FSC_FS="ext4 fuse2fs tinyfs"   which to run
 #   FSC_META="1000 10000 100000"   directory sizes of the metadata test
 #   FSC_SKIP_FSBENCH=1  only the metadata test
+#   FSC_TINYFS_OPTS=... -o options of the tinyfs mount (e.g. poll_us=0)
 #   FSB_* are passed to fsbench.sh (FSB_SEQ_MB, FSB_META_N, ...)
 # Installs fio, fuse2fs and sqlite3 if missing (scripts/deps.sh --bench).
 set -euo pipefail
@@ -62,7 +63,7 @@ mount_fs() {
 		;;
 	tinyfs)
 		"$build/tools/mkfs.tinyfs" -q -f --size "$size" "$img"
-		"$build/tools/tinyfs" mount "$img" "$mnt"
+		"$build/tools/tinyfs" mount ${FSC_TINYFS_OPTS:+-o "$FSC_TINYFS_OPTS"} "$img" "$mnt"
 		;;
 	esac
 	chmod 1777 "$mnt"

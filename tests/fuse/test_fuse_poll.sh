@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Polling of /dev/fuse (fuse/loop.c, -o poll_us): the reading thread finds
+# a synchronous caller's next request while it polls, without sleeping, and
+# with poll_us=0 it never polls.  Either way every request is answered and
+# the unmount ends the loop (a thread polling or asleep in poll(2) must see
+# the connection end).  A wrong value is refused.
+#   test_fuse_poll.sh BUILD_DIR
+. "$(dirname "$0")/lib.sh"
+
+fresh_image 256M
+
+# creates: 300 files created, stat'ed and removed one after another.
+creates() {
+	python3 - "$mnt/d" <<'PY' || fail "creates on $1"
+import os, sys
+d = sys.argv[1]
+os.mkdir(d)
+for i in range(300):
+    p = os.path.join(d, "f%d" % i)
+    os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    os.stat(p)
+for i in range(300):
+    os.unlink(os.path.join(d, "f%d" % i))
+os.rmdir(d)
+PY
+}
+
+poll_line() { "$tinyfs" stats "$mnt" fuse | grep '^poll of /dev/fuse:'; }
+
+mount_or_finish mount -o "log=$tmp/daemon.log" "$img" "$mnt"
+creates default
+line=$(poll_line)
+hits=$(echo "$line" | awk '{ print $4 }')
+# About 1500 requests came one after another: some must have been found
+# polling (a loaded machine may preempt the poller past its budget, not
+# every time).
+[ "${hits:-0}" -gt 0 ] 2>/dev/null || fail "no request found polling: '$line'"
+echo "$line" | grep -q '(max 200 us)$' || fail "default poll_us not 200: '$line'"
+tfs_umount "$mnt" || finish
+
+mount_or_finish "poll_us=0" -o "log=$tmp/daemon.log,poll_us=0" "$img" "$mnt"
+creates poll_us=0
+line=$(poll_line)
+echo "$line" | grep -q 'off$' || fail "poll_us=0 still polls: '$line'"
+tfs_umount "$mnt" || finish
+
+out=$("$tinyfs" mount -o poll_us=x "$img" "$mnt" 2>&1) && fail "poll_us=x accepted"
+echo "$out" | grep -q 'poll_us' || fail "poll_us=x: message does not name the option: $out"
+fsck_clean "$img" fsck
+finish
