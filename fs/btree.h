@@ -127,6 +127,7 @@ struct tfs_trans_roots;
 struct tfs_trans_update {
 	enum tfs_btree_id id;
 	struct tfs_bkey *k; /* in the transaction's memory; type deleted removes */
+	bool old_data;	    /* tfs_trans_update_old_data() */
 };
 
 struct tfs_btree_trans {
@@ -149,6 +150,16 @@ void tfs_trans_reset(struct tfs_btree_trans *trans);
 
 /* Queues an insert or overwrite of k (copied) in btree id.  0 or -ENOMEM. */
 int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k);
+
+/*
+ * As tfs_trans_update(), for a key whose value refers only to data an older
+ * committed key already refers to, none written for it (a piece of an
+ * existing extent, cut and re-keyed).  Journaled in a sub-entry flagged
+ * old_data (journal_format.h), in queue order with the rest, so the check of
+ * a post-flush window at replay does not read that data back.
+ */
+int tfs_trans_update_old_data(struct tfs_btree_trans *trans, enum tfs_btree_id id,
+			      const struct tfs_bkey *k);
 
 /* Queues the removal of whatever is at pos in btree id (nothing there is fine). */
 int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct tfs_bpos pos);

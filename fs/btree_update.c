@@ -102,7 +102,8 @@ static int trans_grow(struct tfs_btree_trans *trans, unsigned u64s)
 	return 0;
 }
 
-static int trans_add(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k)
+static int trans_add(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k,
+		     bool old_data)
 {
 	unsigned u64s = tfs_bkey_u64s(k);
 	int ret = trans_grow(trans, u64s);
@@ -113,11 +114,13 @@ static int trans_add(struct tfs_btree_trans *trans, enum tfs_btree_id id, const 
 
 	memcpy(dst, k, (size_t)u64s * 8);
 	trans->mem_used += u64s;
-	trans->updates[trans->nr_updates++] = (struct tfs_trans_update){ .id = id, .k = dst };
+	trans->updates[trans->nr_updates++] =
+		(struct tfs_trans_update){ .id = id, .k = dst, .old_data = old_data };
 	return 0;
 }
 
-int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k)
+static int trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id,
+			const struct tfs_bkey *k, bool old_data)
 {
 	struct printbuf err = PRINTBUF;
 	int ret;
@@ -135,7 +138,18 @@ int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const 
 		fprintf(stderr, "transaction update in btree %s: %s\n", tfs_btree_id_str(id),
 			printbuf_str(&err));
 	printbuf_exit(&err);
-	return ret ?: trans_add(trans, id, k);
+	return ret ?: trans_add(trans, id, k, old_data);
+}
+
+int tfs_trans_update(struct tfs_btree_trans *trans, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	return trans_update(trans, id, k, false);
+}
+
+int tfs_trans_update_old_data(struct tfs_btree_trans *trans, enum tfs_btree_id id,
+			      const struct tfs_bkey *k)
+{
+	return trans_update(trans, id, k, true);
 }
 
 int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct tfs_bpos pos)
@@ -147,7 +161,7 @@ int tfs_trans_delete(struct tfs_btree_trans *trans, enum tfs_btree_id id, struct
 		return -TFS_ERR_invalid_argument;
 	}
 	tfs_bkey_init(&buf, TFS_BKEY_deleted, pos, 0);
-	return trans_add(trans, id, &buf.k);
+	return trans_add(trans, id, &buf.k, false);
 }
 
 /* --- commit --- */
@@ -163,8 +177,9 @@ struct plan_item {
 struct plan {
 	struct plan_item *items;
 	unsigned nr;
-	unsigned start[TFS_BTREE_NR + 1]; /* items of btree i: start[i] .. start[i + 1] */
-	unsigned journal_u64s[TFS_BTREE_NR];
+	unsigned start[TFS_BTREE_NR + 1];    /* items of btree i: start[i] .. start[i + 1] */
+	unsigned journal_u64s[TFS_BTREE_NR]; /* key words */
+	unsigned journal_runs[TFS_BTREE_NR]; /* sub-entries: runs of one old_data value */
 	unsigned res_u64s;
 	unsigned btrees;		/* bitmask */
 	struct tfs_key_cache_commit kc; /* key cache hook state (fs/btree_key_cache.h) */
@@ -187,6 +202,7 @@ static int plan_item_cmp(const void *a, const void *b)
 static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 {
 	struct tfs_key_cache_commit kc = p->kc;
+	bool last_old_data[TFS_BTREE_NR] = { 0 };
 
 	free(p->items);
 	memset(p, 0, sizeof(*p));
@@ -201,6 +217,10 @@ static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 		p->items[i] =
 			(struct plan_item){ .idx = i, .id = u->id, .pos = tfs_bkey_pos(u->k) };
 		p->journal_u64s[u->id] += tfs_bkey_u64s(u->k);
+		/* Queue order: a new run where old_data differs from the tree's last update. */
+		if (!(p->btrees & (1U << u->id)) || u->old_data != last_old_data[u->id])
+			p->journal_runs[u->id]++;
+		last_old_data[u->id] = u->old_data;
 		p->btrees |= 1U << u->id;
 	}
 	qsort(p->items, p->nr, sizeof(*p->items), plan_item_cmp);
@@ -214,7 +234,8 @@ static int plan_build(struct tfs_btree_trans *trans, struct plan *p)
 	}
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
 		if (p->btrees & (1U << id))
-			p->res_u64s += tfs_jset_entry_u64s(p->journal_u64s[id]);
+			p->res_u64s +=
+				p->journal_u64s[id] + p->journal_runs[id] * tfs_jset_entry_u64s(0);
 	return 0;
 }
 
@@ -388,20 +409,42 @@ static void apply_btree(struct tfs_btree_trans *trans, struct tfs_btree *b, stru
 {
 	struct tfs_fs *fs = trans->fs;
 	unsigned first = p->start[b->id], end = p->start[b->id + 1];
-	__le64 *dst = tfs_journal_res_add_entry(fs->j, res, TFS_JSET_ENTRY_btree_keys, b->id, 0,
-						p->journal_u64s[b->id]);
 	bool deleted = false;
 
-	/* Sized by plan_build() from the same keys: never NULL. */
-	if (!dst)
-		abort();
-	for (unsigned i = 0; i < trans->nr_updates; i++) {
+	/* Queue order, one sub-entry per run of updates with the same old_data. */
+	for (unsigned i = 0; i < trans->nr_updates;) {
 		const struct tfs_trans_update *u = &trans->updates[i];
+		unsigned run_end, u64s = 0;
+		__le64 *dst;
 
-		if (u->id != b->id)
+		if (u->id != b->id) {
+			i++;
 			continue;
-		memcpy(dst, u->k, tfs_bkey_bytes(u->k));
-		dst += tfs_bkey_u64s(u->k);
+		}
+		for (run_end = i; run_end < trans->nr_updates; run_end++) {
+			const struct tfs_trans_update *v = &trans->updates[run_end];
+
+			if (v->id != b->id)
+				continue;
+			if (v->old_data != u->old_data)
+				break;
+			u64s += tfs_bkey_u64s(v->k);
+		}
+		dst = tfs_journal_res_add_entry(fs->j, res, TFS_JSET_ENTRY_btree_keys, b->id, 0,
+						u64s);
+		/* Sized by plan_build() from the same keys: never NULL. */
+		if (!dst)
+			abort();
+		if (u->old_data)
+			tfs_jset_entry_of(dst)->flags = TFS_JSET_KEYS_old_data;
+		for (; i < run_end; i++) {
+			const struct tfs_trans_update *v = &trans->updates[i];
+
+			if (v->id != b->id)
+				continue;
+			memcpy(dst, v->k, tfs_bkey_bytes(v->k));
+			dst += tfs_bkey_u64s(v->k);
+		}
 	}
 
 	for (unsigned i = first; i < end; i++) {

@@ -325,13 +325,13 @@ int tfs_ext_drop_range(struct tfs_btree_trans *trans, u64 ino, u64 start, u64 en
 		if (e.start < start) {
 			/* Keep the head: the key at e.start becomes [e.start, start). */
 			tfs_ext_cut(&cut, &e, e.start, start, bs);
-			ret = tfs_trans_update(trans, TFS_BTREE_extents, &cut.k);
+			ret = tfs_trans_update_old_data(trans, TFS_BTREE_extents, &cut.k);
 		} else {
 			ret = tfs_trans_delete(trans, TFS_BTREE_extents, TFS_POS(ino, e.start));
 		}
 		if (!ret && tfs_ext_end(&e) > end) {
 			tfs_ext_cut(&cut, &e, end, tfs_ext_end(&e), bs);
-			ret = tfs_trans_update(trans, TFS_BTREE_extents, &cut.k);
+			ret = tfs_trans_update_old_data(trans, TFS_BTREE_extents, &cut.k);
 		}
 		for (unsigned i = 0; !ret && i < e.nr_ptrs; i++)
 			ret = tfs_run_list_add(freed, e.ptrs[i].dev,

@@ -631,6 +631,7 @@ static int fs_verify_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, 
 			return -ENOMEM;
 		int r = tfs_bdev_read(bdev, buf, (size_t)nb * bs, off, TFS_TAG_data);
 
+		fs->post_flush_check_bytes += (u64)nb * bs;
 		if (r) {
 			/* No evidence either way: the open fails, as for any read it needs. */
 			fprintf(stderr,

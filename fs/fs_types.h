@@ -51,6 +51,7 @@ struct tfs_fs {
 	u64 journal_seq_at_open; /* newest replayed seq */
 	/* The open's post-flush entry (tfs_journal_read_verify_tail()): dropped, or checked. */
 	u64 post_flush_dropped, post_flush_verified;
+	u64 post_flush_check_bytes; /* data read back for that check, every member */
 
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;

@@ -353,6 +353,7 @@ struct tfs_journal_read {
 	u64 post_flush_dropped;	 /* a post-flush entry replay does not trust; 0: none */
 	u64 post_flush_verified; /* newest_seq, a post-flush entry whose data checked out */
 	u64 nr_verified_keys;	 /* keys tfs_journal_read_verify_tail() checked */
+	u64 nr_old_data_keys;	 /* ... and skipped: old_data sub-entries (journal_format.h) */
 };
 
 /*
@@ -388,7 +389,8 @@ typedef int (*tfs_journal_verify_key_fn)(void *ctx, u64 seq, unsigned btree_id, 
 /*
  * When the newest flush entry r ends at is a post-flush entry
  * (journal_format.h), hands check every key of the entries since the
- * flush entry before it (its window).  All present and good: r is left as
+ * flush entry before it (its window), but those of old_data sub-entries
+ * (re-keyed data written before: not re-read).  All present and good: r is left as
  * is (post_flush_verified).  One is not: the entry's flush never completed,
  * so it was never acknowledged; r then ends at the flush entry before it
  * (post_flush_dropped; the dropped seqs are untrusted like NO_FLUSH tails),

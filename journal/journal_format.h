@@ -30,6 +30,15 @@
  * (tfs_journal_read_verify_tail()); else it stops at the previous flush
  * entry.  An old reader sees unknown flags and skips it as corrupt.
  *
+ * A btree_keys sub-entry's flags (enum tfs_jset_entry_flags): old_data:
+ * every key in it refers only to file data an older committed key already
+ * referred to (a piece of an existing extent re-keyed by a cut, nothing
+ * written for it), so the post-flush check skips it: that data was durable
+ * before the window, or is checked with the key of the window that wrote it.
+ * Writers before this flag zeroed the byte (reservations are zeroed): their
+ * entries read as "check every key", as they were checked then; a reader
+ * before it ignores the byte and checks every key.  Other types: zero.
+ *
  * A zero-filled hole in the sub-entries (a reservation its owner did not
  * fill) reads as empty btree_keys sub-entries of one word each, which replay
  * skips: that is why btree_keys is type 0.
@@ -59,6 +68,9 @@
  *	at the last start; they were never durable in order and must never be
  *	replayed, even though valid copies of them may remain on disk.
  */
+#define TFS_JSET_ENTRY_FLAGS(x)	\
+	x(old_data, 0)
+
 #define TFS_JSET_ENTRY_TYPES(x)	\
 	x(btree_keys, 0)	\
 	x(btree_root, 1)	\
@@ -69,6 +81,12 @@
 enum tfs_jset_flags {
 #define x(n, b) TFS_JSET_##n = 1U << (b),
 	TFS_JSET_FLAGS(x)
+#undef x
+};
+
+enum tfs_jset_entry_flags {
+#define x(n, b) TFS_JSET_KEYS_##n = 1U << (b),
+	TFS_JSET_ENTRY_FLAGS(x)
 #undef x
 };
 
@@ -83,8 +101,9 @@ struct jset_entry {
 	__le16 u64s; /* payload words, after this header */
 	u8 btree_id;
 	u8 level;
-	u8 type; /* enum tfs_jset_entry_type */
-	u8 pad[3];
+	u8 type;  /* enum tfs_jset_entry_type */
+	u8 flags; /* btree_keys: enum tfs_jset_entry_flags; zero otherwise */
+	u8 pad[2];
 	__le64 _data[];
 };
 
@@ -116,6 +135,7 @@ static_assert(offsetof(struct jset_entry, u64s) == 0, "jset_entry.u64s");
 static_assert(offsetof(struct jset_entry, btree_id) == 2, "jset_entry.btree_id");
 static_assert(offsetof(struct jset_entry, level) == 3, "jset_entry.level");
 static_assert(offsetof(struct jset_entry, type) == 4, "jset_entry.type");
+static_assert(offsetof(struct jset_entry, flags) == 5, "jset_entry.flags");
 static_assert(offsetof(struct jset_entry, _data) == 8, "jset_entry._data");
 static_assert(sizeof(struct jset_usage) == 16, "jset_usage size");
 static_assert(offsetof(struct jset_usage, value) == 8, "jset_usage.value");
@@ -154,6 +174,12 @@ static inline size_t tfs_jset_bytes(u32 u64s)
 static inline unsigned tfs_jset_entry_u64s(unsigned payload_u64s)
 {
 	return 1 + payload_u64s;
+}
+
+/* The sub-entry whose payload starts at data. */
+static inline struct jset_entry *tfs_jset_entry_of(__le64 *data)
+{
+	return (struct jset_entry *)(data - 1);
 }
 
 static inline struct jset_entry *tfs_jset_entry_next(struct jset_entry *e)

@@ -704,6 +704,7 @@ void *tfs_journal_write_thread(void *arg)
 /* --- validation --- */
 
 #define JSET_FLAGS_KNOWN (TFS_JSET_no_flush | TFS_JSET_post_flush)
+#define JSET_KEYS_FLAGS_KNOWN TFS_JSET_KEYS_old_data
 
 int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printbuf *err)
 {
@@ -777,6 +778,12 @@ int tfs_jset_validate(const struct jset *j, size_t len, u64 magic, struct printb
 		if (e_end > end) {
 			prt_printf(err, "seq %llu: sub-entry at word %u: %u u64s past the end (%u)",
 				   (unsigned long long)seq, word, n, u64s);
+			return -TFS_ERR_journal_entry_bad_subentry;
+		}
+		if (e->flags &
+		    ~(e->type == TFS_JSET_ENTRY_btree_keys ? JSET_KEYS_FLAGS_KNOWN : 0)) {
+			prt_printf(err, "seq %llu: sub-entry at word %u: unknown flags 0x%x",
+				   (unsigned long long)seq, word, e->flags);
 			return -TFS_ERR_journal_entry_bad_subentry;
 		}
 		switch (e->type) {
@@ -1372,6 +1379,18 @@ int tfs_journal_read_verify_tail(struct tfs_journal_read *r, tfs_journal_verify_
 
 			if (e->type != TFS_JSET_ENTRY_btree_keys)
 				continue;
+			/*
+			 * Re-keyed pieces of data written before: durable
+			 * before the window, or checked with the key that
+			 * wrote them in it.  Reading them would turn a bad
+			 * old block into a dropped fsync, and cost reads
+			 * post_flush_max_bytes does not bound.
+			 */
+			if (e->flags & TFS_JSET_KEYS_old_data) {
+				for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k))
+					r->nr_old_data_keys++;
+				continue;
+			}
 			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k)) {
 				ret = check(ctx, re->seq, e->btree_id, e->level, k);
 				if (ret < 0)
@@ -1496,8 +1515,9 @@ void tfs_jset_to_text(struct printbuf *out, const struct jset *js)
 
 			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k))
 				nr++;
-			prt_printf(out, " btree %u level %u: %u keys, %u u64s\n", e->btree_id,
-				   e->level, nr, n);
+			prt_printf(out, " btree %u level %u: %u keys, %u u64s%s\n", e->btree_id,
+				   e->level, nr, n,
+				   e->flags & TFS_JSET_KEYS_old_data ? " (old data)" : "");
 			printbuf_indent_add(out, 2);
 			for (const __le64 *k = e->_data; k < e_end; k += tfs_jkey_u64s(k)) {
 				unsigned ku = tfs_jkey_u64s(k);
@@ -1546,9 +1566,12 @@ void tfs_journal_read_to_text(struct printbuf *out, const struct tfs_journal_rea
 		prt_printf(out, "dropped:\t%llu (post-flush entry whose flush did not complete)\n",
 			   (unsigned long long)r->post_flush_dropped);
 	if (r->post_flush_verified)
-		prt_printf(out, "verified:\t%llu (post-flush entry, %llu keys checked)\n",
+		prt_printf(out,
+			   "verified:\t%llu (post-flush entry, %llu keys checked, %llu of old data "
+			   "not)\n",
 			   (unsigned long long)r->post_flush_verified,
-			   (unsigned long long)r->nr_verified_keys);
+			   (unsigned long long)r->nr_verified_keys,
+			   (unsigned long long)r->nr_old_data_keys);
 	for (unsigned i = 0; i < r->nr_devs; i++) {
 		const struct tfs_journal_read_dev *rd = &r->devs[i];
 

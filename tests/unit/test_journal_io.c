@@ -307,6 +307,30 @@ static void test_validate_mutations(void **state)
 	struct printbuf err = PRINTBUF;
 
 	assert_int_equal(tfs_jset_validate(js, len, magic, &err), 0);
+	/* Sub-entry flags: old_data on btree_keys only; unknown bits are corruption. */
+	struct jset_entry *keys = (void *)d, *root = tfs_jset_entry_next(keys);
+	static const struct {
+		bool root; /* else btree_keys */
+		u8 flags;
+		bool ok;
+	} fl[] = {
+		{ false, TFS_JSET_KEYS_old_data, true },
+		{ false, 2, false },
+		{ false, 0x80, false },
+		{ true, TFS_JSET_KEYS_old_data, false },
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE(fl); i++) {
+		struct jset_entry *t = fl[i].root ? root : keys;
+
+		t->flags = fl[i].flags;
+		js->csum = cpu_to_le64(tfs_jset_csum(js));
+		printbuf_reset(&err);
+		assert_int_equal(tfs_jset_validate(js, len, magic, &err) == 0, fl[i].ok);
+		t->flags = 0;
+	}
+	js->csum = cpu_to_le64(tfs_jset_csum(js));
+	assert_int_equal(tfs_jset_validate(js, len, magic, &err), 0);
 	for (unsigned iter = 0; iter < 20000; iter++) {
 		memcpy(buf, good, len);
 		unsigned n = 1 + iter % 4;
