@@ -14,6 +14,9 @@
 #   FSC_META="1000 10000 100000"   directory sizes of the metadata test
 #   FSC_SKIP_FSBENCH=1  only the metadata test
 #   FSC_TINYFS_OPTS=... -o options of the tinyfs mount (e.g. poll_us=0)
+#   FSC_OUT=DIR         keep each filesystem's figures (DIR/FS.out, DIR/raw.out)
+#   FSC_REUSE=DIR       take the figures of filesystems not run from DIR/FS.out
+#                       (a table of runs made at other times: say so with it)
 #   FSB_* are passed to fsbench.sh (FSB_SEQ_MB, FSB_META_N, ...)
 # Installs fio, fuse2fs and sqlite3 if missing (scripts/deps.sh --bench).
 set -euo pipefail
@@ -131,6 +134,11 @@ PY
 }
 
 for fs in $fslist; do
+	if [ -n "${FSC_REUSE:-}" ] && [ -f "$FSC_REUSE/$fs.out" ]; then
+		echo "== $fs: figures from $FSC_REUSE/$fs.out" >&2
+		cp "$FSC_REUSE/$fs.out" "$work/$fs.out"
+		continue
+	fi
 	echo "== $fs" >&2
 	mount_fs "$fs"
 	{
@@ -140,6 +148,10 @@ for fs in $fslist; do
 	umount_fs "$fs"
 done
 raw_fsync >"$work/raw.out"
+if [ -n "${FSC_OUT:-}" ]; then
+	mkdir -p "$FSC_OUT"
+	cp "$work"/*.out "$FSC_OUT/"
+fi
 
 # The table: one row per figure, a column per filesystem, then tinyfs's
 # ratios (> 1: tinyfs better; for times the ratio is other/tinyfs).
