@@ -159,7 +159,7 @@ static int fs_open_devs(struct tfs_fs *fs, const char *const *paths, unsigned nr
 		fprintf(stderr, "member %u (uuid %s) is missing%s\n", i, printbuf_str(&u),
 			fs->opts.degraded ? "; opening degraded"
 					  : ": give every member, or open degraded (mount -o "
-					    "degraded) where replicas allow");
+					    "degraded, fsck --degraded) where replicas allow");
 		printbuf_exit(&u);
 		if (!fs->opts.degraded)
 			ret = -TFS_ERR_fs_members;
