@@ -863,6 +863,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		goto err;
 	tfs_journal_read_free(r);
 	printbuf_exit(&err);
+	__atomic_store_n(&fs->opened, true, __ATOMIC_RELEASE);
 	*ret_fs = fs;
 	return 0;
 err:
@@ -870,6 +871,16 @@ err:
 	printbuf_exit(&err);
 	fs_free(fs);
 	return ret;
+}
+
+void tfs_fs_node_inconsistent(struct tfs_fs *fs, const char *what)
+{
+	/* During open the open fails instead (its caller says so), and may not halt yet. */
+	if (!__atomic_load_n(&fs->opened, __ATOMIC_ACQUIRE))
+		return;
+	if (__atomic_exchange_n(&fs->node_inconsistent, true, __ATOMIC_ACQ_REL))
+		return;
+	tfs_posix_inconsistent(fs, what);
 }
 
 /*

@@ -18,6 +18,7 @@
 #include "fuse/ctl.h"
 #include "lib/errcode.h"
 #include "lib/printbuf.h"
+#include "super/super_format.h"
 #include "tools/cmd.h"
 
 #define USAGE "[-n|-y] [-v] [--degraded|-o degraded] DEV..."
@@ -230,6 +231,12 @@ static int cmd_fsck(int argc, char **argv)
 	opts.read_only = !o.repair;
 	opts.verbose = o.verbose;
 	opts.degraded = degraded;
+	/*
+	 * fsck reports every damage itself: the superblock's errors= (mkfs's
+	 * default ro halts the journal, panic aborts) is for a mount, and
+	 * would stop the check or its repairs at the first damaged node.
+	 */
+	opts.error_action = TFS_ON_ERROR_continue;
 	if (!wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind)))
 		return FSCK_EXIT_OPERATIONAL;
 	/* A filesystem open elsewhere holds its members' locks: the open fails with EBUSY. */
