@@ -359,6 +359,19 @@ int tfs_btree_read_node(struct tfs_btree *b, const struct tfs_bkey *ptr_key,
 		printbuf_exit(&name);
 	}
 	free(buf);
+	if (err == -TFS_ERR_btree_node_invalid) {
+		/*
+		 * A copy read, and it is not the node: damage on disk that no
+		 * retry undoes (an unreadable copy may read again: EIO, no
+		 * policy).  As bcachefs, an inconsistency: errors= decides.
+		 */
+		struct printbuf what = PRINTBUF;
+
+		tfs_btree_node_loc_to_text(&what, fs, b->id, e.level, &loc);
+		prt_str(&what, ": no copy is the node its parent points to (said above)");
+		tfs_fs_node_inconsistent(fs, printbuf_str(&what));
+		printbuf_exit(&what);
+	}
 	return err;
 }
 

@@ -159,7 +159,7 @@ static int fs_open_devs(struct tfs_fs *fs, const char *const *paths, unsigned nr
 		fprintf(stderr, "member %u (uuid %s) is missing%s\n", i, printbuf_str(&u),
 			fs->opts.degraded ? "; opening degraded"
 					  : ": give every member, or open degraded (mount -o "
-					    "degraded) where replicas allow");
+					    "degraded, fsck --degraded) where replicas allow");
 		printbuf_exit(&u);
 		if (!fs->opts.degraded)
 			ret = -TFS_ERR_fs_members;
@@ -864,6 +864,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		goto err;
 	tfs_journal_read_free(r);
 	printbuf_exit(&err);
+	__atomic_store_n(&fs->opened, true, __ATOMIC_RELEASE);
 	*ret_fs = fs;
 	return 0;
 err:
@@ -871,6 +872,16 @@ err:
 	printbuf_exit(&err);
 	fs_free(fs);
 	return ret;
+}
+
+void tfs_fs_node_inconsistent(struct tfs_fs *fs, const char *what)
+{
+	/* During open the open fails instead (its caller says so), and may not halt yet. */
+	if (!__atomic_load_n(&fs->opened, __ATOMIC_ACQUIRE))
+		return;
+	if (__atomic_exchange_n(&fs->node_inconsistent, true, __ATOMIC_ACQ_REL))
+		return;
+	tfs_posix_inconsistent(fs, what);
 }
 
 /*

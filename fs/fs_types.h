@@ -83,6 +83,14 @@ struct tfs_fs {
 	unsigned ckpt_running;
 	bool write_back_error; /* a checkpoint failed: stop must report it */
 	int first_error;
+	/*
+	 * tfs_fs_open() returned (atomic): from then on a damaged node a read
+	 * meets is an inconsistency of the filesystem, the errors= policy's
+	 * (before, the open fails, naming it).  node_inconsistent: one was
+	 * reported (atomic; the policy is taken once).
+	 */
+	bool opened;
+	bool node_inconsistent;
 
 	/* POSIX layer (fs/inode.c, dirents, extents, xattrs ...): its own state. */
 	void *posix;
@@ -96,6 +104,16 @@ struct tfs_fs {
  * one place that reads it.
  */
 u32 tfs_fs_node_size(const struct tfs_sb *sb);
+
+/*
+ * A node that no copy of reads as the node its parent points to (checksum,
+ * header, keys: -TFS_ERR_btree_node_invalid), met by a read once the
+ * filesystem is open: said as an inconsistency ("tinyfs: filesystem
+ * inconsistency: WHAT") and the errors= action taken (ro halts the journal,
+ * panic aborts; tfs_posix_inconsistent()), the first time only.  Not for a
+ * node that could not be read at all (EIO: the device may read again).
+ */
+void tfs_fs_node_inconsistent(struct tfs_fs *fs, const char *what);
 
 static inline struct tfs_btree *tfs_fs_btree(struct tfs_fs *fs, enum tfs_btree_id id)
 {

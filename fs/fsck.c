@@ -55,6 +55,14 @@ struct fsck {
 	size_t nr_edges, size_edges;
 	struct fsck_phys *phys;
 	size_t nr_phys, size_phys;
+	/*
+	 * Members missing (a degraded open), what lies on them: node copies,
+	 * extents with a copy there, extents with no copy elsewhere (and
+	 * their blocks).  Said at the end as not checked.
+	 */
+	struct {
+		u64 nodes, extents, only, only_blocks;
+	} missing[TFS_MAX_DEVICES];
 	/* Node space: fs->ckpt_started at the compare; a repair met a write-back since. */
 	u64 ckpt_started;
 	bool raced;
@@ -351,6 +359,32 @@ static int phys_cmp(const void *a, const void *b)
 	return 0;
 }
 
+static bool dev_missing(struct fsck *c, u32 dev)
+{
+	return dev < c->fs->nr_devices && !c->fs->devs[dev].present;
+}
+
+/* An extent's copies on missing members (only what fsck cannot see there). */
+static void missing_extent(struct fsck *c, const struct tfs_extent *x, u32 nr)
+{
+	bool only = x->nr_ptrs > 0;
+
+	for (unsigned i = 0; i < x->nr_ptrs; i++) {
+		u32 dev = le32_to_cpu(x->ptrs[i].dev);
+
+		if (dev_missing(c, dev))
+			c->missing[dev].extents++;
+		else
+			only = false;
+	}
+	if (only) {
+		u32 dev = le32_to_cpu(x->ptrs[0].dev);
+
+		c->missing[dev].only++;
+		c->missing[dev].only_blocks += nr;
+	}
+}
+
 /* A node's replicas, as node-size ranges among the extents' (ino 0). */
 static int node_loc(void *ctx, const struct tfs_btree_ptr *ptr)
 {
@@ -362,6 +396,8 @@ static int node_loc(void *ctx, const struct tfs_btree_ptr *ptr)
 
 		if (ret)
 			return ret;
+		if (dev_missing(c, le32_to_cpu(ptr->ptrs[i].dev)))
+			c->missing[le32_to_cpu(ptr->ptrs[i].dev)].nodes++;
 		c->phys[c->nr_phys++] = (struct fsck_phys){ .dev = le32_to_cpu(ptr->ptrs[i].dev),
 							    .start = start,
 							    .end = start + c->fs->node_size,
@@ -420,12 +456,17 @@ static int check_extents(struct fsck *c)
 		}
 		e->end = off + nr;
 		e->ext_blocks += nr;
+		missing_extent(c, x, nr);
 		for (unsigned i = 0; i < x->nr_ptrs; i++) {
 			u32 dev = le32_to_cpu(x->ptrs[i].dev);
 			u64 start = le64_to_cpu(x->ptrs[i].offset), len = (u64)nr * bs;
 			struct tfs_bdev *b = tfs_posix_bdev(c->fs, dev);
+			/* A missing member's end: its geometry, as another member records it. */
+			u64 end = b			    ? b->size
+				  : dev < c->fs->nr_devices ? c->fs->alloc.devs[dev].end
+							    : 0;
 
-			if (dev >= c->fs->nr_devices || (b && start + len > b->size)) {
+			if (dev >= c->fs->nr_devices || (end && start + len > end)) {
 				fsck_err(
 					c,
 					"extent %llu:%llu: bytes %llu..%llu of device %u, past its end",
@@ -1537,6 +1578,35 @@ static void check_inodes(struct fsck *c)
 	}
 }
 
+/*
+ * A degraded check: what it could not see, member by member.  Every key is
+ * on the present members (a btree node none of whose copies is present
+ * stops the check, as a damaged one), and every repair is of keys, so a
+ * repair never needs the missing member; its copies of nodes and its file
+ * data are not read (fsck reads no file data anyway), and an extent with
+ * no copy elsewhere is unreadable until it returns (not a problem: the
+ * member is missing, not the data lost).
+ */
+static void say_missing(struct fsck *c)
+{
+	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++) {
+		if (!dev_missing(c, dev))
+			continue;
+		c->res->missing_members++;
+		fsck_say(c,
+			 "member %u is missing: not checked: its copies of %llu btree node(s), "
+			 "the file data of %llu extent(s) with a copy there",
+			 dev, (unsigned long long)c->missing[dev].nodes,
+			 (unsigned long long)c->missing[dev].extents);
+		if (c->missing[dev].only)
+			fsck_say(c,
+				 "member %u is missing: %llu extent(s) (%llu blocks) have no copy "
+				 "elsewhere: their data reads only once the member is back",
+				 dev, (unsigned long long)c->missing[dev].only,
+				 (unsigned long long)c->missing[dev].only_blocks);
+	}
+}
+
 int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsck_result *res)
 {
 	static const struct tfs_fsck_opts defaults = { 0 };
@@ -1553,6 +1623,8 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 		check_inodes(&c);
 	if (!ret)
 		ret = check_alloc(&c); /* after the repairs that remove extents */
+	if (!ret)
+		say_missing(&c);
 	if (!ret && c.opts->verbose)
 		fsck_say(&c,
 			 "%llu inodes, %llu dirents, %llu extents, %llu orphans: %u problems, "

@@ -57,6 +57,15 @@
  *
  * A read-only filesystem (tfs_fs_opts.read_only) is only checked: open
  * replays the journal into memory, never onto the disk.
+ *
+ * A degraded filesystem (tfs_fs_opts.degraded, members missing) is checked
+ * and repaired from the present members: every key is there (a node with
+ * no present copy stops the check as a damaged one does) and every repair
+ * is of keys, so none needs a missing member.  Not checked, said at the
+ * end per missing member ("member 1 is missing: not checked: ..."): its
+ * copies of the nodes and the file data on it; extents with no copy
+ * elsewhere are counted (unreadable until it returns, not a problem).
+ * Extents on it are bounded by its geometry from the present superblocks.
  */
 
 #include <stdbool.h>
@@ -75,6 +84,8 @@ struct tfs_fsck_result {
 	unsigned found; /* problems found */
 	unsigned fixed; /* of which repaired */
 	unsigned left;	/* of which not repaired */
+	/* Members missing (a degraded open): what is only on them was not checked. */
+	unsigned missing_members;
 	u64 inodes, dirents, extents, orphans;
 };
 

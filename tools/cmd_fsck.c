@@ -18,9 +18,10 @@
 #include "fuse/ctl.h"
 #include "lib/errcode.h"
 #include "lib/printbuf.h"
+#include "super/super_format.h"
 #include "tools/cmd.h"
 
-#define USAGE "[-n|-y] [-v] DEV..."
+#define USAGE "[-n|-y] [-v] [--degraded|-o degraded] DEV..."
 
 #define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
 #define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
@@ -106,15 +107,18 @@ static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
  * not 8.  Nothing rebuilds a node's lost keys yet, so -y repairs nothing.
  * True, said, when ret is such a failure.
  */
-static bool damaged_node(int ret, const char *dev, bool repair, const char *what)
+static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, const char *what)
 {
 	if (!tfs_err_matches(ret, TFS_ERR_btree_node_invalid) &&
 	    !tfs_err_matches(ret, TFS_ERR_btree_node_read))
 		return false;
 	fprintf(stderr,
 		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s: "
-		"mount read-only (-o ro) and copy out what reads\n",
-		dev, what, repair ? ", nothing was repaired" : "");
+		"mount read-only (-o ro) and copy out what reads%s\n",
+		dev, what, repair ? ", nothing was repaired" : "",
+		/* A node whose copies are all on missing members reads as unreadable. */
+		degraded ? "; or, if its copies are on a missing member (above), give every member"
+			 : "");
 	return true;
 }
 
@@ -131,6 +135,13 @@ static void fsck_usage(FILE *f)
 		"  -a, -p  as -y (fsck(8)'s automatic mode)\n"
 		"  -f  accepted (the check is always full)\n"
 		"  -v  also print counts and pending orphans\n"
+		"  --degraded, -o degraded\n"
+		"      check (and with -y repair) with members missing, where replicas allow\n"
+		"      (as mount -o degraded): every repair is of metadata the present members\n"
+		"      hold; what is only on the missing ones (their copies of btree nodes, file\n"
+		"      data) is not checked, and fsck says so per member.  Without it a\n"
+		"      missing member is an operational error (8), named.  Through fsck(8)\n"
+		"      use -o degraded (it passes -o on, not --degraded)\n"
 		"\n"
 		"A mounted filesystem is refused (as e2fsck refuses to repair one): unmount it.\n"
 		"\n"
@@ -140,20 +151,44 @@ static void fsck_usage(FILE *f)
 		"unreadable), 16 usage error.\n");
 }
 
+/*
+ * -o OPT[,OPT...]: mount options, as bcachefs fsck takes them; only
+ * degraded means anything to a check.  False, said, for another.
+ */
+static bool parse_o(const char *arg, bool *degraded)
+{
+	const char *p = arg;
+
+	do {
+		size_t n = strcspn(p, ",");
+
+		if (n == strlen("degraded") && !strncmp(p, "degraded", n)) {
+			*degraded = true;
+		} else {
+			fprintf(stderr, "tinyfs fsck: -o %.*s: unknown option (only degraded)\n",
+				(int)n, p);
+			return false;
+		}
+		p += n;
+	} while (*p++ == ',');
+	return true;
+}
+
 static int cmd_fsck(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
+		{ "degraded", no_argument, NULL, 'D' },
 		{ 0 },
 	};
 	struct tfs_fsck_opts o = { 0 };
 	struct tfs_fsck_result res;
 	struct tfs_fs_opts opts;
 	struct tfs_fs *fs;
-	bool no = false;
+	bool no = false, degraded = false;
 	int c, ret, ret2;
 
-	while ((c = getopt_long(argc, argv, "nyapfvh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "nyapfvho:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
 			no = true;
@@ -167,6 +202,13 @@ static int cmd_fsck(int argc, char **argv)
 			break;
 		case 'v':
 			o.verbose = true;
+			break;
+		case 'D':
+			degraded = true;
+			break;
+		case 'o':
+			if (!parse_o(optarg, &degraded))
+				return FSCK_EXIT_USAGE;
 			break;
 		case 'h':
 			fsck_usage(stdout);
@@ -188,12 +230,20 @@ static int cmd_fsck(int argc, char **argv)
 	tfs_fs_opts_default(&opts);
 	opts.read_only = !o.repair;
 	opts.verbose = o.verbose;
+	opts.degraded = degraded;
+	/*
+	 * fsck reports every damage itself: the superblock's errors= (mkfs's
+	 * default ro halts the journal, panic aborts) is for a mount, and
+	 * would stop the check or its repairs at the first damaged node.
+	 */
+	opts.error_action = TFS_ON_ERROR_continue;
 	if (!wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind)))
 		return FSCK_EXIT_OPERATIONAL;
 	/* A filesystem open elsewhere holds its members' locks: the open fails with EBUSY. */
 	ret = tfs_fs_open((const char *const *)argv + optind, (unsigned)(argc - optind), &opts,
 			  &fs);
-	if (damaged_node(ret, argv[optind], o.repair, "stops the filesystem from opening"))
+	if (damaged_node(ret, argv[optind], o.repair, degraded,
+			 "stops the filesystem from opening"))
 		return TFS_FSCK_EXIT_LEFT;
 	if (ret) {
 		/* Open printed where it failed. */
@@ -203,7 +253,7 @@ static int cmd_fsck(int argc, char **argv)
 	}
 	ret = tfs_fsck(fs, &o, &res);
 	ret2 = tfs_fs_stop(fs);
-	if (damaged_node(ret, argv[optind], o.repair, "stopped the check"))
+	if (damaged_node(ret, argv[optind], o.repair, degraded, "stopped the check"))
 		return TFS_FSCK_EXIT_LEFT;
 	if (ret) {
 		fprintf(stderr, "tinyfs fsck: %s: the check could not finish: %s\n", argv[optind],
@@ -221,6 +271,11 @@ static int cmd_fsck(int argc, char **argv)
 	else if (res.found)
 		fprintf(stderr, "tinyfs fsck: %s: %u problem(s), all fixed\n", argv[optind],
 			res.found);
+	else if (res.missing_members) /* clean, of what could be seen */
+		fprintf(stderr,
+			"tinyfs fsck: %s: clean (degraded: %u member(s) missing, not checked; "
+			"said above)\n",
+			argv[optind], res.missing_members);
 	else /* always, as e2fsck: silence is no answer to a user who asked */
 		fprintf(stderr, "tinyfs fsck: %s: clean\n", argv[optind]);
 	return tfs_fsck_exit_code(&res);

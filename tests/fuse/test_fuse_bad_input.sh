@@ -80,9 +80,12 @@ refused 1 "$tmp/bad.img" "$tinyfs" mount "$tmp/bad.img" "$mnt"
 # A damaged btree leaf: the mount opens (leaves are read when needed), and
 # what the leaf held fails as on ext4, EUCLEAN "Structure needs cleaning",
 # not EINVAL; fsck says it is left uncorrected (4).  4000 names make the
-# dirents btree two levels deep; every dirents leaf gets a flipped byte.
+# dirents btree two levels deep; every dirents leaf gets a flipped byte but
+# the one holding the root's names (those sort first; "keepfile" finds it),
+# so a change away from the damage can be tried.
 new_image "$tmp/leaf.img" 64M || finish
 mount_or_finish "mount leaf.img" "$tmp/leaf.img" "$mnt"
+echo kept >"$mnt/keepfile" || fail "writing keepfile"
 mkdir "$mnt/d" && python3 -c 'import os, sys
 for i in range(4000): open(os.path.join(sys.argv[1], "file-with-a-longish-name-%05d" % i), "w").close()' "$mnt/d" ||
 	fail "creating 4000 files"
@@ -92,13 +95,30 @@ import sys
 f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; n = 0
 magic = next(data[o + 8:o + 16] for o in range(0, len(data), ns) if data[o + 24:o + 26] == bytes([0, 1]))
 for o in range(0, len(data), ns):
-    if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 0:
+    if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 0 \
+            and b"keepfile" not in data[o:o + ns]:
         f.seek(o + 200); f.write(bytes([data[o + 200] ^ 0xff])); n += 1
 sys.exit(n == 0)
 PY
+# errors=continue: changes go on (away from the damaged leaves).
+mount_or_finish "mount of an image with damaged leaves" -o errors=continue "$tmp/leaf.img" "$mnt"
+ls "$mnt/d" >/dev/null 2>"$tmp/err" && fail "listing a directory whose leaves are damaged worked"
+grep -q "Structure needs cleaning" "$tmp/err" || fail "listing damaged leaves: $(cat "$tmp/err")"
+mkdir "$mnt/after" || fail "errors=continue: a mkdir after the damaged leaf failed"
+echo more >>"$mnt/keepfile" || fail "errors=continue: a write after the damaged leaf failed"
+tfs_umount "$mnt"
+# errors=ro (mkfs's default), as ext4's errors=remount-ro: a damaged node read
+# on demand stops every change, EROFS; what reads still reads.
 mount_or_finish "mount of an image with damaged leaves" "$tmp/leaf.img" "$mnt"
 ls "$mnt/d" >/dev/null 2>"$tmp/err" && fail "listing a directory whose leaves are damaged worked"
 grep -q "Structure needs cleaning" "$tmp/err" || fail "listing damaged leaves: $(cat "$tmp/err")"
+# (Changes the daemon sees at once: buffered writes fail at their write-back.)
+mkdir "$mnt/after-ro" 2>"$tmp/err" && fail "errors=ro: a mkdir after the damaged leaf worked"
+grep -q "Read-only file system" "$tmp/err" || fail "errors=ro: the mkdir after the damaged leaf: $(cat "$tmp/err")"
+chmod 600 "$mnt/keepfile" 2>"$tmp/err" && fail "errors=ro: a chmod after the damaged leaf worked"
+grep -q "Read-only file system" "$tmp/err" || fail "errors=ro: the chmod after the damaged leaf: $(cat "$tmp/err")"
+[ -d "$mnt/after" ] || fail "errors=ro: the directory made under errors=continue is not there"
+[ "$(cat "$mnt/keepfile")" = "$(printf 'kept\nmore')" ] || fail "errors=ro: keepfile reads $(cat "$mnt/keepfile")"
 tfs_umount "$mnt"
 st=0
 "$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?

@@ -609,6 +609,108 @@ static void test_readonly_unclean(void **state)
 	T.opts.read_only = false;
 }
 
+/* Two members, metadata on both, file data on one of them (data_replicas 1). */
+static int setup_two(void **state)
+{
+	struct pt_geometry g = {
+		.nr_devs = 2, .size = 48ULL << 20, .metadata_replicas = 2, .data_replicas = 1
+	};
+
+	return pt_mkfs(&T, &g) ? -1 : 0;
+}
+
+/* The extents whose every copy is on member dev. */
+static unsigned extents_only_on(u32 dev)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	unsigned n = 0;
+	int ret;
+
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *x = tfs_bkey_val(k);
+		bool only = k->type == TFS_BKEY_extent && x->nr_ptrs;
+
+		for (unsigned i = 0; only && i < x->nr_ptrs; i++)
+			only = le32_to_cpu(x->ptrs[i].dev) == dev;
+		n += only;
+	}
+	tfs_btree_iter_exit(&iter);
+	assert_int_equal(ret, 0);
+	return n;
+}
+
+/*
+ * fsck with member 1 missing (fsck --degraded): -n finds the damage and
+ * writes nothing, says member 1 was not checked and how many extents have
+ * their only copy there; -y repairs it with member 0 alone; member 1 back,
+ * the whole set is clean and every file reads as written.
+ */
+static void test_degraded_repair(void **state)
+{
+	struct tfs_fsck_result res;
+	struct tfs_stat st[8];
+	char line[160], buf[16384], want[16384];
+	unsigned only;
+	u64 before;
+
+	for (unsigned i = 0; i < 8; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "f%u", i);
+		write_file(name, 20 + i, sizeof(buf), &st[i]);
+	}
+	only = extents_only_on(1);
+	assert_true(only > 0); /* the allocator spreads files over both members */
+	set_nlink_raw(st[0].ino, 2);
+	assert_int_equal(pt_stop(&T), 0);
+
+	before = images_hash();
+	T.opts.degraded = true;
+	T.opts.read_only = true;
+	pt_register_faultdevs(&T);
+	assert_int_equal(tfs_fs_open(T.paths, 1, &T.opts, &T.fs), 0); /* member 1 missing */
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	snprintf(line, sizeof(line), "inode %llu: nlink 2, but 1 dirent(s) point to it",
+		 (unsigned long long)st[0].ino);
+	assert_non_null(strstr(captured, line));
+	assert_non_null(strstr(captured, "member 1 is missing: not checked"));
+	snprintf(line, sizeof(line), "%u extent(s)", only);
+	assert_non_null(strstr(captured, line));
+	assert_non_null(strstr(captured, "no copy elsewhere"));
+	assert_int_equal(res.missing_members, 1);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before); /* -n wrote nothing */
+
+	T.opts.read_only = false;
+	assert_int_equal(tfs_fs_open(T.paths, 1, &T.opts, &T.fs), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_non_null(strstr(captured, "member 1 is missing: not checked"));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.degraded = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_null(strstr(captured, "missing"));
+	assert_int_equal(res.missing_members, 0);
+	for (unsigned i = 0; i < 8; i++) {
+		struct tfs_file *f;
+
+		assert_int_equal(tfs_open(T.fs, st[i].ino, O_RDONLY, &f), 0);
+		assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		pt_fill(want, sizeof(want), 20 + i, 0);
+		assert_memory_equal(buf, want, sizeof(buf));
+	}
+	assert_int_equal(tfs_getattr(T.fs, st[0].ino, &st[0]), 0);
+	assert_int_equal(st[0].nlink, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -627,6 +729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alloc_node_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accounting_wrong, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
 	};
 
 	return pt_run_tests(tests);
