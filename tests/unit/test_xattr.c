@@ -234,6 +234,19 @@ static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigne
 
 static const struct tfs_ctx outsider = { .uid = 1000, .gid = 1000, .pid = 1 };
 
+/* chmod ino to mode and, when gid >= 0, chown it to that group: one setattr. */
+static int chmod_chgrp(tfs_ino_t ino, u32 mode, s64 gid)
+{
+	struct tfs_stat st;
+
+	return tfs_setattr(
+		T.fs, ino, NULL,
+		&(struct tfs_setattr){ .valid = TFS_SETATTR_MODE | (gid >= 0 ? TFS_SETATTR_GID : 0),
+				       .mode = mode,
+				       .gid = gid >= 0 ? (u32)gid : 0 },
+		&st);
+}
+
 static void test_acl_kill_sgid(void **state)
 {
 	u8 acl[64] = { 2, 0, 0, 0 };
@@ -243,10 +256,7 @@ static void test_acl_kill_sgid(void **state)
 
 	assert_int_equal(pt_mknod(&T, 1, "sgid", S_IFREG | 06775, &f), 0);
 	assert_int_equal(pt_mkdir(&T, 1, "sgid-dir", &d), 0);
-	assert_int_equal(
-		tfs_setattr(T.fs, d.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02775 }, &d),
-		0);
+	assert_int_equal(chmod_chgrp(d.ino, 02775, -1), 0);
 	n += acl_entry(acl + n, 0x01, 7, ~0U);
 	n += acl_entry(acl + n, 0x04, 5, ~0U);
 	n += acl_entry(acl + n, 0x20, 0, ~0U);
@@ -262,10 +272,7 @@ static void test_acl_kill_sgid(void **state)
 	assert_int_equal(perm_of(d.ino), 0750);
 	/* a stored one (a named user) */
 	assert_int_equal(tfs_setxattr(T.fs, f.ino, a, acl, n, 0), 0);
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
-		0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
 	n = acl_of(acl, 7, 7, 5, 5, 0);
 	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, TFS_XATTR_CREATE), 0);
 	assert_int_equal(perm_of(f.ino), 0750);
@@ -273,10 +280,7 @@ static void test_acl_kill_sgid(void **state)
 	assert_int_equal(perm_of(f.ino), 0750);
 	assert_int_equal(perm_of(d.ino), 0750);
 	/* an ACL refused changes nothing */
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
-		0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
 	acl[0] = 1;
 	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), -EINVAL);
 	assert_int_equal(perm_of(f.ino), 02770);
@@ -291,11 +295,7 @@ static void test_acl_kill_sgid(void **state)
 	};
 
 	for (unsigned i = 0; i < ARRAY_SIZE(keepers); i++) {
-		assert_int_equal(tfs_setattr(T.fs, f.ino, NULL,
-					     &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE,
-								    .mode = 02770 },
-					     &f),
-				 0);
+		assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
 		assert_int_equal(tfs_setxattr_as(T.fs, &keepers[i], f.ino, a, acl, n, 0), 0);
 		assert_int_equal(perm_of(f.ino), 02750);
 	}
@@ -309,22 +309,10 @@ static void test_acl_kill_sgid(void **state)
 	assert_int_equal(perm_of(f.ino), 0750);
 
 	/* The file's group when the ACL goes in decides: a chown in between counts. */
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE | TFS_SETATTR_GID,
-						   .mode = 02770,
-						   .gid = 1000 },
-			    &f),
-		0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 1000), 0);
 	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), 0);
 	assert_int_equal(perm_of(f.ino), 02750);
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE | TFS_SETATTR_GID,
-						   .mode = 02770,
-						   .gid = 5 },
-			    &f),
-		0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 5), 0);
 	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), 0);
 	assert_int_equal(perm_of(f.ino), 0750);
 }
@@ -347,15 +335,9 @@ struct acl_race {
 static void *acl_race_chown(void *arg)
 {
 	struct acl_race *r = arg;
-	struct tfs_stat st;
 
 	for (unsigned i = 0; !r->stop && !r->err; i++)
-		r->err = tfs_setattr(
-			T.fs, r->ino, NULL,
-			&(struct tfs_setattr){ .valid = TFS_SETATTR_MODE | TFS_SETATTR_GID,
-					       .mode = 02770,
-					       .gid = i & 1 ? 5 : 1000 },
-			&st);
+		r->err = chmod_chgrp(r->ino, 02770, i & 1 ? 5 : 1000);
 	return NULL;
 }
 
