@@ -328,15 +328,15 @@ static void test_acl_kill_sgid(void **state)
 struct acl_race {
 	tfs_ino_t ino;
 	unsigned rounds;
-	volatile bool stop;
-	int err; /* the chown thread's */
+	bool stop; /* __atomic */
+	int err;   /* the chown thread's */
 };
 
 static void *acl_race_chown(void *arg)
 {
 	struct acl_race *r = arg;
 
-	for (unsigned i = 0; !r->stop && !r->err; i++)
+	for (unsigned i = 0; !__atomic_load_n(&r->stop, __ATOMIC_RELAXED) && !r->err; i++)
 		r->err = chmod_chgrp(r->ino, 02770, i & 1 ? 5 : 1000);
 	return NULL;
 }
@@ -365,7 +365,7 @@ static void test_acl_sgid_chown_race(void **state)
 		}
 		cleared += (st.mode & 07777) == 0750;
 	}
-	r.stop = true;
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELAXED);
 	pthread_join(th, NULL);
 	assert_int_equal(r.err, 0);
 	print_message("acl race: %u rounds, %u kept S_ISGID, %u cleared it\n", r.rounds, kept,
