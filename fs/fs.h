@@ -146,6 +146,13 @@ struct tfs_ctx {
 	u32 pid;
 	u32 umask;
 	bool posix_acl;
+	/*
+	 * tfs_setxattr_as() only: the caller's supplementary groups and
+	 * whether it has CAP_FSETID, which decide whether it keeps S_ISGID.
+	 */
+	const u32 *groups;
+	unsigned nr_groups;
+	bool fsetid;
 };
 
 int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st);
@@ -332,13 +339,6 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st);
 enum tfs_xattr_flags {
 	TFS_XATTR_CREATE = 1 << 0,  /* -EEXIST if present */
 	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
-	/*
-	 * Setting an access ACL (that changes the permission bits) also
-	 * clears S_ISGID: the caller is neither in the file's group nor has
-	 * CAP_FSETID, which only the front end can tell (ext4's
-	 * posix_acl_update_mode()).  Ignored for other names.
-	 */
-	TFS_XATTR_ACL_KILL_SGID = 1 << 2,
 };
 
 /*
@@ -348,6 +348,15 @@ enum tfs_xattr_flags {
  */
 int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
 		 unsigned flags);
+/*
+ * tfs_setxattr() by ctx.  An access ACL sets the permission bits, and
+ * clears S_ISGID unless ctx is in the file's group (gid or groups) or has
+ * CAP_FSETID (ext4's posix_acl_update_mode()): decided on the group and
+ * mode under the inode's lock, in the commit that sets the ACL.
+ * tfs_setxattr() is a caller that keeps S_ISGID.
+ */
+int tfs_setxattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, const char *name,
+		    const void *value, size_t size, unsigned flags);
 /* Copies the value; size 0 returns its length; -ERANGE when size is too small; -ENODATA. */
 ssize_t tfs_getxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, void *buf, size_t size);
 /* NUL-separated names, as listxattr(2); size 0 returns the length needed. */

@@ -489,10 +489,10 @@ static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
  * does not interpret them for us (no FUSE_POSIX_ACL), so setting an
  * access ACL must do here what it does on ext4 (posix_acl_update_mode()):
  * the permission bits follow the ACL (owner, mask or group, other),
- * S_ISGID goes when the front end says the caller may not keep it
- * (TFS_XATTR_ACL_KILL_SGID), and an ACL a mode says all of (no named user
- * or group) is not stored.  `cp -a`
- * and `cp -p` set permissions this way, after creating the file 0600.
+ * S_ISGID goes when the caller may not keep it (acl_kills_sgid()), and
+ * an ACL a mode says all of (no named user or group) is not stored.
+ * `cp -a` and `cp -p` set permissions this way, after creating the file
+ * 0600.
  */
 enum {
 	ACL_USER_OBJ = 0x01,
@@ -556,8 +556,28 @@ static int acl_perm(const void *value, size_t size, bool *extended)
 	return (int)(user << 6 | (counts[ACL_MASK] ? mask : group) << 3 | other);
 }
 
+/*
+ * Whether ctx setting an access ACL on im (locked) loses S_ISGID: it is
+ * set, and ctx is neither in the file's group nor has CAP_FSETID.
+ */
+static bool acl_kills_sgid(const struct tfs_ctx *ctx, const struct tfs_inode_mem *im)
+{
+	if (!ctx || ctx->fsetid || !(im->ui.mode & S_ISGID) || ctx->gid == im->ui.gid)
+		return false;
+	for (unsigned i = 0; i < ctx->nr_groups; i++)
+		if (ctx->groups[i] == im->ui.gid)
+			return false;
+	return true;
+}
+
 int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,
 		 unsigned flags)
+{
+	return tfs_setxattr_as(fs, NULL, ino, name, value, size, flags);
+}
+
+int tfs_setxattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, const char *name,
+		    const void *value, size_t size, unsigned flags)
 {
 	struct tfs_inode_mem *im;
 	struct tfs_btree_trans trans;
@@ -566,14 +586,13 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	u64 slot, free_slot;
 	bool extended = false;
 	int perm = -1; /* the permission bits an access ACL sets, or -1 */
-	bool kill_sgid = flags & TFS_XATTR_ACL_KILL_SGID;
+	bool kill_sgid;
 	int ret = xattr_name_parse(name, &n);
 
 	if (ret)
 		return ret;
 	if (size > TFS_XATTR_SIZE_MAX)
 		return -E2BIG;
-	flags &= ~(unsigned)TFS_XATTR_ACL_KILL_SGID;
 	if ((flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ||
 	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
 		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
@@ -588,6 +607,8 @@ int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void 
 	ret = tfs_iget_locked(fs, ino, true, &im);
 	if (ret)
 		return ret;
+	/* Under the lock, so that no chmod or chown falls between this and the commit. */
+	kill_sgid = perm >= 0 && acl_kills_sgid(ctx, im);
 	/* Before any key goes in (see xattrs_none()); kept if none does. */
 	__atomic_store_n(&im->xattrs, TFS_INODE_XATTRS_some, __ATOMIC_RELEASE);
 	tfs_posix_trans_init(&trans, fs);

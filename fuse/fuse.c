@@ -1195,35 +1195,29 @@ static bool caller_has_fsetid(const struct fuse_ctx *c)
 }
 
 /*
- * in_group_or_capable() as the kernel asks it of the caller before an
- * access ACL may keep S_ISGID (posix_acl_update_mode()): the file's group
- * is the caller's fsgid or a supplementary group, or it has CAP_FSETID.
- * libfuse 3.14 does not pass the kernel's answer (FUSE_SETXATTR_EXT).
+ * What the kernel's in_group_or_capable() asks of the caller before an
+ * access ACL may keep S_ISGID (posix_acl_update_mode()): its groups (the
+ * fsgid is ctx->gid; the supplementary ones go in buf, or in *more, to
+ * free, past 64) and CAP_FSETID.  fs/ compares them with the file's group
+ * under the inode's lock.  libfuse 3.14 does not pass the kernel's answer
+ * (FUSE_SETXATTR_EXT).
  */
-static bool caller_in_group_or_fsetid(fuse_req_t req, u32 gid)
+static int ctx_groups(fuse_req_t req, struct tfs_ctx *ctx, u32 buf[64], u32 **more)
 {
-	const struct fuse_ctx *c = fuse_req_ctx(req);
-	gid_t groups[64];
-	int n;
+	_Static_assert(sizeof(gid_t) == sizeof(u32), "gid_t is a u32");
+	int n = fuse_req_getgroups(req, 64, (gid_t *)buf);
 
-	if (c->gid == gid)
-		return true;
-	n = fuse_req_getgroups(req, sizeof(groups) / sizeof(groups[0]), groups);
-	for (int i = 0; i < n && i < (int)(sizeof(groups) / sizeof(groups[0])); i++)
-		if (groups[i] == gid)
-			return true;
-	if (n > (int)(sizeof(groups) / sizeof(groups[0]))) {
-		gid_t *all = malloc(sizeof(*all) * (size_t)n);
-		int m = all ? fuse_req_getgroups(req, n, all) : -1;
-		bool in = false;
-
-		for (int i = 0; i < m && i < n; i++)
-			in |= all[i] == gid;
-		free(all);
-		if (in)
-			return true;
+	*more = NULL;
+	if (n > 64) {
+		*more = malloc(sizeof(**more) * (size_t)n);
+		if (!*more)
+			return -ENOMEM;
+		n = min_t(int, n, fuse_req_getgroups(req, n, (gid_t *)*more));
 	}
-	return caller_has_fsetid(c);
+	ctx->groups = *more ?: buf;
+	ctx->nr_groups = n > 0 ? (unsigned)n : 0; /* < 0: not known (no /proc): none */
+	ctx->fsetid = caller_has_fsetid(fuse_req_ctx(req));
+	return 0;
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -1243,17 +1237,15 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	if (flags & XATTR_REPLACE)
 		tflags |= TFS_XATTR_REPLACE;
 	if (!strcmp(name, "system.posix_acl_access")) {
-		struct tfs_stat st;
+		struct tfs_ctx ctx = ctx_of(req);
+		u32 groups[64], *more;
 
-		ret = tfs_getattr(tf->fs, ino, &st);
-		if (ret) {
-			reply_err(req, TFS_FUSE_OP_setxattr, ret);
-			return;
-		}
-		if ((st.mode & S_ISGID) && !caller_in_group_or_fsetid(req, st.gid))
-			tflags |= TFS_XATTR_ACL_KILL_SGID;
+		ret = ctx_groups(req, &ctx, groups, &more)
+			      ?: tfs_setxattr_as(tf->fs, &ctx, ino, name, value, size, tflags);
+		free(more);
+	} else {
+		ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
 	}
-	ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
 	/*
 	 * An access ACL set the permission bits (fs/xattr.c): the kernel's
 	 * cached mode is stale, and with the writeback cache it would not ask

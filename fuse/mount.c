@@ -40,12 +40,16 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "fuse/ctl.h"
 #include "fuse/tfs_fuse.h"
 #include "lib/errcode.h"
+#include "lib/string.h"
 
 extern char **environ;
 
@@ -304,12 +308,87 @@ static void notify(int *fd, int status)
 	*fd = -1;
 }
 
+/*
+ * A daemon in the background without log=: stderr (the FILE every message
+ * is printed to, libfuse's too) becomes a stream whose lines go to syslog
+ * (LOG_DAEMON, LOG_ERR, "tinyfs[PID]"); file descriptor 2 is /dev/null.
+ * Tests point it at a datagram socket of their own, TFS_TEST_SYSLOG=PATH:
+ * a datagram a line, "<PRI>tinyfs[PID]: message", as syslog(3) sends to
+ * /dev/log.  A longer line than the buffer goes in pieces.
+ */
+struct syslog_stream {
+	int sock; /* TFS_TEST_SYSLOG's, else -1: syslog(3) */
+	struct sockaddr_un addr;
+	size_t len;
+	char line[1024];
+};
+
+static void syslog_line(struct syslog_stream *s)
+{
+	char msg[sizeof(s->line) + 64];
+	int n;
+
+	if (!s->len)
+		return;
+	s->line[s->len] = '\0';
+	s->len = 0;
+	if (s->sock < 0) {
+		syslog(LOG_ERR, "%s", s->line);
+		return;
+	}
+	n = snprintf(msg, sizeof(msg), "<%d>tinyfs[%d]: %s", LOG_DAEMON | LOG_ERR, (int)getpid(),
+		     s->line);
+	if (sendto(s->sock, msg, min_t(size_t, (size_t)n, sizeof(msg) - 1), MSG_DONTWAIT,
+		   (struct sockaddr *)&s->addr, sizeof(s->addr)) < 0) {
+		/* Nowhere left to say so. */
+	}
+}
+
+/* Called under the stream's lock (stdio's): one writer at a time. */
+static ssize_t syslog_write(void *cookie, const char *buf, size_t size)
+{
+	struct syslog_stream *s = cookie;
+
+	for (size_t i = 0; i < size; i++) {
+		if (buf[i] == '\n') {
+			syslog_line(s);
+			continue;
+		}
+		if (s->len == sizeof(s->line) - 1)
+			syslog_line(s);
+		s->line[s->len++] = buf[i];
+	}
+	return (ssize_t)size;
+}
+
+/* A stream for stderr that writes to syslog, or NULL (then /dev/null). */
+static FILE *syslog_stream_open(void)
+{
+	static struct syslog_stream s = { .sock = -1 };
+	const char *path = getenv("TFS_TEST_SYSLOG");
+	FILE *f;
+
+	if (path && tfs_strscpy(s.addr.sun_path, path, sizeof(s.addr.sun_path)) >= 0) {
+		s.addr.sun_family = AF_UNIX;
+		s.sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	}
+	if (s.sock < 0)
+		openlog("tinyfs", LOG_PID, LOG_DAEMON);
+	f = fopencookie(&s, "w", (cookie_io_functions_t){ .write = syslog_write });
+	if (f)
+		setvbuf(f, NULL, _IOLBF, 0);
+	return f;
+}
+
+/* stdin and stdout to /dev/null; stderr to log=FILE, else to syslog. */
 static void detach_stdio(const struct tfs_mount_opts *o)
 {
 	int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	int out = o->log ? open(o->log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)
 			 : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	FILE *sl = o->log ? NULL : syslog_stream_open();
 
+	fflush(stderr);
 	if (in >= 0) {
 		dup2(in, STDIN_FILENO);
 		close(in);
@@ -319,6 +398,9 @@ static void detach_stdio(const struct tfs_mount_opts *o)
 		dup2(out, STDERR_FILENO);
 		close(out);
 	}
+	/* glibc's stderr is a variable (stdio(3)); the old stream stays valid (fd 2). */
+	if (sl)
+		stderr = sl;
 }
 
 /* Escapes ',' and '\' for libfuse's option parser. */

@@ -274,6 +274,27 @@ static inline void ch_figures(struct ch *h)
 	fflush(stdout);
 }
 
+/*
+ * CH_GROUP_FIXTURES(h) defines ch_group_setup() and ch_group_teardown(),
+ * the cmocka group fixtures of a file whose tests share the struct ch h:
+ * one member, unreplicated, set up once; its figures printed at the end.
+ */
+#define CH_GROUP_FIXTURES(h)                       \
+	static int ch_group_setup(void **state)    \
+	{                                          \
+		(void)state;                       \
+		ch_init(&(h), 1, 1, 1);            \
+		return 0;                          \
+	}                                          \
+                                                   \
+	static int ch_group_teardown(void **state) \
+	{                                          \
+		(void)state;                       \
+		ch_figures(&(h));                  \
+		ch_exit(&(h));                     \
+		return 0;                          \
+	}
+
 /* --- recording --- */
 
 /* A workload's name: its operations joined by '+'. */

@@ -20,19 +20,7 @@
 #include "crash_harness.h"
 
 static struct ch H;
-
-static int setup(void **state)
-{
-	ch_init(&H, 1, 1, 1);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ch_figures(&H);
-	ch_exit(&H);
-	return 0;
-}
+CH_GROUP_FIXTURES(H)
 
 static const char *const workloads[] = {
 	"append_a+fsync_a+append_a+fsync_a+append_a+fdatasync_a",
@@ -94,5 +82,5 @@ int main(void)
 
 	if (getenv("TFS_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TFS_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ch_group_setup, ch_group_teardown);
 }

@@ -25,19 +25,7 @@
 #include "crash_harness.h"
 
 static struct ch H;
-
-static int setup(void **state)
-{
-	ch_init(&H, 1, 1, 1);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	ch_figures(&H);
-	ch_exit(&H);
-	return 0;
-}
+CH_GROUP_FIXTURES(H)
 
 static unsigned scale(void)
 {
@@ -356,5 +344,5 @@ int main(void)
 	/* TFS_TEST_FILTER=NAME runs only the tests matching it. */
 	if (getenv("TFS_TEST_FILTER"))
 		cmocka_set_test_filter(getenv("TFS_TEST_FILTER"));
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, ch_group_setup, ch_group_teardown);
 }

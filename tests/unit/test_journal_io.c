@@ -1192,6 +1192,24 @@ static struct jt_ops trace_ops(struct tfs_bdev *b, unsigned from)
 }
 
 /*
+ * Fails (at the caller's line) unless o counts exactly these journal
+ * writes, FUA writes, PREFLUSH writes and flushes.
+ */
+#define expect_ops(o, writes, fua, preflush, flushes) \
+	expect_ops_at(o, writes, fua, preflush, flushes, __FILE__, __LINE__)
+
+static void expect_ops_at(struct jt_ops o, unsigned writes, unsigned fua, unsigned preflush,
+			  unsigned flushes, const char *file, int line)
+{
+	if (o.writes == writes && o.fua == fua && o.preflush == preflush && o.flushes == flushes)
+		return;
+	print_error("journal ops: writes %u fua %u preflush %u flushes %u, "
+		    "expected %u %u %u %u\n",
+		    o.writes, o.fua, o.preflush, o.flushes, writes, fua, preflush, flushes);
+	_fail(file, line);
+}
+
+/*
  * A flush entry issues a PREFLUSH only on members with a write not yet
  * flushed: flush entries back to back (each FUA) need none; after a NO_FLUSH
  * entry the next flush entry has one, on every member that took it.  One
@@ -1217,10 +1235,7 @@ static void test_preflush_only_when_unflushed(void **state)
 			assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, k, k, 0)), 0);
 		for (unsigned i = 0; i < nr; i++) {
 			o = trace_ops(t.bdev[i], mark[i]);
-			assert_int_equal(o.writes, 3);
-			assert_int_equal(o.fua, 3);
-			assert_int_equal(o.preflush, 0);
-			assert_int_equal(o.flushes, 0);
+			expect_ops(o, 3, 3, 0, 0);
 			mark[i] = tfs_faultdev_trace_nr(t.bdev[i]);
 		}
 		/* A NO_FLUSH entry, then a flush entry: that one preflushes. */
@@ -1232,9 +1247,7 @@ static void test_preflush_only_when_unflushed(void **state)
 		assert_int_equal(tfs_journal_flush_seq(t.j, jt_commit(t.j, 6, 6, 0)), 0);
 		for (unsigned i = 0; i < nr; i++) {
 			o = trace_ops(t.bdev[i], mark[i]);
-			assert_int_equal(o.writes, 3);
-			assert_int_equal(o.fua, 2);
-			assert_int_equal(o.preflush, 1);
+			expect_ops(o, 3, 2, 1, 0);
 			assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[i]), 0);
 		}
 		tfs_journal_pin_drop(t.j, &t.log_pin);
@@ -1309,10 +1322,7 @@ static void test_post_flush_fallback_meta_write(void **state)
 		pf_commit_flush(&t, 2 + round);
 		o = trace_ops(t.bdev[0], mark);
 		c = pf_counts(t.j);
-		assert_int_equal(o.writes, 1);
-		assert_int_equal(o.fua, 0);
-		assert_int_equal(o.preflush, 0);
-		assert_int_equal(o.flushes, 1);
+		expect_ops(o, 1, 0, 0, 1);
 		assert_int_equal(c.post - c0.post, 1);
 		assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[0]), 0);
 	}
@@ -1328,10 +1338,7 @@ static void test_post_flush_fallback_meta_write(void **state)
 		pf_commit_flush(&t, 10 + k);
 		o = trace_ops(t.bdev[0], mark);
 		c = pf_counts(t.j);
-		assert_int_equal(o.writes, 1);
-		assert_int_equal(o.fua, 1);
-		assert_int_equal(o.preflush, 1);
-		assert_int_equal(o.flushes, 0);
+		expect_ops(o, 1, 1, 1, 0);
 		assert_int_equal(c.post, c0.post);
 		assert_int_equal(c.pre - c0.pre, 1);
 	}
@@ -1397,10 +1404,7 @@ static void test_post_flush_fallback_two_members(void **state)
 		} else {
 			assert_int_equal(c.pre - c0.pre, 1);
 			for (unsigned m = 0; m < 2; m++) {
-				struct jt_ops o = trace_ops(t.bdev[m], mark[m]);
-
-				assert_int_equal(o.preflush, 1);
-				assert_int_equal(o.fua, 1);
+				expect_ops(trace_ops(t.bdev[m], mark[m]), 1, 1, 1, 0);
 			}
 		}
 		for (unsigned m = 0; m < 2; m++)

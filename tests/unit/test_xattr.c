@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <pthread.h>
 
 #include "posix_test.h"
 
@@ -221,66 +222,204 @@ static void test_acl_mode(void **state)
 }
 
 /*
- * TFS_XATTR_ACL_KILL_SGID (the caller is outside the file's group and
- * not CAP_FSETID, which the FUSE front end tells): the ACL's permission
- * bits go in without S_ISGID, stored ACL or not, file or directory; the
- * flag means nothing for other names or for an ACL that is not set.
+ * tfs_setxattr_as() by a caller outside the file's group (uid and gid
+ * 1000; the files are root's) without CAP_FSETID: the ACL's permission
+ * bits go in without S_ISGID, stored ACL or not, file or directory, and
+ * so after a restart; other names, tfs_setxattr() (no caller), an ACL
+ * that is not set keep it, and so does a caller in the group (its gid or
+ * a supplementary one) or with CAP_FSETID.  The group is the file's at
+ * the commit: a chown just before counts.
  */
 static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigned o);
+
+static const struct tfs_ctx outsider = { .uid = 1000, .gid = 1000, .pid = 1 };
+
+/* chmod ino to mode and, when gid >= 0, chown it to that group: one setattr. */
+static int chmod_chgrp(tfs_ino_t ino, u32 mode, s64 gid)
+{
+	struct tfs_stat st;
+
+	return tfs_setattr(
+		T.fs, ino, NULL,
+		&(struct tfs_setattr){ .valid = TFS_SETATTR_MODE | (gid >= 0 ? TFS_SETATTR_GID : 0),
+				       .mode = mode,
+				       .gid = gid >= 0 ? (u32)gid : 0 },
+		&st);
+}
 
 static void test_acl_kill_sgid(void **state)
 {
 	u8 acl[64] = { 2, 0, 0, 0 };
 	struct tfs_stat f, d;
 	size_t n = 4;
+	const char *a = "system.posix_acl_access";
 
 	assert_int_equal(pt_mknod(&T, 1, "sgid", S_IFREG | 06775, &f), 0);
 	assert_int_equal(pt_mkdir(&T, 1, "sgid-dir", &d), 0);
-	assert_int_equal(
-		tfs_setattr(T.fs, d.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02775 }, &d),
-		0);
+	assert_int_equal(chmod_chgrp(d.ino, 02775, -1), 0);
 	n += acl_entry(acl + n, 0x01, 7, ~0U);
 	n += acl_entry(acl + n, 0x04, 5, ~0U);
 	n += acl_entry(acl + n, 0x20, 0, ~0U);
-	/* the flag on a user xattr, or without it: S_ISGID stays */
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "user.x", "1", 1, TFS_XATTR_ACL_KILL_SGID), 0);
+	/* the outsider on a user xattr, or no caller: S_ISGID stays */
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, "user.x", "1", 1, 0), 0);
 	assert_int_equal(perm_of(f.ino), 06775);
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n, 0), 0);
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, a, acl, n, 0), 0);
 	assert_int_equal(perm_of(f.ino), 06750);
 	/* a minimal ACL (not stored) */
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
-				      TFS_XATTR_ACL_KILL_SGID),
-			 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), 0);
 	assert_int_equal(perm_of(f.ino), 04750);
-	assert_int_equal(tfs_setxattr(T.fs, d.ino, "system.posix_acl_access", acl, n,
-				      TFS_XATTR_ACL_KILL_SGID),
-			 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, d.ino, a, acl, n, 0), 0);
 	assert_int_equal(perm_of(d.ino), 0750);
 	/* a stored one (a named user) */
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n, 0), 0);
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
-		0);
+	assert_int_equal(tfs_setxattr(T.fs, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
 	n = acl_of(acl, 7, 7, 5, 5, 0);
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
-				      TFS_XATTR_ACL_KILL_SGID | TFS_XATTR_CREATE),
-			 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, TFS_XATTR_CREATE), 0);
 	assert_int_equal(perm_of(f.ino), 0750);
 	reopen();
 	assert_int_equal(perm_of(f.ino), 0750);
 	assert_int_equal(perm_of(d.ino), 0750);
 	/* an ACL refused changes nothing */
-	assert_int_equal(
-		tfs_setattr(T.fs, f.ino, NULL,
-			    &(struct tfs_setattr){ .valid = TFS_SETATTR_MODE, .mode = 02770 }, &f),
-		0);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
 	acl[0] = 1;
-	assert_int_equal(tfs_setxattr(T.fs, f.ino, "system.posix_acl_access", acl, n,
-				      TFS_XATTR_ACL_KILL_SGID),
-			 -EINVAL);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), -EINVAL);
 	assert_int_equal(perm_of(f.ino), 02770);
+	acl[0] = 2;
+
+	/* in the group (its gid, a supplementary group) or CAP_FSETID: kept */
+	static const u32 sup[] = { 7, 0 };
+	const struct tfs_ctx keepers[] = {
+		{ .uid = 1000, .gid = 0 },
+		{ .uid = 1000, .gid = 1000, .groups = sup, .nr_groups = 2 },
+		{ .uid = 1000, .gid = 1000, .fsetid = true },
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE(keepers); i++) {
+		assert_int_equal(chmod_chgrp(f.ino, 02770, -1), 0);
+		assert_int_equal(tfs_setxattr_as(T.fs, &keepers[i], f.ino, a, acl, n, 0), 0);
+		assert_int_equal(perm_of(f.ino), 02750);
+	}
+	/* a supplementary group other than the file's: cleared */
+	assert_int_equal(
+		tfs_setxattr_as(T.fs,
+				&(struct tfs_ctx){
+					.uid = 1000, .gid = 1000, .groups = sup, .nr_groups = 1 },
+				f.ino, a, acl, n, 0),
+		0);
+	assert_int_equal(perm_of(f.ino), 0750);
+
+	/* The file's group when the ACL goes in decides: a chown in between counts. */
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 1000), 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(perm_of(f.ino), 02750);
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 5), 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &outsider, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(perm_of(f.ino), 0750);
+}
+
+/*
+ * A chown racing an access ACL: one thread sets the file to 02770 and
+ * gives it, in turn, the outsider's group and another; the other sets the
+ * ACL 0750 as the outsider and reads the mode back.  0750 bits with
+ * S_ISGID (02750) come only from an ACL that kept S_ISGID with no setattr
+ * since, so the group read with them must be the outsider's: a decision
+ * taken on a group read before the inode's lock fails this.
+ */
+struct acl_race {
+	tfs_ino_t ino;
+	unsigned rounds;
+	bool stop; /* __atomic */
+	int err;   /* the chown thread's */
+};
+
+static void *acl_race_chown(void *arg)
+{
+	struct acl_race *r = arg;
+
+	for (unsigned i = 0; !__atomic_load_n(&r->stop, __ATOMIC_RELAXED) && !r->err; i++)
+		r->err = chmod_chgrp(r->ino, 02770, i & 1 ? 5 : 1000);
+	return NULL;
+}
+
+static void test_acl_sgid_chown_race(void **state)
+{
+	struct acl_race r = { .rounds = 20000 };
+	u8 acl[64];
+	size_t n = acl_of(acl, 7, 0, 5, -1, 0);
+	unsigned kept = 0, cleared = 0;
+	struct tfs_stat st;
+	pthread_t th;
+
+	assert_int_equal(pt_mknod(&T, 1, "race", S_IFREG | 02770, &st), 0);
+	r.ino = st.ino;
+	assert_int_equal(pthread_create(&th, NULL, acl_race_chown, &r), 0);
+	for (unsigned i = 0; i < r.rounds; i++) {
+		assert_int_equal(tfs_setxattr_as(T.fs, &outsider, r.ino, "system.posix_acl_access",
+						 acl, n, 0),
+				 0);
+		assert_int_equal(tfs_getattr(T.fs, r.ino, &st), 0);
+		if ((st.mode & 07777) == 02750) {
+			kept++;
+			if (st.gid != 1000)
+				fail_msg("round %u: S_ISGID kept by an ACL in group %u", i, st.gid);
+		}
+		cleared += (st.mode & 07777) == 0750;
+	}
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	assert_int_equal(r.err, 0);
+	print_message("acl race: %u rounds, %u kept S_ISGID, %u cleared it\n", r.rounds, kept,
+		      cleared);
+	assert_true(kept > 0 && cleared > 0); /* both groups were met */
+}
+
+/*
+ * The ACL, its permission bits and S_ISGID's loss are one commit: a power
+ * cut at the journal write that carries it or at the next one (every
+ * policy) leaves the file with all three or none (02770, no ACL).
+ */
+static void test_acl_sgid_power_cut(void **state)
+{
+	static const char *const policies[] = { "none", "prefix", "random", "torn" };
+	u8 acl[64], back[64];
+	size_t n = acl_of(acl, 7, 7, 5, 5, 0);
+	unsigned after = 0;
+
+	for (unsigned p = 0; p < 8; p++) {
+		struct tfs_stat st;
+		char name[16], rule[64];
+		ssize_t got;
+
+		snprintf(name, sizeof(name), "cut%u", p);
+		assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 02770, &st), 0);
+		assert_int_equal(tfs_syncfs(T.fs), 0);
+		snprintf(rule, sizeof(rule), "write tag=journal nth=%u powercut=%s", 1 + p / 4,
+			 policies[p % 4]);
+		tfs_faultdev_set_seed(pt_bdev(&T, 0), p + 1);
+		assert_true(pt_rule(&T, 0, rule) >= 0);
+		assert_int_equal(tfs_setxattr_as(T.fs, &outsider, st.ino, "system.posix_acl_access",
+						 acl, n, 0),
+				 0);
+		tfs_syncfs(T.fs);
+		snprintf(name, sizeof(name), "next%u", p);
+		pt_mknod(&T, 1, name, S_IFREG | 0644, NULL);
+		tfs_syncfs(T.fs); /* the power went at one of these */
+		assert_true(tfs_faultdev_rule_fired(pt_bdev(&T, 0), 0) > 0);
+		pt_stop(&T);
+		assert_int_equal(pt_open(&T), 0);
+		got = tfs_getxattr(T.fs, st.ino, "system.posix_acl_access", back, sizeof(back));
+		if (got == (ssize_t)n) {
+			assert_memory_equal(back, acl, n);
+			assert_int_equal(perm_of(st.ino), 0750);
+			after++;
+		} else {
+			assert_int_equal(got, -ENODATA);
+			assert_int_equal(perm_of(st.ino), 02770);
+		}
+		assert_int_equal(pt_fsck(T.fs), 0);
+	}
+	print_message("acl power cut: the ACL survived %u of 8 cuts\n", after);
+	assert_true(after > 0 && after < 8); /* both sides were seen */
 }
 
 /* The ACL user::u, user:1000:n, group::g, mask::m (unless m < 0), other::o. */
@@ -626,6 +765,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_kill_sgid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_sgid_chown_race, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_sgid_power_cut, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_inherit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_inherit, setup_collide, teardown),
 		cmocka_unit_test_setup_teardown(test_none_known, setup, teardown),
