@@ -561,11 +561,33 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 		reply_entry(req, &st);
 }
 
+/*
+ * Before a call that may remove name's last link: while the kernel counts
+ * lookups of its inode, the inode is held open until the forget (a pin,
+ * see fuse/nlookup.c), so that a GETATTR or OPEN of it meanwhile finds it
+ * with nlink 0 instead of ENOENT, as ext4 keeps an inode the kernel still
+ * references.  The unlink then leaves an orphan that the forget removes.
+ * Best effort: without a pin the call still runs.
+ */
+static void pin_victim(struct tfs_fuse *tf, fuse_ino_t dir, const char *name)
+{
+	struct tfs_stat st;
+	struct tfs_file *f;
+
+	if (tfs_lookup(tf->fs, dir, name, strlen(name), &st) ||
+	    !tfs_nlookup_wants_pin(tf->nlookup, st.ino) || tfs_open(tf->fs, st.ino, O_RDONLY, &f))
+		return;
+	f = tfs_nlookup_pin(tf->nlookup, st.ino, f);
+	if (f)
+		tfs_release(tf->fs, f);
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
 
 	count_timed(tf, TFS_FUSE_OP_unlink);
+	pin_victim(tf, parent, name);
 	reply_err(req, TFS_FUSE_OP_unlink, tfs_unlink(tf->fs, parent, name, strlen(name)));
 }
 
@@ -574,6 +596,7 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct tfs_fuse *tf = tf_of(req);
 
 	count_timed(tf, TFS_FUSE_OP_rmdir);
+	pin_victim(tf, parent, name);
 	reply_err(req, TFS_FUSE_OP_rmdir, tfs_rmdir(tf->fs, parent, name, strlen(name)));
 }
 
@@ -597,6 +620,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	/* The kernel checked CAP_MKNOD; the whiteout is the caller's. */
 	if (flags & RENAME_WHITEOUT)
 		tflags |= TFS_RENAME_WHITEOUT;
+	/* A replaced name's inode may lose its last link. */
+	if (!(tflags & (TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE)))
+		pin_victim(tf, newparent, newname);
 	reply_err(req, TFS_FUSE_OP_rename,
 		  tfs_rename_as(tf->fs, &ctx, parent, name, strlen(name), newparent, newname,
 				strlen(newname), tflags));
