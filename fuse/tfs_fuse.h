@@ -191,6 +191,8 @@ void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);
 
 struct tfs_fuse_file;
 
+#define TFS_FUSE_RDC_SLOTS 1024
+
 /* The daemon's state; the userdata of the session. */
 struct tfs_fuse {
 	struct tfs_fs *fs;
@@ -222,6 +224,18 @@ struct tfs_fuse {
 	_Atomic u64 nr_plus_withheld;	    /* readdirplus entries sent without attributes */
 	_Atomic u64 bytes_read, bytes_written;
 	struct timespec started;
+
+	/*
+	 * The kernel's listing cache (cache_readdir): a change count per
+	 * directory (hashed: a collision only drops a cache), and per slot the
+	 * directory and count an opendir last let the kernel keep its cache
+	 * for (see op_opendir).
+	 */
+	_Atomic u64 dir_changes[TFS_FUSE_RDC_SLOTS];
+	pthread_mutex_t rdc_lock;
+	struct {
+		u64 ino, changes;
+	} rdc[TFS_FUSE_RDC_SLOTS];
 };
 
 /* The lowlevel operations table. */

@@ -2252,6 +2252,64 @@ static void seen_free(struct seen *s)
 	free(s->count);
 }
 
+/*
+ * A listing resumed at a position saved by telldir() in an earlier listing
+ * (a new opendir, then seekdir) shows the directory as it is now: a name
+ * removed since is not returned (ext4: the next name still there is).
+ * Through FUSE with the kernel's listing cache, a new open that kept a
+ * cache filled before the removals served the removed names from it.
+ */
+static void t_readdir_seek_removed(void)
+{
+	enum {
+		N = 300
+	};
+	static long pos[N];
+	static bool gone_[N];
+	char name[32];
+	struct dirent *e;
+	DIR *d;
+	int stale = 0, listed = 0;
+
+	area("readdir");
+	if (!setup(mkdir("sk", 0755), "sk"))
+		return;
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "sk/e%03d", i);
+		if (!setup(put(name, 0644, NULL, 0), name))
+			return;
+	}
+	d = opendir("sk");
+	if (!setup(d ? 0 : -1, "opendir sk"))
+		return;
+	for (;;) {
+		long p = telldir(d);
+
+		if (!(e = readdir(d)))
+			break;
+		if (e->d_name[0] == 'e')
+			pos[atoi(e->d_name + 1)] = p;
+	}
+	closedir(d);
+	for (int i = 0; i < N; i += 2) {
+		snprintf(name, sizeof(name), "sk/e%03d", i);
+		gone_[i] = !unlink(name);
+	}
+	d = opendir("sk");
+	if (!setup(d ? 0 : -1, "opendir sk again"))
+		return;
+	for (int i = 0; i < N; i += 2) {
+		seekdir(d, pos[i]);
+		e = readdir(d);
+		listed += !!e;
+		if (e && e->d_name[0] == 'e' && gone_[atoi(e->d_name + 1)])
+			stale++;
+	}
+	closedir(d);
+	check(!stale, "seekdir to a removed name's place in a new listing: no removed name",
+	      "%d of %d resumed listings began with a removed name", stale, listed);
+}
+
 static void t_readdir(void)
 {
 	struct seen s;
@@ -3388,6 +3446,7 @@ static const struct {
 	{ "xattr", t_acl_sgid },
 	{ "statvfs", t_statvfs },
 	{ "readdir", t_readdir },
+	{ "readdir", t_readdir_seek_removed },
 	{ "names", t_names },
 	{ "misc", t_misc },
 	{ "timestamps", t_stamps },
