@@ -502,6 +502,17 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
+/*
+ * dir's entries changed (or may have: called after the call whatever its
+ * result, before the reply): the next opendir drops the kernel's cached
+ * listing of it (op_opendir).
+ */
+static void dir_changed(struct tfs_fuse *tf, fuse_ino_t dir)
+{
+	atomic_fetch_add_explicit(&tf->dir_changes[dir % TFS_FUSE_RDC_SLOTS], 1,
+				  memory_order_release);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct tfs_fuse *tf = tf_of(req);
@@ -511,6 +522,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	count_timed(tf, TFS_FUSE_OP_mknod);
 	ret = tfs_mknod(tf->fs, &ctx, parent, name, strlen(name), mode, rdev, &st);
+	dir_changed(tf, parent);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_mknod, ret);
 	else
@@ -526,6 +538,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	count_timed(tf, TFS_FUSE_OP_mkdir);
 	ret = tfs_mkdir(tf->fs, &ctx, parent, name, strlen(name), mode & 07777, &st);
+	dir_changed(tf, parent);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_mkdir, ret);
 	else
@@ -541,6 +554,7 @@ static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, cons
 
 	count_timed(tf, TFS_FUSE_OP_symlink);
 	ret = tfs_symlink(tf->fs, &ctx, parent, name, strlen(name), link, &st);
+	dir_changed(tf, parent);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_symlink, ret);
 	else
@@ -555,26 +569,56 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 	count_timed(tf, TFS_FUSE_OP_link);
 	ret = tfs_link(tf->fs, ino, newparent, newname, strlen(newname), &st);
+	dir_changed(tf, newparent);
 	if (ret)
 		reply_err(req, TFS_FUSE_OP_link, ret);
 	else
 		reply_entry(req, &st);
 }
 
+/*
+ * Before a call that may remove name's last link: while the kernel counts
+ * lookups of its inode, the inode is held open until the forget (a pin,
+ * see fuse/nlookup.c), so that a GETATTR or OPEN of it meanwhile finds it
+ * with nlink 0 instead of ENOENT, as ext4 keeps an inode the kernel still
+ * references.  The unlink then leaves an orphan that the forget removes.
+ * Best effort: without a pin the call still runs.
+ */
+static void pin_victim(struct tfs_fuse *tf, fuse_ino_t dir, const char *name)
+{
+	struct tfs_stat st;
+	struct tfs_file *f;
+
+	if (tfs_lookup(tf->fs, dir, name, strlen(name), &st) ||
+	    !tfs_nlookup_wants_pin(tf->nlookup, st.ino) || tfs_open(tf->fs, st.ino, O_RDONLY, &f))
+		return;
+	f = tfs_nlookup_pin(tf->nlookup, st.ino, f);
+	if (f)
+		tfs_release(tf->fs, f);
+}
+
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_unlink);
-	reply_err(req, TFS_FUSE_OP_unlink, tfs_unlink(tf->fs, parent, name, strlen(name)));
+	pin_victim(tf, parent, name);
+	ret = tfs_unlink(tf->fs, parent, name, strlen(name));
+	dir_changed(tf, parent);
+	reply_err(req, TFS_FUSE_OP_unlink, ret);
 }
 
 static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_rmdir);
-	reply_err(req, TFS_FUSE_OP_rmdir, tfs_rmdir(tf->fs, parent, name, strlen(name)));
+	pin_victim(tf, parent, name);
+	ret = tfs_rmdir(tf->fs, parent, name, strlen(name));
+	dir_changed(tf, parent);
+	reply_err(req, TFS_FUSE_OP_rmdir, ret);
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -583,6 +627,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct tfs_fuse *tf = tf_of(req);
 	struct tfs_ctx ctx = ctx_of(req);
 	unsigned tflags = 0;
+	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_rename);
 	/* Anything newer than RENAME_WHITEOUT: not supported (fs/ checks the combinations). */
@@ -597,9 +642,14 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	/* The kernel checked CAP_MKNOD; the whiteout is the caller's. */
 	if (flags & RENAME_WHITEOUT)
 		tflags |= TFS_RENAME_WHITEOUT;
-	reply_err(req, TFS_FUSE_OP_rename,
-		  tfs_rename_as(tf->fs, &ctx, parent, name, strlen(name), newparent, newname,
-				strlen(newname), tflags));
+	/* A replaced name's inode may lose its last link. */
+	if (!(tflags & (TFS_RENAME_NOREPLACE | TFS_RENAME_EXCHANGE)))
+		pin_victim(tf, newparent, newname);
+	ret = tfs_rename_as(tf->fs, &ctx, parent, name, strlen(name), newparent, newname,
+			    strlen(newname), tflags);
+	dir_changed(tf, parent);
+	dir_changed(tf, newparent);
+	reply_err(req, TFS_FUSE_OP_rename, ret);
 }
 
 /* --- files --- */
@@ -666,6 +716,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	count_timed(tf, TFS_FUSE_OP_create);
 	ret = tfs_create(tf->fs, &ctx, parent, name, strlen(name), mode & 07777,
 			 open_flags(tf, fi->flags), &f, &st);
+	dir_changed(tf, parent);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_create, ret);
 		return;
@@ -998,6 +1049,31 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 
 /* --- directories --- */
 
+/*
+ * Whether an opendir of ino may keep the kernel's cached listing.  The
+ * kernel checks the cache itself only for a listing from the start; one
+ * resumed at a saved position (seekdir after a new opendir) is served from
+ * the cache as it is, removed names included.  So the cache is kept only
+ * when nothing changed in ino since an earlier opendir that dropped it
+ * (keep_cache 0: the kernel empties it at the open, and what it caches
+ * afterwards is at least as new as that count).
+ */
+static bool rdc_keep(struct tfs_fuse *tf, fuse_ino_t ino)
+{
+	unsigned slot = ino % TFS_FUSE_RDC_SLOTS;
+	u64 changes = atomic_load_explicit(&tf->dir_changes[slot], memory_order_acquire);
+	bool keep;
+
+	pthread_mutex_lock(&tf->rdc_lock);
+	keep = tf->rdc[slot].ino == ino && tf->rdc[slot].changes == changes;
+	if (!keep) {
+		tf->rdc[slot].ino = ino;
+		tf->rdc[slot].changes = changes;
+	}
+	pthread_mutex_unlock(&tf->rdc_lock);
+	return keep;
+}
+
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
@@ -1007,7 +1083,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = 0;
 	if (tf->opts->cache_readdir) {
 		fi->cache_readdir = 1;
-		fi->keep_cache = 1;
+		fi->keep_cache = rdc_keep(tf, ino);
 	}
 	fuse_reply_open(req, fi);
 }
@@ -1464,6 +1540,7 @@ void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tf
 	tf->fs = fs;
 	tf->opts = o;
 	pthread_mutex_init(&tf->files_lock, NULL);
+	pthread_mutex_init(&tf->rdc_lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &tf->started);
 	tf->poll.max_us = o->libfuse_loop ? 0 : o->poll_us;
 	/*
@@ -1495,6 +1572,7 @@ void tfs_fuse_release_all(struct tfs_fuse *tf)
 void tfs_fuse_exit_state(struct tfs_fuse *tf)
 {
 	pthread_mutex_destroy(&tf->files_lock);
+	pthread_mutex_destroy(&tf->rdc_lock);
 }
 
 void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)

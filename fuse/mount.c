@@ -449,7 +449,7 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 		return 1;
 	}
 	tfs_fuse_init_state(&tf, fs, o);
-	tf.nlookup = tfs_nlookup_alloc();
+	tf.nlookup = tfs_nlookup_alloc(fs);
 	if (!tf.nlookup) {
 		fprintf(stderr, "%s: out of memory\n", prog);
 		goto stop;

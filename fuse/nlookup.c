@@ -7,6 +7,13 @@
  * going negative or left over at unmount is a daemon bug, and the totals
  * show in `tinyfs stats MNT fuse`.
  *
+ * An entry may also hold a pin: an open file of the inode, taken before a
+ * call that may remove its last name (fuse.c), so the inode outlives the
+ * name while the kernel can still reach it (an O_PATH descriptor, an open or
+ * working directory, a path resolved before a rename replaced it) and asks
+ * its attributes or opens it, as on ext4.  The forget that brings the count
+ * to zero releases the pin, and that release removes an unlinked inode.
+ *
  * A hash table per shard, each under its own mutex, so parallel lookups in
  * different directories rarely meet.
  */
@@ -19,6 +26,7 @@
 
 struct nl_entry {
 	u64 ino, n;
+	struct tfs_file *pin; /* or NULL */
 	struct nl_entry *next;
 };
 
@@ -29,6 +37,7 @@ struct nl_shard {
 } __attribute__((aligned(64)));
 
 struct tfs_nlookup {
+	struct tfs_fs *fs; /* pins are its files */
 	struct nl_shard shards[NL_SHARDS];
 };
 
@@ -45,12 +54,13 @@ static struct nl_shard *nl_shard(struct tfs_nlookup *t, u64 h)
 	return &t->shards[h % NL_SHARDS];
 }
 
-struct tfs_nlookup *tfs_nlookup_alloc(void)
+struct tfs_nlookup *tfs_nlookup_alloc(struct tfs_fs *fs)
 {
 	struct tfs_nlookup *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return NULL;
+	t->fs = fs;
 	for (unsigned i = 0; i < NL_SHARDS; i++)
 		pthread_mutex_init(&t->shards[i].lock, NULL);
 	return t;
@@ -69,6 +79,8 @@ void tfs_nlookup_free(struct tfs_nlookup *t)
 			while (e) {
 				struct nl_entry *next = e->next;
 
+				if (e->pin)
+					tfs_release(t->fs, e->pin);
 				free(e);
 				e = next;
 			}
@@ -126,6 +138,7 @@ void tfs_nlookup_get(struct tfs_nlookup *t, u64 ino, u64 n)
 
 		e->ino = ino;
 		e->n = n;
+		e->pin = NULL;
 		e->next = s->buckets[j];
 		s->buckets[j] = e;
 		s->nr++;
@@ -139,6 +152,7 @@ bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n)
 	u64 h = nl_hash(ino);
 	struct nl_shard *s = nl_shard(t, h);
 	struct nl_entry **p;
+	struct tfs_file *pin = NULL;
 	bool ok = false;
 
 	pthread_mutex_lock(&s->lock);
@@ -153,6 +167,7 @@ bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n)
 		e->n = ok ? e->n - n : 0;
 		if (!e->n) {
 			*p = e->next;
+			pin = e->pin;
 			free(e);
 			s->nr--;
 		}
@@ -160,7 +175,51 @@ bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n)
 	}
 out:
 	pthread_mutex_unlock(&s->lock);
+	/* Outside the lock: the release of an unlinked inode removes it. */
+	if (pin)
+		tfs_release(t->fs, pin);
 	return ok;
+}
+
+/* ino's entry (s locked), or NULL. */
+static struct nl_entry *nl_find(struct nl_shard *s, u64 h, u64 ino)
+{
+	if (!s->nr_buckets)
+		return NULL;
+	for (struct nl_entry *e = s->buckets[(h / NL_SHARDS) & (s->nr_buckets - 1)]; e; e = e->next)
+		if (e->ino == ino)
+			return e;
+	return NULL;
+}
+
+bool tfs_nlookup_wants_pin(struct tfs_nlookup *t, u64 ino)
+{
+	u64 h = nl_hash(ino);
+	struct nl_shard *s = nl_shard(t, h);
+	struct nl_entry *e;
+	bool ret;
+
+	pthread_mutex_lock(&s->lock);
+	e = nl_find(s, h, ino);
+	ret = e && !e->pin;
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+struct tfs_file *tfs_nlookup_pin(struct tfs_nlookup *t, u64 ino, struct tfs_file *f)
+{
+	u64 h = nl_hash(ino);
+	struct nl_shard *s = nl_shard(t, h);
+	struct nl_entry *e;
+
+	pthread_mutex_lock(&s->lock);
+	e = nl_find(s, h, ino);
+	if (e && !e->pin) {
+		e->pin = f;
+		f = NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return f;
 }
 
 void tfs_nlookup_totals(struct tfs_nlookup *t, u64 *inodes, u64 *lookups)

@@ -120,11 +120,24 @@ enum tfs_fuse_op {
 /* Kernel lookup counts per inode, sharded (see fuse/nlookup.c). */
 struct tfs_nlookup;
 
-struct tfs_nlookup *tfs_nlookup_alloc(void);
+/* fs: where the pins (below) are open. */
+struct tfs_nlookup *tfs_nlookup_alloc(struct tfs_fs *fs);
+/* Releases the pins left (before fs stops). */
 void tfs_nlookup_free(struct tfs_nlookup *t);
 void tfs_nlookup_get(struct tfs_nlookup *t, u64 ino, u64 n);
-/* Returns false when ino had fewer than n lookups (a kernel/daemon mismatch). */
+/*
+ * Returns false when ino had fewer than n lookups (a kernel/daemon mismatch).
+ * At zero the inode's pin, if any, is released.
+ */
 bool tfs_nlookup_put(struct tfs_nlookup *t, u64 ino, u64 n);
+/*
+ * Pins keep an inode whose last name goes while the kernel still counts
+ * lookups of it (see fuse/nlookup.c).  wants_pin: ino has lookups and no
+ * pin.  pin: f becomes ino's pin and NULL is returned, or f is returned
+ * (no lookups left, or pinned meanwhile) for the caller to release.
+ */
+bool tfs_nlookup_wants_pin(struct tfs_nlookup *t, u64 ino);
+struct tfs_file *tfs_nlookup_pin(struct tfs_nlookup *t, u64 ino, struct tfs_file *f);
 /* Inodes with a nonzero count, and the sum of counts. */
 void tfs_nlookup_totals(struct tfs_nlookup *t, u64 *inodes, u64 *lookups);
 
@@ -193,6 +206,8 @@ struct tfs_fuse_poll {
 
 void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p);
 
+#define TFS_FUSE_RDC_SLOTS 1024
+
 /* The daemon's state; the userdata of the session. */
 struct tfs_fuse {
 	struct tfs_fs *fs;
@@ -225,6 +240,18 @@ struct tfs_fuse {
 	_Atomic u64 bytes_read, bytes_written;
 	struct timespec started;
 	struct tfs_fuse_poll poll;
+
+	/*
+	 * The kernel's listing cache (cache_readdir): a change count per
+	 * directory (hashed: a collision only drops a cache), and per slot the
+	 * directory and count an opendir last let the kernel keep its cache
+	 * for (see op_opendir).
+	 */
+	_Atomic u64 dir_changes[TFS_FUSE_RDC_SLOTS];
+	pthread_mutex_t rdc_lock;
+	struct {
+		u64 ino, changes;
+	} rdc[TFS_FUSE_RDC_SLOTS];
 };
 
 /* The lowlevel operations table. */

@@ -1093,6 +1093,101 @@ static void t_unlink(void)
 		close(fd);
 }
 
+/*
+ * A name removed while a process still reaches the inode some other way than
+ * an open file (an O_PATH descriptor, a directory descriptor, the working
+ * directory): the inode lives on with nlink 0 until that goes, as on ext4.
+ * Through FUSE only the kernel's lookup count keeps it (a daemon that frees
+ * it at once answers ENOENT).  Attributes are asked of the filesystem
+ * (AT_STATX_FORCE_SYNC), and /proc/self/fd/N reopens the inode itself.
+ */
+static bool stat_fd_sync(int fd, struct statx *sx)
+{
+	memset(sx, 0, sizeof(*sx));
+	return !statx(fd, "", AT_EMPTY_PATH | AT_STATX_FORCE_SYNC, STATX_BASIC_STATS, sx);
+}
+
+static void t_unlink_held(void)
+{
+	struct statx sx;
+	char path[64], back[16];
+	int fd, fd2, cwd;
+
+	area("unlink");
+	/* an unlinked file held by an O_PATH descriptor */
+	fd = setup(put("held", 0644, "kept", 4), "held") ? open("held", O_PATH) : -1;
+	EXPECT("unlink a file held by O_PATH", ROOT, 0, OP_UNLINK, "held");
+	if (fd >= 0) {
+		check(stat_fd_sync(fd, &sx) && sx.stx_nlink == 0 && sx.stx_size == 4,
+		      "unlinked O_PATH file: statx nlink 0, size kept", "%m nlink %u",
+		      sx.stx_nlink);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		fd2 = open(path, O_RDONLY);
+		check(fd2 >= 0 && read(fd2, back, sizeof(back)) == 4 && !memcmp(back, "kept", 4),
+		      "unlinked O_PATH file: reopened through /proc, content kept", "%m");
+		if (fd2 >= 0)
+			close(fd2);
+		close(fd);
+	}
+	/* the old file of a rename that replaced it */
+	fd = setup(put("old", 0644, "old", 3) ?: put("new", 0644, "new", 3), "old new")
+		     ? open("old", O_PATH)
+		     : -1;
+	EXPECT("rename over a file held by O_PATH", ROOT, 0, OP_RENAME, "new", "old");
+	if (fd >= 0) {
+		check(stat_fd_sync(fd, &sx) && sx.stx_nlink == 0,
+		      "replaced O_PATH file: statx nlink 0", "%m nlink %u", sx.stx_nlink);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		fd2 = open(path, O_RDONLY);
+		check(fd2 >= 0 && read(fd2, back, sizeof(back)) == 3 && !memcmp(back, "old", 3),
+		      "replaced O_PATH file: reopened through /proc, old content", "%m");
+		if (fd2 >= 0)
+			close(fd2);
+		close(fd);
+	}
+	content_is("rename over a held file: the name has the new content", "old", "new");
+	/* a removed directory still open, and a removed working directory */
+	fd = setup(mkdir("rmd", 0755), "rmd") ? open("rmd", O_RDONLY | O_DIRECTORY) : -1;
+	EXPECT("rmdir an open directory", ROOT, 0, OP_RMDIR, "rmd");
+	if (fd >= 0) {
+		DIR *d;
+		struct dirent *e;
+		int n = 0;
+
+		check(stat_fd_sync(fd, &sx) && sx.stx_nlink == 0,
+		      "removed open directory: statx nlink 0", "%m nlink %u", sx.stx_nlink);
+		fd2 = dup(fd);
+		d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+		errno = 0;
+		while (d && (e = readdir(d)))
+			n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+		check(d && !errno && n == 0, "removed open directory: lists empty",
+		      "%m, %d entries", n);
+		if (d)
+			closedir(d);
+		errno = 0;
+		check(openat(fd, "x", O_CREAT | O_WRONLY, 0644) < 0 && errno == ENOENT,
+		      "removed open directory: create in it ENOENT", "%m");
+		close(fd);
+	}
+	cwd = open(".", O_RDONLY | O_DIRECTORY);
+	if (setup(cwd < 0 || mkdir("rmcwd", 0755) || chdir("rmcwd") ? -1 : 0, "rmcwd")) {
+		struct stat s;
+
+		check(!rmdir("../rmcwd"), "rmdir of the working directory", "%m");
+		check(!stat(".", &s) && s.st_nlink == 0 && S_ISDIR(s.st_mode),
+		      "removed working directory: stat . nlink 0", "%m nlink %lu",
+		      (unsigned long)s.st_nlink);
+		errno = 0;
+		check(mkdir("sub", 0755) < 0 && errno == ENOENT,
+		      "removed working directory: mkdir in it ENOENT", "%m");
+	}
+	if (cwd >= 0) {
+		check(!fchdir(cwd), "back from the removed working directory", "%m");
+		close(cwd);
+	}
+}
+
 static void t_link(void)
 {
 	struct stat pb, b, s;
@@ -2155,6 +2250,64 @@ static void seen_free(struct seen *s)
 		free(s->names[i]);
 	free(s->names);
 	free(s->count);
+}
+
+/*
+ * A listing resumed at a position saved by telldir() in an earlier listing
+ * (a new opendir, then seekdir) shows the directory as it is now: a name
+ * removed since is not returned (ext4: the next name still there is).
+ * Through FUSE with the kernel's listing cache, a new open that kept a
+ * cache filled before the removals served the removed names from it.
+ */
+static void t_readdir_seek_removed(void)
+{
+	enum {
+		N = 300
+	};
+	static long pos[N];
+	static bool gone_[N];
+	char name[32];
+	struct dirent *e;
+	DIR *d;
+	int stale = 0, listed = 0;
+
+	area("readdir");
+	if (!setup(mkdir("sk", 0755), "sk"))
+		return;
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof(name), "sk/e%03d", i);
+		if (!setup(put(name, 0644, NULL, 0), name))
+			return;
+	}
+	d = opendir("sk");
+	if (!setup(d ? 0 : -1, "opendir sk"))
+		return;
+	for (;;) {
+		long p = telldir(d);
+
+		if (!(e = readdir(d)))
+			break;
+		if (e->d_name[0] == 'e')
+			pos[atoi(e->d_name + 1)] = p;
+	}
+	closedir(d);
+	for (int i = 0; i < N; i += 2) {
+		snprintf(name, sizeof(name), "sk/e%03d", i);
+		gone_[i] = !unlink(name);
+	}
+	d = opendir("sk");
+	if (!setup(d ? 0 : -1, "opendir sk again"))
+		return;
+	for (int i = 0; i < N; i += 2) {
+		seekdir(d, pos[i]);
+		e = readdir(d);
+		listed += !!e;
+		if (e && e->d_name[0] == 'e' && gone_[atoi(e->d_name + 1)])
+			stale++;
+	}
+	closedir(d);
+	check(!stale, "seekdir to a removed name's place in a new listing: no removed name",
+	      "%d of %d resumed listings began with a removed name", stale, listed);
 }
 
 static void t_readdir(void)
@@ -3272,6 +3425,7 @@ static const struct {
 	{ "mkdir", t_mkdir },
 	{ "rmdir", t_rmdir },
 	{ "unlink", t_unlink },
+	{ "unlink", t_unlink_held },
 	{ "link", t_link },
 	{ "link", t_link_types },
 	{ "rename", t_rename },
@@ -3292,6 +3446,7 @@ static const struct {
 	{ "xattr", t_acl_sgid },
 	{ "statvfs", t_statvfs },
 	{ "readdir", t_readdir },
+	{ "readdir", t_readdir_seek_removed },
 	{ "names", t_names },
 	{ "misc", t_misc },
 	{ "timestamps", t_stamps },
