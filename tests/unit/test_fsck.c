@@ -715,7 +715,7 @@ static void test_degraded_repair(void **state)
 static void make_files(unsigned from, unsigned to)
 {
 	for (unsigned i = from; i < to; i++) {
-		char name[32];
+		char name[48];
 
 		snprintf(name, sizeof(name), "file-with-a-longish-name-%06u", i);
 		assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, NULL), 0);
