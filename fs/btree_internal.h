@@ -49,10 +49,14 @@ void tfs_btree_roots_fill_locked(struct tfs_fs *fs, struct tfs_journal_res *res,
 
 /* --- nodes (btree_node.c) --- */
 
-/* Words of an interior node's btree_ptr key (room for every replica). */
+/*
+ * Words of an interior node's btree_ptr key in memory: room for every
+ * replica (btree_ptr_replicas, not metadata_replicas: in a degraded open a
+ * node read back has pointers to the missing members too).
+ */
 static inline unsigned tfs_btree_ptr_key_u64s(const struct tfs_fs *fs)
 {
-	return TFS_BKEY_U64s + tfs_btree_ptr_val_bytes(fs->metadata_replicas) / 8;
+	return TFS_BKEY_U64s + tfs_btree_ptr_val_bytes(fs->btree_ptr_replicas) / 8;
 }
 
 /* Index of the first key >= pos (nr_keys when none). */

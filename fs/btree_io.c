@@ -201,6 +201,14 @@ int tfs_btree_node_validate(struct tfs_fs *fs, const struct tfs_btree_node *n,
 				   n->level);
 			return -TFS_ERR_btree_node_invalid;
 		}
+		/* No write makes more; in memory there is no room for more. */
+		if (n->level && ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->nr_ptrs >
+					fs->btree_ptr_replicas) {
+			prt_printf(err, "key %u: %u pointers, more than the %u metadata replicas",
+				   i, ((const struct tfs_btree_ptr *)tfs_bkey_val(k))->nr_ptrs,
+				   fs->btree_ptr_replicas);
+			return -TFS_ERR_btree_node_invalid;
+		}
 		if (i && tfs_bpos_cmp(pos, prev) <= 0) {
 			prt_printf(err, "key %u (", i);
 			tfs_bpos_to_text(err, pos);

@@ -404,7 +404,7 @@ static int verify_node(struct tfs_btree *b, struct tfs_bnode *n, u64 *nr_keys)
 			ret = 0;
 			if (k->type != TFS_BKEY_btree_ptr ||
 			    tfs_bkey_u64s(k) != tfs_btree_ptr_key_u64s(b->fs) ||
-			    ptr->nr_ptrs > b->fs->metadata_replicas ||
+			    ptr->nr_ptrs > b->fs->btree_ptr_replicas ||
 			    (!ptr->nr_ptrs && !n->child[i])) {
 				prt_str(&why, "bad pointer ");
 				tfs_bkey_to_text(&why, k);

@@ -143,7 +143,7 @@ static void bnode_ptr_key(struct tfs_fs *fs, struct tfs_bkey_buf *buf, const str
 {
 	const struct tfs_btree_loc *loc = c->writing ? &c->new_disk : &c->disk;
 	struct tfs_btree_ptr *p = tfs_bkey_init(buf, TFS_BKEY_btree_ptr, c->max_key,
-						tfs_btree_ptr_val_bytes(fs->metadata_replicas));
+						tfs_btree_ptr_val_bytes(fs->btree_ptr_replicas));
 
 	p->level = c->level;
 	p->nr_ptrs = (u8)loc->nr;

@@ -52,9 +52,11 @@ struct tfs_btree_loc {
  * offs: the child in memory, or NULL when it is only on disk (its btree_ptr
  * says where).
  *
- * An interior node's btree_ptr keys always have room for metadata_replicas
- * pointers (nr_ptrs says how many are set; 0 for a child never written),
- * so writing a node back never changes the size of its parent's keys.
+ * An interior node's btree_ptr keys always have room for btree_ptr_replicas
+ * pointers, the superblock's metadata replicas (nr_ptrs says how many are
+ * set; 0 for a child never written), so writing a node back never changes
+ * the size of its parent's keys, and a degraded open keeps the pointers to
+ * the missing members.
  */
 struct tfs_bnode {
 	/*

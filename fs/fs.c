@@ -193,8 +193,9 @@ static int fs_geometry(struct tfs_fs *fs)
 			fs->node_size, TFS_BTREE_NODE_SIZE_MIN, TFS_BTREE_NODE_SIZE_MAX);
 		return -TFS_ERR_invalid_sb_options;
 	}
-	fs->metadata_replicas = min_t(unsigned, sb->metadata_replicas ?: 1, present);
-	fs->metadata_replicas = min_t(unsigned, fs->metadata_replicas, TFS_BTREE_PTR_MAX_REPLICAS);
+	fs->btree_ptr_replicas =
+		min_t(unsigned, sb->metadata_replicas ?: 1, TFS_BTREE_PTR_MAX_REPLICAS);
+	fs->metadata_replicas = min_t(unsigned, fs->btree_ptr_replicas, present);
 	fs->metadata_replicas_required =
 		min_t(unsigned, sb->metadata_replicas_required ?: 1, fs->metadata_replicas);
 	fs->node_magic = tfs_btree_node_magic(fs->uuid);

@@ -39,6 +39,14 @@ struct tfs_fs {
 	u32 block_size;
 	u32 node_size; /* tfs_fs_node_size() of the superblock */
 	unsigned metadata_replicas, metadata_replicas_required;
+	/*
+	 * Pointers an interior node's btree_ptr key has room for in memory:
+	 * the superblock's metadata replicas, whichever members are present.
+	 * metadata_replicas is what new writes get (fewer in a degraded open),
+	 * but a node read back keeps every pointer it was written with, the
+	 * missing members' too.
+	 */
+	unsigned btree_ptr_replicas;
 	u64 node_magic;
 	bool read_only; /* opts.read_only: nothing is written, commits fail */
 

@@ -30,7 +30,7 @@
 #include "lib/printbuf.h"
 #include "tests/fuzz/fuzz.h"
 
-/* What validation reads of the filesystem: node size and magic. */
+/* What validation reads of the filesystem: node size, magic and pointers per key. */
 static struct tfs_fs *fuzz_fs(u32 node_size)
 {
 	static struct tfs_fs *fs;
@@ -42,6 +42,7 @@ static struct tfs_fs *fuzz_fs(u32 node_size)
 		memcpy(fs->uuid, fuzz_uuid, sizeof(fs->uuid));
 		fs->node_magic = tfs_btree_node_magic(fuzz_uuid);
 		fs->nr_devices = 1;
+		fs->btree_ptr_replicas = TFS_BTREE_PTR_MAX_REPLICAS;
 	}
 	fs->node_size = node_size;
 	return fs;

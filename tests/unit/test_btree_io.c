@@ -330,6 +330,66 @@ static void test_validate_mutations(void **state)
 	ft_cleanup(&t);
 }
 
+/*
+ * An interior node whose pointer has more locations than the filesystem's
+ * metadata replicas: in memory its key has room for that many only, so it
+ * is invalid (it was cut short: nr_ptrs past the key's end).
+ */
+static void test_validate_too_many_pointers(void **state)
+{
+	struct ft t;
+	struct ft_geometry g = { .nr_devs = 1, .size = 16 << 20, .bucket_size = 16 << 10 };
+	struct tfs_btree_node *n;
+	struct tfs_btree_node_expect e = {
+		.btree_id = TFS_BTREE_dirents,
+		.level = 1,
+		.min_key = TFS_POS_MIN,
+		.max_key = TFS_POS_MAX,
+		.seq = 77,
+		.check_ptr = true,
+	};
+	struct printbuf err = PRINTBUF;
+
+	assert_int_equal(ft_mkfs(&t, &g), 0);
+	assert_int_equal(ft_open(&t), 0);
+	assert_int_equal(t.fs->btree_ptr_replicas, 1);
+	n = tfs_bdev_alloc_buf(NULL, t.fs->node_size);
+	for (unsigned nr = 1; nr <= 2; nr++) {
+		struct tfs_bkey_buf buf;
+		struct tfs_btree_ptr *p = tfs_bkey_init(&buf, TFS_BKEY_btree_ptr, TFS_POS_MAX,
+							tfs_btree_ptr_val_bytes(nr));
+
+		p->level = 0;
+		p->nr_ptrs = (u8)nr;
+		p->seq = cpu_to_le64(5);
+		for (unsigned i = 0; i < nr; i++) {
+			p->ptrs[i].dev = cpu_to_le32(i);
+			p->ptrs[i].offset = cpu_to_le64((u64)(i + 4) * t.fs->node_size);
+		}
+		memset(n, 0, t.fs->node_size);
+		n->magic = cpu_to_le64(t.fs->node_magic);
+		n->seq = cpu_to_le64(77);
+		n->btree_id = TFS_BTREE_dirents;
+		n->level = 1;
+		n->version = cpu_to_le16(TFS_BTREE_NODE_VERSION);
+		n->nr_keys = cpu_to_le32(1);
+		n->u64s = cpu_to_le32(tfs_bkey_u64s(&buf.k));
+		n->max_inode = cpu_to_le64(UINT64_MAX);
+		n->max_offset = cpu_to_le64(UINT64_MAX);
+		memcpy(n->_data, &buf.k, tfs_bkey_bytes(&buf.k));
+		n->csum = cpu_to_le64(tfs_btree_node_csum(n));
+		e.csum = (u32)le64_to_cpu(n->csum);
+		if (nr == 1) /* the same node with one pointer is valid */
+			assert_int_equal(tfs_btree_node_validate(t.fs, n, &e, &err), 0);
+		else
+			expect_invalid(t.fs, n, &e,
+				       "key 0: 2 pointers, more than the 1 metadata replicas");
+	}
+	printbuf_exit(&err);
+	free(n);
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +398,7 @@ int main(void)
 		cmocka_unit_test(test_read_corrupt_replica),
 		cmocka_unit_test(test_open_corrupt_root),
 		cmocka_unit_test(test_validate_mutations),
+		cmocka_unit_test(test_validate_too_many_pointers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

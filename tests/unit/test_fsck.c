@@ -711,6 +711,80 @@ static void test_degraded_repair(void **state)
 	assert_int_equal(st[0].nlink, 1);
 }
 
+/* Files f<from>..f<to - 1> in the root directory (mknod: keys, no data). */
+static void make_files(unsigned from, unsigned to)
+{
+	for (unsigned i = from; i < to; i++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "file-with-a-longish-name-%06u", i);
+		assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, NULL), 0);
+	}
+}
+
+/*
+ * A degraded open of trees with interior nodes, written by the full set
+ * (two pointers each), after a crash (a journal to replay): the check is
+ * clean -- an interior key read from disk keeps both its pointers in
+ * memory, the missing member's too, where it once had room for the
+ * present members' only (fsck: "bad pointer"; a degraded write-back then
+ * wrote a second pointer 0:0, and the whole set no longer opened).  A
+ * degraded write-back, then the whole set, checks clean too.
+ */
+static void test_degraded_interior_after_crash(void **state)
+{
+	struct tfs_fsck_result res;
+	char crash[2][160];
+	unsigned n = 0;
+
+	/* Interior nodes in the inodes and dirents trees, on disk (a clean stop). */
+	while (n < 40000 && (T.fs->btrees[TFS_BTREE_inodes].root->level < 1 ||
+			     T.fs->btrees[TFS_BTREE_dirents].root->level < 1)) {
+		make_files(n, n + 500);
+		n += 500;
+	}
+	assert_true(T.fs->btrees[TFS_BTREE_inodes].root->level >= 1);
+	assert_true(T.fs->btrees[TFS_BTREE_dirents].root->level >= 1);
+	assert_int_equal(pt_reopen(&T), 0);
+
+	/* More, durable in the journal only: the images a crash would leave. */
+	make_files(n, n + 200);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(crash[i], sizeof(crash[i]), "%s/crash%u", T.dir, i);
+		pt_copy_file(T.path[i], crash[i]);
+	}
+	assert_int_equal(pt_stop(&T), 0);
+	for (unsigned i = 0; i < 2; i++) {
+		pt_copy_file(crash[i], T.path[i]);
+		unlink(crash[i]);
+	}
+
+	/* Member 1 missing: fsck -n, then a degraded write-back. */
+	T.opts.degraded = true;
+	pt_register_faultdevs(&T);
+	assert_int_equal(tfs_fs_open(T.paths, 1, &T.opts, &T.fs), 0);
+	assert_true(pt_ino(&T, 1, "file-with-a-longish-name-000000") != 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_null(strstr(captured, "bad pointer"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(res.missing_members, 1);
+	make_files(n + 200, n + 1200);
+	assert_int_equal(pt_stop(&T), 0);
+
+	/* Degraded again (the write-back's nodes read back), then the whole set. */
+	assert_int_equal(tfs_fs_open(T.paths, 1, &T.opts, &T.fs), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.degraded = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(res.missing_members, 0);
+	assert_true(pt_ino(&T, 1, "file-with-a-longish-name-000000") != 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -730,6 +804,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alloc_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accounting_wrong, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
+		cmocka_unit_test_setup_teardown(test_degraded_interior_after_crash, setup_two,
+						teardown),
 	};
 
 	return pt_run_tests(tests);
