@@ -153,6 +153,14 @@ struct tfs_ctx {
 	const u32 *groups;
 	unsigned nr_groups;
 	bool fsetid;
+	/*
+	 * Or, when set, asked instead of the three above, and only where they
+	 * decide (a file with S_ISGID whose group is not the caller's fsgid):
+	 * is the caller in group gid, or has it CAP_FSETID?  Asking may be
+	 * slow (the daemon reads /proc); it is called under the inode's lock.
+	 */
+	bool (*keeps_sgid)(void *arg, u32 gid);
+	void *keeps_sgid_arg;
 };
 
 int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st);

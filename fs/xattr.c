@@ -562,7 +562,11 @@ static int acl_perm(const void *value, size_t size, bool *extended)
  */
 static bool acl_kills_sgid(const struct tfs_ctx *ctx, const struct tfs_inode_mem *im)
 {
-	if (!ctx || ctx->fsetid || !(im->ui.mode & S_ISGID) || ctx->gid == im->ui.gid)
+	if (!ctx || !(im->ui.mode & S_ISGID) || ctx->gid == im->ui.gid)
+		return false;
+	if (ctx->keeps_sgid)
+		return !ctx->keeps_sgid(ctx->keeps_sgid_arg, im->ui.gid);
+	if (ctx->fsetid)
 		return false;
 	for (unsigned i = 0; i < ctx->nr_groups; i++)
 		if (ctx->groups[i] == im->ui.gid)

@@ -1272,28 +1272,33 @@ static bool caller_has_fsetid(const struct fuse_ctx *c)
 
 /*
  * What the kernel's in_group_or_capable() asks of the caller before an
- * access ACL may keep S_ISGID (posix_acl_update_mode()): its groups (the
- * fsgid is ctx->gid; the supplementary ones go in buf, or in *more, to
- * free, past 64) and CAP_FSETID.  fs/ compares them with the file's group
- * under the inode's lock.  libfuse 3.14 does not pass the kernel's answer
- * (FUSE_SETXATTR_EXT).
+ * access ACL may keep S_ISGID (posix_acl_update_mode()): is it in the
+ * file's group gid (its fsgid, checked by fs/, or a supplementary group),
+ * or has it CAP_FSETID?  libfuse 3.14 does not pass the kernel's answer
+ * (FUSE_SETXATTR_EXT), so this reads the caller's /proc entries: asked by
+ * fs/ under the inode's lock, and only for a file with S_ISGID outside the
+ * caller's fsgid (`cp -a` sets an ACL on every file it copies: two /proc
+ * reads each, 30-40 us, when asked every time).
  */
-static int ctx_groups(fuse_req_t req, struct tfs_ctx *ctx, u32 buf[64], u32 **more)
+static bool caller_keeps_sgid(void *arg, u32 gid)
 {
 	_Static_assert(sizeof(gid_t) == sizeof(u32), "gid_t is a u32");
-	int n = fuse_req_getgroups(req, 64, (gid_t *)buf);
+	fuse_req_t req = arg;
+	gid_t buf[64], *groups = buf;
+	int n = fuse_req_getgroups(req, 64, buf);
+	bool in = false;
 
-	*more = NULL;
 	if (n > 64) {
-		*more = malloc(sizeof(**more) * (size_t)n);
-		if (!*more)
-			return -ENOMEM;
-		n = min_t(int, n, fuse_req_getgroups(req, n, (gid_t *)*more));
+		groups = malloc(sizeof(*groups) * (size_t)n);
+		/* Out of memory: not known, as without /proc (then CAP_FSETID decides). */
+		n = groups ? min_t(int, n, fuse_req_getgroups(req, n, groups)) : 0;
 	}
-	ctx->groups = *more ?: buf;
-	ctx->nr_groups = n > 0 ? (unsigned)n : 0; /* < 0: not known (no /proc): none */
-	ctx->fsetid = caller_has_fsetid(fuse_req_ctx(req));
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (groups[i] == gid)
+			in = true;
+	if (groups != buf)
+		free(groups);
+	return in || caller_has_fsetid(fuse_req_ctx(req));
 }
 
 static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -1314,11 +1319,10 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 		tflags |= TFS_XATTR_REPLACE;
 	if (!strcmp(name, "system.posix_acl_access")) {
 		struct tfs_ctx ctx = ctx_of(req);
-		u32 groups[64], *more;
 
-		ret = ctx_groups(req, &ctx, groups, &more)
-			      ?: tfs_setxattr_as(tf->fs, &ctx, ino, name, value, size, tflags);
-		free(more);
+		ctx.keeps_sgid = caller_keeps_sgid;
+		ctx.keeps_sgid_arg = req;
+		ret = tfs_setxattr_as(tf->fs, &ctx, ino, name, value, size, tflags);
 	} else {
 		ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
 	}

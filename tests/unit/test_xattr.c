@@ -318,6 +318,62 @@ static void test_acl_kill_sgid(void **state)
 }
 
 /*
+ * A caller given as a keeps_sgid() callback (the daemon's, which reads
+ * /proc) is asked only where its groups decide: a file with S_ISGID whose
+ * group is not the caller's fsgid; and its answer decides there.
+ */
+struct keeps_sgid_ask {
+	unsigned asked;
+	u32 gid;
+	bool answer;
+};
+
+static bool keeps_sgid_cb(void *arg, u32 gid)
+{
+	struct keeps_sgid_ask *a = arg;
+
+	a->asked++;
+	a->gid = gid;
+	return a->answer;
+}
+
+static void test_acl_keeps_sgid_asked_lazily(void **state)
+{
+	u8 acl[64] = { 2, 0, 0, 0 };
+	struct keeps_sgid_ask ask = { 0 };
+	struct tfs_ctx caller = { .uid = 1000, .gid = 1000, .pid = 1 };
+	struct tfs_stat f;
+	const char *a = "system.posix_acl_access";
+	size_t n = acl_of(acl, 7, 0, 5, -1, 0);
+
+	caller.keeps_sgid = keeps_sgid_cb;
+	caller.keeps_sgid_arg = &ask;
+	assert_int_equal(pt_mknod(&T, 1, "lazy", S_IFREG | 0664, &f), 0);
+	/* no S_ISGID: not asked (`cp -a` on every file) */
+	assert_int_equal(tfs_setxattr_as(T.fs, &caller, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(ask.asked, 0);
+	assert_int_equal(perm_of(f.ino), 0750);
+	/* S_ISGID, the caller's fsgid is the file's group: not asked, kept */
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 1000), 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &caller, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(ask.asked, 0);
+	assert_int_equal(perm_of(f.ino), 02750);
+	/* another group: asked once, with the file's group; "no" clears it */
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 5), 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &caller, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(ask.asked, 1);
+	assert_int_equal(ask.gid, 5);
+	assert_int_equal(perm_of(f.ino), 0750);
+	/* "yes" (in the group, or CAP_FSETID) keeps it, the static fields aside */
+	ask.answer = true;
+	caller.fsetid = false;
+	assert_int_equal(chmod_chgrp(f.ino, 02770, 5), 0);
+	assert_int_equal(tfs_setxattr_as(T.fs, &caller, f.ino, a, acl, n, 0), 0);
+	assert_int_equal(ask.asked, 2);
+	assert_int_equal(perm_of(f.ino), 02750);
+}
+
+/*
  * A chown racing an access ACL: one thread sets the file to 02770 and
  * gives it, in turn, the outsider's group and another; the other sets the
  * ACL 0750 as the outsider and reads the mode back.  0750 bits with
@@ -764,6 +820,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acl_keeps_sgid_asked_lazily, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_kill_sgid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_sgid_chown_race, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_acl_sgid_power_cut, setup, teardown),
