@@ -147,16 +147,10 @@ struct tfs_ctx {
 	u32 umask;
 	bool posix_acl;
 	/*
-	 * tfs_setxattr_as() only: the caller's supplementary groups and
-	 * whether it has CAP_FSETID, which decide whether it keeps S_ISGID.
-	 */
-	const u32 *groups;
-	unsigned nr_groups;
-	bool fsetid;
-	/*
-	 * Or, when set, asked instead of the three above, and only where they
-	 * decide (a file with S_ISGID whose group is not the caller's fsgid):
-	 * is the caller in group gid, or has it CAP_FSETID?  Asking may be
+	 * tfs_setxattr_as() only, asked where the caller's groups decide
+	 * whether an access ACL keeps S_ISGID (a file with S_ISGID whose group
+	 * is not the caller's fsgid): is the caller in group gid, or has it
+	 * CAP_FSETID?  NULL: no other group, no CAP_FSETID.  Asking may be
 	 * slow (the daemon reads /proc); it is called under the inode's lock.
 	 */
 	bool (*keeps_sgid)(void *arg, u32 gid);

@@ -564,14 +564,7 @@ static bool acl_kills_sgid(const struct tfs_ctx *ctx, const struct tfs_inode_mem
 {
 	if (!ctx || !(im->ui.mode & S_ISGID) || ctx->gid == im->ui.gid)
 		return false;
-	if (ctx->keeps_sgid)
-		return !ctx->keeps_sgid(ctx->keeps_sgid_arg, im->ui.gid);
-	if (ctx->fsetid)
-		return false;
-	for (unsigned i = 0; i < ctx->nr_groups; i++)
-		if (ctx->groups[i] == im->ui.gid)
-			return false;
-	return true;
+	return !ctx->keeps_sgid || !ctx->keeps_sgid(ctx->keeps_sgid_arg, im->ui.gid);
 }
 
 int tfs_setxattr(struct tfs_fs *fs, tfs_ino_t ino, const char *name, const void *value, size_t size,

@@ -234,6 +234,23 @@ static size_t acl_of(u8 *acl, unsigned u, unsigned n, unsigned g, int m, unsigne
 
 static const struct tfs_ctx outsider = { .uid = 1000, .gid = 1000, .pid = 1 };
 
+/* A caller's supplementary groups and CAP_FSETID, for tfs_ctx.keeps_sgid(). */
+struct caller_groups {
+	const u32 *groups;
+	unsigned nr;
+	bool fsetid;
+};
+
+static bool caller_keeps_sgid(void *arg, u32 gid)
+{
+	const struct caller_groups *c = arg;
+
+	for (unsigned i = 0; i < c->nr; i++)
+		if (c->groups[i] == gid)
+			return true;
+	return c->fsetid;
+}
+
 /* chmod ino to mode and, when gid >= 0, chown it to that group: one setattr. */
 static int chmod_chgrp(tfs_ino_t ino, u32 mode, s64 gid)
 {
@@ -288,10 +305,17 @@ static void test_acl_kill_sgid(void **state)
 
 	/* in the group (its gid, a supplementary group) or CAP_FSETID: kept */
 	static const u32 sup[] = { 7, 0 };
+	struct caller_groups in_sup = { sup, 2 }, fsetid = { .fsetid = true }, other = { sup, 1 };
 	const struct tfs_ctx keepers[] = {
 		{ .uid = 1000, .gid = 0 },
-		{ .uid = 1000, .gid = 1000, .groups = sup, .nr_groups = 2 },
-		{ .uid = 1000, .gid = 1000, .fsetid = true },
+		{ .uid = 1000,
+		  .gid = 1000,
+		  .keeps_sgid = caller_keeps_sgid,
+		  .keeps_sgid_arg = &in_sup },
+		{ .uid = 1000,
+		  .gid = 1000,
+		  .keeps_sgid = caller_keeps_sgid,
+		  .keeps_sgid_arg = &fsetid },
 	};
 
 	for (unsigned i = 0; i < ARRAY_SIZE(keepers); i++) {
@@ -300,12 +324,13 @@ static void test_acl_kill_sgid(void **state)
 		assert_int_equal(perm_of(f.ino), 02750);
 	}
 	/* a supplementary group other than the file's: cleared */
-	assert_int_equal(
-		tfs_setxattr_as(T.fs,
-				&(struct tfs_ctx){
-					.uid = 1000, .gid = 1000, .groups = sup, .nr_groups = 1 },
-				f.ino, a, acl, n, 0),
-		0);
+	assert_int_equal(tfs_setxattr_as(T.fs,
+					 &(struct tfs_ctx){ .uid = 1000,
+							    .gid = 1000,
+							    .keeps_sgid = caller_keeps_sgid,
+							    .keeps_sgid_arg = &other },
+					 f.ino, a, acl, n, 0),
+			 0);
 	assert_int_equal(perm_of(f.ino), 0750);
 
 	/* The file's group when the ACL goes in decides: a chown in between counts. */
@@ -364,9 +389,8 @@ static void test_acl_keeps_sgid_asked_lazily(void **state)
 	assert_int_equal(ask.asked, 1);
 	assert_int_equal(ask.gid, 5);
 	assert_int_equal(perm_of(f.ino), 0750);
-	/* "yes" (in the group, or CAP_FSETID) keeps it, the static fields aside */
+	/* "yes" (in the group, or CAP_FSETID) keeps it */
 	ask.answer = true;
-	caller.fsetid = false;
 	assert_int_equal(chmod_chgrp(f.ino, 02770, 5), 0);
 	assert_int_equal(tfs_setxattr_as(T.fs, &caller, f.ino, a, acl, n, 0), 0);
 	assert_int_equal(ask.asked, 2);
