@@ -192,15 +192,18 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 
 	if ((buf->flags & FUSE_BUF_IS_FD) || buf->size < sizeof(*in))
 		return false;
-	/* An inode with writes behind: getattr, setattr, ... may wait for them. */
-	if (l->busy && in->opcode != FUSE_FORGET && in->opcode != FUSE_BATCH_FORGET &&
-	    l->busy(l->arg, in->nodeid))
-		return false;
 	switch (in->opcode) {
+	case FUSE_GETATTR:
+	case FUSE_OPEN:
+		/*
+		 * These wait for the inode's writes behind (st_blocks, O_TRUNC).
+		 * Others on such an inode (a chown, an ACL, its times: a tree
+		 * copy's) do not: at most they wait for the short commit.
+		 */
+		return !l->busy || !l->busy(l->arg, in->nodeid);
 	case FUSE_LOOKUP:
 	case FUSE_FORGET:
 	case FUSE_BATCH_FORGET:
-	case FUSE_GETATTR:
 	case FUSE_READLINK:
 	case FUSE_MKNOD:
 	case FUSE_MKDIR:
@@ -211,7 +214,6 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 	case FUSE_RENAME2:
 	case FUSE_LINK:
 	case FUSE_CREATE:
-	case FUSE_OPEN:
 	case FUSE_RELEASE:
 	case FUSE_FLUSH:
 	case FUSE_OPENDIR:
@@ -220,6 +222,8 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 	case FUSE_RELEASEDIR:
 	case FUSE_GETXATTR:
 	case FUSE_LISTXATTR:
+	case FUSE_SETXATTR:
+	case FUSE_REMOVEXATTR:
 	case FUSE_ACCESS:
 	case FUSE_STATFS:
 	case FUSE_INTERRUPT:
@@ -229,7 +233,9 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 		const struct fuse_write_in *w = (const void *)(in + 1);
 
 		return buf->size >= sizeof(*in) + sizeof(*w) &&
-		       (w->write_flags & FUSE_WRITE_CACHE) && tfs_wbehind_fits(w->offset, w->size);
+		       (w->write_flags & FUSE_WRITE_CACHE) &&
+		       tfs_wbehind_fits(w->offset, w->size) &&
+		       (!l->busy || !l->busy(l->arg, in->nodeid));
 	}
 	case FUSE_SETATTR: {
 		/* A size change frees or zeroes data: handed off. */
@@ -329,6 +335,7 @@ static void *loop_thread(void *p)
 		}
 		if (!served_inline(l, &buf)) {
 			atomic_fetch_add(&l->handed_off, 1);
+			atomic_fetch_add(&l->poll->handed_off, 1);
 			loop_hand_off(l);
 			leader = false;
 			fuse_session_process_buf(l->se, &buf);
@@ -347,6 +354,8 @@ static void *loop_thread(void *p)
 
 void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p)
 {
+	prt_printf(out, "requests handed to a follower:\t%llu\n",
+		   (unsigned long long)atomic_load(&p->handed_off));
 	prt_printf(out, "poll of /dev/fuse:\t");
 	if (!p->max_us) {
 		prt_printf(out, "off\n");
