@@ -74,11 +74,12 @@ struct loop {
 	pthread_cond_t ended;	     /* threads reached 0 */
 	int fd;			     /* the session's, non-blocking when polling */
 	struct tfs_fuse_poll *poll;  /* settings and counters */
-	u64 budget_ns;		     /* how long the reader polls now (only it uses it) */
+	_Atomic u64 budget_ns;	     /* how long the reader polls now (only it changes it) */
 	_Atomic unsigned handed_off; /* requests handed off, not yet answered */
+	_Atomic bool leader_asleep;  /* the reader sleeps in poll(2) */
 	int psi_fd;		     /* /proc/pressure/cpu, or -1 */
-	u64 psi_at, psi_total;	     /* when read, its "some" total then (us) */
-	bool psi_free;		     /* no thread waited for a CPU then */
+	u64 psi_at, psi_total;	     /* when read, its "some" total then (us); the reader's */
+	_Atomic bool psi_free;	     /* no thread waited for a CPU then */
 };
 
 /* Where the budget starts growing from (as haltpoll's grow_start). */
@@ -167,7 +168,9 @@ static bool poll_again(struct loop *l, u64 *since)
 	atomic_fetch_add(&l->poll->sleeps, 1);
 	*since = 0;
 	/* An error or a hang-up shows in the next read (ENODEV: unmounted). */
+	atomic_store(&l->leader_asleep, true);
 	poll(&pfd, 1, -1);
+	atomic_store(&l->leader_asleep, false);
 	slept = mono_ns() - now;
 	if (busy)
 		return false; /* the budget did not run out: nothing learnt */
@@ -249,6 +252,50 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 }
 
 static void *loop_thread(void *p);
+
+/*
+ * A follower has answered a handed-off request and none is left, while the
+ * reader sleeps in poll(2) (it does not poll while such a request is
+ * served, see poll_again()).  The caller of that request, answered now, is
+ * likely to send its next one at once (a write then its fsync's setattr, a
+ * read then the next read), and it would wake the reader through a halted
+ * CPU.  So this thread, awake and hot, polls for it instead, for the
+ * reader's budget, and serves what it reads; the reader, woken too by the
+ * request, finds nothing and polls in turn.  Serving here needs no reading
+ * role: a request that may wait is served by this thread as a follower's.
+ */
+static void copoll(struct loop *l, struct fuse_buf *buf)
+{
+	u64 start = mono_ns(), now = start;
+	int ret;
+
+	if (!atomic_load(&l->psi_free)) {
+		atomic_fetch_add(&l->poll->contended, 1);
+		return;
+	}
+	while (now - start < atomic_load(&l->budget_ns) && atomic_load(&l->leader_asleep) &&
+	       !fuse_session_exited(l->se)) {
+		ret = fuse_session_receive_buf(l->se, buf);
+		if (ret > 0) {
+			bool inline_ok = served_inline(l, buf);
+
+			atomic_fetch_add(&l->poll->poll_ns, mono_ns() - start);
+			atomic_fetch_add(&l->poll->hits, 1);
+			atomic_fetch_add(&l->poll->copoll_hits, 1);
+			if (!inline_ok)
+				atomic_fetch_add(&l->handed_off, 1);
+			fuse_session_process_buf(l->se, buf);
+			if (!inline_ok)
+				atomic_fetch_sub(&l->handed_off, 1);
+			start = now = mono_ns();
+			continue;
+		}
+		if (ret != -EAGAIN && ret != -EINTR)
+			break; /* the end of the session: the reader sees it too */
+		sched_yield();
+		now = mono_ns();
+	}
+}
 
 /* Under l->lock: start a thread if none waits and fewer than max run. */
 static void loop_spawn_locked(struct loop *l)
@@ -339,7 +386,8 @@ static void *loop_thread(void *p)
 			loop_hand_off(l);
 			leader = false;
 			fuse_session_process_buf(l->se, &buf);
-			atomic_fetch_sub(&l->handed_off, 1);
+			if (atomic_fetch_sub(&l->handed_off, 1) == 1 && l->poll->max_us)
+				copoll(l, &buf);
 			continue;
 		}
 		fuse_session_process_buf(l->se, &buf);
@@ -363,9 +411,10 @@ void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p)
 	}
 	prt_printf(
 		out,
-		"%llu requests found polling, %llu sleeps (%llu with the CPUs busy), %llu ms polled "
-		"(max %u us)\n",
+		"%llu requests found polling (%llu by a follower), %llu sleeps (%llu with the CPUs "
+		"busy), %llu ms polled (max %u us)\n",
 		(unsigned long long)atomic_load(&p->hits),
+		(unsigned long long)atomic_load(&p->copoll_hits),
 		(unsigned long long)atomic_load(&p->sleeps),
 		(unsigned long long)atomic_load(&p->contended),
 		(unsigned long long)(atomic_load(&p->poll_ns) / 1000000), p->max_us);

@@ -40,6 +40,29 @@ busy=$(echo "$line" | sed -n 's/.*(\([0-9]*\) with the CPUs busy).*/\1/p')
 	fail "no request found polling, and no poll declined: '$line'"
 echo "# $line"
 echo "$line" | grep -q '(max 200 us)$' || fail "default poll_us not 200: '$line'"
+
+# Reads of data not in the page cache are handed to a follower, and the
+# reader sleeps meanwhile; the follower, once it has answered, polls for the
+# caller's next read itself ("N by a follower").
+if [ "$(id -u)" = 0 ]; then
+	head -c 4M /dev/urandom >"$mnt/r"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	python3 - "$mnt/r" <<'PY' || fail "reads"
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+for i in range(300):
+    os.pread(fd, 4096, (i * 7919 % 1024) * 4096)
+PY
+	line=$(poll_line)
+	by_follower=$(echo "$line" | sed -n 's/.*(\([0-9]*\) by a follower).*/\1/p')
+	busy_reads=$(($(echo "$line" | sed -n 's/.*(\([0-9]*\) with the CPUs busy).*/\1/p') - busy))
+	# (A loaded machine: most of the 300 followers' polls were declined.)
+	[ "${by_follower:-0}" -gt 0 ] 2>/dev/null || [ "$busy_reads" -gt 150 ] 2>/dev/null ||
+		fail "no read found polling by a follower, and no poll declined: '$line'"
+	echo "# after the reads: $line"
+fi
 tfs_umount "$mnt" || finish
 
 mount_or_finish "poll_us=0" -o "log=$tmp/daemon.log,poll_us=0" "$img" "$mnt"
