@@ -281,6 +281,12 @@ tfs_ino_t tfs_file_ino(const struct tfs_file *f);
  * equal answers mean no change in between (a counter, not a size).
  */
 u64 tfs_file_blocks_changes(const struct tfs_file *f);
+/*
+ * The file's size now, if it can be read without waiting: false when a
+ * writer holds the inode's lock (or the inode is not loaded).  A hint: it
+ * may change as soon as it is returned.
+ */
+bool tfs_file_size_now(struct tfs_file *f, u64 *size);
 
 /* Reads up to len bytes at off (holes read as zeros); returns bytes read (0 at EOF). */
 ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u64 off);

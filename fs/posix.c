@@ -225,6 +225,21 @@ u64 tfs_file_blocks_changes(const struct tfs_file *f)
 	return __atomic_load_n(&f->im->blocks_changes, __ATOMIC_ACQUIRE);
 }
 
+bool tfs_file_size_now(struct tfs_file *f, u64 *size)
+{
+	struct tfs_inode_mem *im = f->im;
+	bool ok;
+
+	/* Never waits: a writer may hold the lock across a device write. */
+	if (pthread_rwlock_tryrdlock(&im->lock))
+		return false;
+	ok = im->loaded && !im->deleted;
+	if (ok)
+		*size = im->ui.size;
+	pthread_rwlock_unlock(&im->lock);
+	return ok;
+}
+
 /* Makes f an open file of im (locked, referenced: the reference becomes f's). */
 static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
 {

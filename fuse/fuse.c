@@ -1650,3 +1650,11 @@ bool tfs_fuse_ino_busy(void *tf, u64 ino)
 {
 	return tfs_wbehind_busy(((struct tfs_fuse *)tf)->wbehind, ino);
 }
+
+bool tfs_fuse_write_queues(void *tf, u64 fh, u64 off, u32 len)
+{
+	struct tfs_fuse_file *ff = (struct tfs_fuse_file *)(uintptr_t)fh;
+
+	/* fh is the kernel's open file of a write-back request: open until its reply. */
+	return ff && tfs_wbehind_fits_file(((struct tfs_fuse *)tf)->wbehind, ff->f, off, len);
+}

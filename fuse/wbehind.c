@@ -76,6 +76,7 @@ struct tfs_wbehind {
 	struct wb_inode *hash[WB_HASH];
 	struct wb_queue q[WB_QUEUES];
 	u64 bytes, max_bytes;
+	u32 block_size; /* the filesystem's (0: appends are not queued) */
 	bool stopping;
 	u64 space_checked_ns;
 	bool space_ok;
@@ -178,6 +179,12 @@ struct tfs_wbehind *tfs_wbehind_start(struct tfs_fs *fs, _Atomic u64 *eio_count,
 	wb->fs = fs;
 	wb->eio_count = eio_count;
 	wb->max_bytes = max_bytes;
+	{
+		struct statvfs st;
+
+		if (!tfs_statfs(fs, &st) && st.f_frsize && !(st.f_frsize & (st.f_frsize - 1)))
+			wb->block_size = (u32)st.f_frsize;
+	}
 	pthread_mutex_init(&wb->lock, NULL);
 	pthread_cond_init(&wb->done, NULL);
 	/* The threads take no signal (mount.c's signal thread does). */
@@ -266,13 +273,25 @@ static int wb_queue_locked(struct tfs_wbehind *wb, struct wb_job *j)
 	return 0;
 }
 
+bool tfs_wbehind_fits_file(struct tfs_wbehind *wb, struct tfs_file *f, u64 off, size_t len)
+{
+	u64 size = 0;
+
+	if (!wb || !wb->max_bytes || len > TFS_WBEHIND_MAX_WRITE)
+		return false;
+	/* The size only matters off 0; unknown (a writer has the inode): not queued. */
+	if (off && !tfs_file_size_now(f, &size))
+		return false;
+	return tfs_wbehind_fits(off, len, size, wb->block_size);
+}
+
 bool tfs_wbehind_write(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, const void *data,
 		       size_t len, u64 off)
 {
 	struct wb_job *j;
 	bool queued = false;
 
-	if (!wb || !tfs_wbehind_fits(off, len) || !wb->max_bytes)
+	if (!tfs_wbehind_fits_file(wb, f, off, len))
 		return false;
 	j = calloc(1, sizeof(*j));
 	if (!j)
