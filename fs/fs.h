@@ -329,6 +329,13 @@ ssize_t tfs_write_flags(struct tfs_fs *fs, struct tfs_file *f, const void *buf, 
  * that is already durable.
  */
 int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync);
+/*
+ * Starts what tfs_fsync(f, datasync) will wait for (the journal's flush entry
+ * up to the inode's last change), without waiting: for a thread whose write an fsync
+ * of f in another thread waits for (fuse/wbehind.c), so the journal write
+ * goes out at once instead of after that thread's wakeup.  Best effort.
+ */
+void tfs_fsync_start(struct tfs_fs *fs, struct tfs_file *f, bool datasync);
 /* fsync of a directory by inode number (no error sequence). */
 int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync);
 /* Everything durable; the filesystem-wide error sequence as for fsync. */

@@ -386,6 +386,17 @@ int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
 	return jret ?: wb;
 }
 
+void tfs_fsync_start(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
+{
+	struct tfs_journal *j = tfs_posix_journal(fs);
+	/* The seq tfs_fsync() will ask for: the flush it joins is this one. */
+	u64 seq = __atomic_load_n(datasync ? &f->im->last_data_seq : &f->im->last_seq,
+				  __ATOMIC_ACQUIRE);
+
+	if (seq && j && !tfs_posix_fsync_noop(fs) && tfs_journal_flushed_seq_ondisk(j) < seq)
+		tfs_journal_flush_seq_start(j, seq);
+}
+
 int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync)
 {
 	struct tfs_inode_mem *im;

@@ -878,7 +878,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	count_timed(tf, TFS_FUSE_OP_fsync);
 	/* The queued writes first: then tfs_fsync() makes them durable. */
-	werr = tfs_wbehind_wait(tf->wbehind, ino, true);
+	werr = tfs_wbehind_wait_fsync(tf->wbehind, ino, datasync);
 	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync) ?: werr;
 	/*
 	 * The kernel's cached attributes predate the write-back (st_blocks

@@ -205,6 +205,12 @@ bool tfs_wbehind_release(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, vo
  * (once) a failure of one of them other than EIO (fs/ keeps EIO for fsync).
  */
 int tfs_wbehind_wait(struct tfs_wbehind *wb, u64 ino, bool take_error);
+/*
+ * tfs_wbehind_wait(wb, ino, true) for an fsync (datasync: fdatasync) of ino:
+ * the thread that finishes ino's last queued write then starts the journal
+ * flush the fsync waits for (tfs_fsync_start()) before waking it.
+ */
+int tfs_wbehind_wait_fsync(struct tfs_wbehind *wb, u64 ino, bool datasync);
 /* Are writes of ino queued or running (a request on it would wait)? */
 bool tfs_wbehind_busy(struct tfs_wbehind *wb, u64 ino);
 void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);

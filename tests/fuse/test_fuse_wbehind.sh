@@ -105,6 +105,10 @@ pid=$(daemon_pid "$mnt")
 appends "$mnt/log" start || fail "appends"
 queued=$(queued_of "$mnt")
 [ "${queued:-0}" -ge 40 ] || fail "appends were not written behind: ${queued:-?} queued, want 40 or more"
+# Each fsync came while its append was held: the write-behind thread started
+# its journal flush (tfs_fsync_start()) before waking it.
+started=$("$tinyfs" stats "$mnt" fuse | sed -n 's/^write-behind:.* \([0-9]*\) fsync flushes started$/\1/p')
+[ "${started:-0}" -ge 30 ] || fail "fsync flushes started by write-behind: ${started:-?}, want 30 or more"
 kill -9 "$pid"
 wait_gone "$pid"
 umount "$mnt" 2>/dev/null || umount -l "$mnt"
