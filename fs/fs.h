@@ -281,6 +281,12 @@ tfs_ino_t tfs_file_ino(const struct tfs_file *f);
  * equal answers mean no change in between (a counter, not a size).
  */
 u64 tfs_file_blocks_changes(const struct tfs_file *f);
+/*
+ * The file's size now, if it can be read without waiting: false when a
+ * writer holds the inode's lock (or the inode is not loaded).  A hint: it
+ * may change as soon as it is returned.
+ */
+bool tfs_file_size_now(struct tfs_file *f, u64 *size);
 
 /* Reads up to len bytes at off (holes read as zeros); returns bytes read (0 at EOF). */
 ssize_t tfs_read(struct tfs_fs *fs, struct tfs_file *f, void *buf, size_t len, u64 off);
@@ -323,6 +329,13 @@ ssize_t tfs_write_flags(struct tfs_fs *fs, struct tfs_file *f, const void *buf, 
  * that is already durable.
  */
 int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync);
+/*
+ * Starts what tfs_fsync(f, datasync) will wait for (the journal's flush entry
+ * up to the inode's last change), without waiting: for a thread whose write an fsync
+ * of f in another thread waits for (fuse/wbehind.c), so the journal write
+ * goes out at once instead of after that thread's wakeup.  Best effort.
+ */
+void tfs_fsync_start(struct tfs_fs *fs, struct tfs_file *f, bool datasync);
 /* fsync of a directory by inode number (no error sequence). */
 int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync);
 /* Everything durable; the filesystem-wide error sequence as for fsync. */

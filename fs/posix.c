@@ -225,6 +225,21 @@ u64 tfs_file_blocks_changes(const struct tfs_file *f)
 	return __atomic_load_n(&f->im->blocks_changes, __ATOMIC_ACQUIRE);
 }
 
+bool tfs_file_size_now(struct tfs_file *f, u64 *size)
+{
+	struct tfs_inode_mem *im = f->im;
+	bool ok;
+
+	/* Never waits: a writer may hold the lock across a device write. */
+	if (pthread_rwlock_tryrdlock(&im->lock))
+		return false;
+	ok = im->loaded && !im->deleted;
+	if (ok)
+		*size = im->ui.size;
+	pthread_rwlock_unlock(&im->lock);
+	return ok;
+}
+
 /* Makes f an open file of im (locked, referenced: the reference becomes f's). */
 static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
 {
@@ -369,6 +384,17 @@ int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
 	wb = tfs_errseq_check_and_advance(&im->wb_err, &f->wb_err_since);
 	jret = flush_to(fs, seq);
 	return jret ?: wb;
+}
+
+void tfs_fsync_start(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
+{
+	struct tfs_journal *j = tfs_posix_journal(fs);
+	/* The seq tfs_fsync() will ask for: the flush it joins is this one. */
+	u64 seq = __atomic_load_n(datasync ? &f->im->last_data_seq : &f->im->last_seq,
+				  __ATOMIC_ACQUIRE);
+
+	if (seq && j && !tfs_posix_fsync_noop(fs) && tfs_journal_flushed_seq_ondisk(j) < seq)
+		tfs_journal_flush_seq_start(j, seq);
 }
 
 int tfs_fsyncdir(struct tfs_fs *fs, tfs_ino_t dir, bool datasync)

@@ -878,7 +878,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	count_timed(tf, TFS_FUSE_OP_fsync);
 	/* The queued writes first: then tfs_fsync() makes them durable. */
-	werr = tfs_wbehind_wait(tf->wbehind, ino, true);
+	werr = tfs_wbehind_wait_fsync(tf->wbehind, ino, datasync);
 	ret = tfs_fsync(tf->fs, ff_of(fi)->f, datasync) ?: werr;
 	/*
 	 * The kernel's cached attributes predate the write-back (st_blocks
@@ -1649,4 +1649,12 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 bool tfs_fuse_ino_busy(void *tf, u64 ino)
 {
 	return tfs_wbehind_busy(((struct tfs_fuse *)tf)->wbehind, ino);
+}
+
+bool tfs_fuse_write_queues(void *tf, u64 fh, u64 off, u32 len)
+{
+	struct tfs_fuse_file *ff = (struct tfs_fuse_file *)(uintptr_t)fh;
+
+	/* fh is the kernel's open file of a write-back request: open until its reply. */
+	return ff && tfs_wbehind_fits_file(((struct tfs_fuse *)tf)->wbehind, ff->f, off, len);
 }

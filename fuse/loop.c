@@ -70,6 +70,7 @@ struct loop {
 	unsigned max;	  /* at most this many threads */
 	int error;	  /* the first failure of a read, negative errno */
 	bool (*busy)(void *arg, u64 ino);
+	bool (*queues)(void *arg, u64 fh, u64 off, u32 len); /* a write goes behind */
 	void *arg;
 	pthread_cond_t ended;	     /* threads reached 0 */
 	int fd;			     /* the session's, non-blocking when polling */
@@ -236,8 +237,8 @@ static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 		const struct fuse_write_in *w = (const void *)(in + 1);
 
 		return buf->size >= sizeof(*in) + sizeof(*w) &&
-		       (w->write_flags & FUSE_WRITE_CACHE) &&
-		       tfs_wbehind_fits(w->offset, w->size) &&
+		       (w->write_flags & FUSE_WRITE_CACHE) && l->queues &&
+		       l->queues(l->arg, w->fh, w->offset, w->size) &&
 		       (!l->busy || !l->busy(l->arg, in->nodeid));
 	}
 	case FUSE_SETATTR: {
@@ -421,11 +422,13 @@ void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p)
 }
 
 int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
-		  void *arg, struct tfs_fuse_poll *poll)
+		  bool (*queues)(void *arg, u64 fh, u64 off, u32 len), void *arg,
+		  struct tfs_fuse_poll *poll)
 {
 	struct loop l = {
 		.se = se,
 		.busy = busy,
+		.queues = queues,
 		.arg = arg,
 		.lock = PTHREAD_MUTEX_INITIALIZER,
 		.cond = PTHREAD_COND_INITIALIZER,

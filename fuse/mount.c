@@ -528,9 +528,9 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 		fuse_loop_cfg_set_clone_fd(cfg, o->clone_fd);
 		fuse_loop_cfg_set_max_threads(cfg, o->max_threads);
 		fuse_loop_cfg_set_idle_threads(cfg, o->max_idle_threads);
-		ret = o->libfuse_loop
-			      ? fuse_session_loop_mt(se, cfg)
-			      : tfs_fuse_loop(se, o->max_threads, tfs_fuse_ino_busy, &tf, &tf.poll);
+		ret = o->libfuse_loop ? fuse_session_loop_mt(se, cfg)
+				      : tfs_fuse_loop(se, o->max_threads, tfs_fuse_ino_busy,
+						      tfs_fuse_write_queues, &tf, &tf.poll);
 		fuse_loop_cfg_destroy(cfg);
 	}
 	status = ret ? 1 : 0;

@@ -155,14 +155,31 @@ struct tfs_wbehind;
 
 /*
  * Which writes are queued: a small file's data, which the kernel writes
- * back in one request from offset 0 (a tree copy, an untar).  Writes
- * elsewhere (random writes, appends) stay synchronous: the kernel sends a
- * file's dirty pages in parallel and they reach the device in parallel,
- * which one queue per inode would serialize.
+ * back in one request from offset 0 (a tree copy, an untar); and an append,
+ * the write-back of the file's last block (off within it, or at EOF) that
+ * extends the file (a log's write + fsync: the reply no longer waits for the
+ * device, whose write runs while the kernel sends its setattr, and fsync
+ * waits for it).  Writes elsewhere (random writes, the body of a sequential
+ * write-back) stay synchronous: the kernel sends a file's dirty pages in
+ * parallel and they reach the device in parallel, which one queue per inode
+ * would serialize.  At most one request of a write-back pass starts in the
+ * last block and ends past EOF, so appends serialize nothing but themselves,
+ * which the kernel sends one after another anyway (a page's next write after
+ * its previous one's reply).  size: the file's size now (fs/'s), block_size
+ * 0: appends are not queued.
  */
-static inline bool tfs_wbehind_fits(u64 off, size_t len)
+static inline bool tfs_wbehind_fits(u64 off, size_t len, u64 size, u32 block_size)
 {
-	return !off && len <= TFS_WBEHIND_MAX_WRITE;
+	if (len > TFS_WBEHIND_MAX_WRITE)
+		return false;
+	if (!off)
+		return true;
+	/* The last block starts here (the next one when size is a multiple). */
+	u64 last = size & ~((u64)block_size - 1);
+
+	if (last == size && size)
+		last -= block_size;
+	return block_size && off >= last && off <= size && off + len > size;
 }
 
 /* Starts the threads; NULL without memory (then nothing is queued). */
@@ -176,6 +193,8 @@ void tfs_wbehind_stop(struct tfs_wbehind *wb);
  */
 bool tfs_wbehind_write(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, const void *data,
 		       size_t len, u64 off);
+/* Would tfs_wbehind_write() take this write of f (its size now), queue room aside? */
+bool tfs_wbehind_fits_file(struct tfs_wbehind *wb, struct tfs_file *f, u64 off, size_t len);
 /*
  * A release of f while writes of ino are queued: queued after them (then
  * tfs_release(f) and free(ff) run there) and true; false: release it now.
@@ -186,6 +205,12 @@ bool tfs_wbehind_release(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, vo
  * (once) a failure of one of them other than EIO (fs/ keeps EIO for fsync).
  */
 int tfs_wbehind_wait(struct tfs_wbehind *wb, u64 ino, bool take_error);
+/*
+ * tfs_wbehind_wait(wb, ino, true) for an fsync (datasync: fdatasync) of ino:
+ * the thread that finishes ino's last queued write then starts the journal
+ * flush the fsync waits for (tfs_fsync_start()) before waking it.
+ */
+int tfs_wbehind_wait_fsync(struct tfs_wbehind *wb, u64 ino, bool datasync);
 /* Are writes of ino queued or running (a request on it would wait)? */
 bool tfs_wbehind_busy(struct tfs_wbehind *wb, u64 ino);
 void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);
@@ -278,9 +303,15 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
  * negative errno of a failed read.  Threads start with every signal blocked.
  */
 int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
-		  void *arg, struct tfs_fuse_poll *poll);
+		  bool (*queues)(void *arg, u64 fh, u64 off, u32 len), void *arg,
+		  struct tfs_fuse_poll *poll);
 /* For tfs_fuse_loop(): tf (a struct tfs_fuse) has writes of ino behind. */
 bool tfs_fuse_ino_busy(void *tf, u64 ino);
+/*
+ * For tfs_fuse_loop(): would tf write the kernel's write-back of len bytes
+ * at off of the open file fh behind (answered without waiting)?
+ */
+bool tfs_fuse_write_queues(void *tf, u64 fh, u64 off, u32 len);
 
 /* --- the control channel (fuse/ctl.c, fuse/ctl_path.c) --- */
 

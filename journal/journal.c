@@ -513,7 +513,7 @@ enum tfs_journal_cur_err tfs_journal_entry_open_locked(struct tfs_journal *j,
 	b->flush_devs = b->flush_ok = b->ok_devs = 0;
 	b->write_ok = false;
 	b->err = 0;
-	b->nr_flush_waiters = 0;
+	b->nr_flush_waiters = b->nr_announced = 0;
 	b->gather_until_ns = 0;
 	b->submit_ns = 0;
 
@@ -852,7 +852,26 @@ void tfs_journal_flush_entry_maybe_close_locked(struct tfs_journal *j, bool kick
 	}
 }
 
-bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters, bool kick)
+/*
+ * Counts waiters on b.  A flush_seq_start() counts its waiter ahead
+ * (announce); the flush_seq() it announced, joining b, takes that count
+ * instead of adding one, so group commit expects the real number.
+ */
+static void journal_buf_add_waiters(struct tfs_journal_buf *b, unsigned waiters, bool announce)
+{
+	if (announce) {
+		b->nr_announced += waiters;
+	} else {
+		unsigned n = min_t(unsigned, waiters, b->nr_announced);
+
+		b->nr_announced -= n;
+		waiters -= n;
+	}
+	b->nr_flush_waiters += waiters;
+}
+
+static bool journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters, bool kick,
+				      bool announce)
 {
 	int code;
 
@@ -865,18 +884,18 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 		if (b->state == TFS_JBUF_OPEN) {
 			/* Not closed yet: it becomes a flush entry (group commit decides when). */
 			b->must_flush = true;
-			b->nr_flush_waiters += waiters;
+			journal_buf_add_waiters(b, waiters, announce);
 			tfs_journal_flush_entry_maybe_close_locked(j, kick);
 			return true;
 		}
 		if (b->must_flush) {
-			b->nr_flush_waiters += waiters;
+			journal_buf_add_waiters(b, waiters, announce);
 			return true;
 		}
 		if (b->state == TFS_JBUF_CLOSED) {
 			/* Closed, not submitted yet: promote it to a flush entry. */
 			b->must_flush = true;
-			b->nr_flush_waiters += waiters;
+			journal_buf_add_waiters(b, waiters, announce);
 			j->nr_flush_entries++;
 			j->nr_noflush_entries--;
 			j->last_flush_ns = tfs_journal_now_ns();
@@ -895,11 +914,16 @@ bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned wait
 	struct tfs_journal_buf *b = journal_seq_buf(j, j->cur_seq);
 
 	b->must_flush = true;
-	b->nr_flush_waiters += waiters;
+	journal_buf_add_waiters(b, waiters, announce);
 	tfs_journal_entry_close_locked(j);
 	if (kick)
 		tfs_journal_write_kick_locked(j);
 	return true;
+}
+
+bool tfs_journal_want_flush_locked(struct tfs_journal *j, u64 seq, unsigned waiters, bool kick)
+{
+	return journal_want_flush_locked(j, seq, waiters, kick, false);
 }
 
 static struct tfs_journal_flush_waiter *journal_pop_resolved(struct tfs_journal *j)
@@ -966,6 +990,21 @@ bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq, struct tfs_jour
 	tfs_journal_write_kick_locked(j);
 	pthread_mutex_unlock(&j->lock);
 	return false;
+}
+
+void tfs_journal_flush_seq_start(struct tfs_journal *j, u64 seq)
+{
+	if (!seq)
+		return;
+	pthread_mutex_lock(&j->lock);
+	if (seq <= j->cur_seq && !journal_flush_seq_check(j, seq) &&
+	    journal_want_flush_locked(j, seq, 1, false, true)) {
+		tfs_journal_write_ready_locked(j);
+		/* Still gathering committers: the write thread closes it in time. */
+		if (j->cur_open && journal_seq_buf(j, j->cur_seq)->must_flush)
+			tfs_journal_write_kick_locked(j);
+	}
+	tfs_journal_unlock(j);
 }
 
 int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)

@@ -206,6 +206,16 @@ struct tfs_journal_flush_waiter {
 bool tfs_journal_flush_seq_async(struct tfs_journal *j, u64 seq,
 				 struct tfs_journal_flush_waiter *w);
 
+/*
+ * Starts making seq durable as flush_seq() would (its flush entry closed and,
+ * when ready, written from this thread), without waiting: for a caller that
+ * knows a flush_seq(seq) is coming from another thread (an fsync waiting for
+ * this thread's write), so the entry's write does not wait for that thread
+ * to wake.  It counts as that waiter (the entry may be a post-flush one).
+ * Does nothing when seq is durable or cannot be flushed now.
+ */
+void tfs_journal_flush_seq_start(struct tfs_journal *j, u64 seq);
+
 /* Flushes everything reserved so far (flush_seq of the newest seq). */
 int tfs_journal_flush(struct tfs_journal *j);
 

@@ -215,6 +215,7 @@ struct tfs_journal_buf {
 	bool write_ok;		   /* reached metadata_replicas_required members */
 	int err;		   /* first bio error */
 	unsigned nr_flush_waiters; /* flush_seq callers it answers (group commit) */
+	unsigned nr_announced;	   /* ... counted ahead by flush_seq_start(), not joined yet */
 	u64 gather_until_ns;	   /* group commit: a flush entry closes by then */
 	u64 submit_ns;
 };

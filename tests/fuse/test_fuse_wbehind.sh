@@ -60,6 +60,84 @@ tfs_umount "$mnt" || finish
 fsck_clean "$img" fsck
 mount_or_finish "second mount" -o "log=$tmp/daemon.log" "$img" "$mnt"
 files check || fail "after the remount"
+tfs_umount "$mnt" || finish
+
+# Appends (a log's write + fsync): the write-back of the file's last block
+# goes behind too (tfs_wbehind_fits()).  Every data write is held 20 ms in
+# the device, so a queued append is still running when the next request
+# comes.  A read must see it: the first record is written back
+# (sync_file_range), its page dropped from the kernel's cache and read
+# through the daemon.  fsync must wait for it: kill -9 right after the last
+# fsync, remount, every record is there.
+# appends PATH start|check: the records (past the first page, so that their
+# write-back starts at 4096, not 0), each fsynced; check: the file holds them.
+appends() {
+	python3 - "$1" "$2" <<'PY'
+import ctypes, os, sys
+path, what = sys.argv[1], sys.argv[2]
+want = b"h" * 5000 + b"".join(b"%04d" % i + b"x" * 123 + b"\n" for i in range(40))
+if what == "check":
+    got = open(path, "rb").read()
+    sys.exit(0 if got == want else "%s: %d bytes, want %d (first difference at %d)" % (
+        path, len(got), len(want), next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), min(len(got), len(want)))))
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+os.write(fd, want[:5000]); os.fsync(fd)
+os.write(fd, want[5000:5128])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+if libc.sync_file_range(fd, 0, 0, 7):  # WAIT_BEFORE | WRITE | WAIT_AFTER: the kernel's write-back
+    sys.exit("sync_file_range: %s" % os.strerror(ctypes.get_errno()))
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+with open(path, "rb") as r:
+    got = r.read()
+if got != want[:5128]:
+    sys.exit("read after a queued append: %d bytes, want 5128; its last record %r" % (len(got), got[5000:]))
+for i in range(5128, len(want), 128):
+    os.write(fd, want[i:i + 128]); os.fsync(fd)
+PY
+}
+# The write-behind counter of MNT ("N queued").
+queued_of() { "$tinyfs" stats "$1" fuse | awk '$1 == "write-behind:" { print $2 }'; }
+
+TFS_FAULTS="dev $img tag=data write always delay=20" \
+	mount_or_finish "mount with slow data writes" -o "log=$tmp/daemon.log" "$img" "$mnt"
+pid=$(daemon_pid "$mnt")
+appends "$mnt/log" start || fail "appends"
+queued=$(queued_of "$mnt")
+[ "${queued:-0}" -ge 40 ] || fail "appends were not written behind: ${queued:-?} queued, want 40 or more"
+# Each fsync came while its append was held: the write-behind thread started
+# its journal flush (tfs_fsync_start()) before waking it.
+started=$("$tinyfs" stats "$mnt" fuse | sed -n 's/^write-behind:.* \([0-9]*\) fsync flushes started$/\1/p')
+[ "${started:-0}" -ge 30 ] || fail "fsync flushes started by write-behind: ${started:-?}, want 30 or more"
+kill -9 "$pid"
+wait_gone "$pid"
+umount "$mnt" 2>/dev/null || umount -l "$mnt"
+fsck_clean "$img" "fsck after kill -9"
+mount_or_finish "mount after kill -9" -o "log=$tmp/daemon.log" "$img" "$mnt"
+appends "$mnt/log" check || fail "fsynced appends after kill -9 and a remount"
+tfs_umount "$mnt" || finish
+
+# An I/O error of a queued append reaches fsync, once: the second data write
+# of this mount (the first append's) fails.
+TFS_FAULTS="dev $img tag=data write nth=2 fail=EIO" \
+	mount_or_finish "mount with a failing append" -o "log=$tmp/daemon.log" "$img" "$mnt"
+python3 - "$mnt/eio" <<'PY' || fail "EIO of a queued append: fsync reports it once"
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+os.write(fd, b"h" * 5000); os.fsync(fd)
+os.write(fd, b"lost\n")
+try:
+    os.fsync(fd)
+    sys.exit("the first fsync after the failed append returned 0")
+except OSError as e:
+    if e.errno != errno.EIO:
+        raise
+os.fsync(fd)  # reported once: now 0
+os.write(fd, b"more\n"); os.fsync(fd)
+PY
+queued=$(queued_of "$mnt")
+[ "${queued:-0}" -ge 3 ] || fail "the failing append was not written behind: ${queued:-?} queued"
+grep -q "fail" "$tmp/daemon.log" || fail "the fault never fired"
 tfs_umount "$mnt"
 
 # A tree copy's requests on a file whose data is still being written behind

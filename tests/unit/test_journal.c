@@ -406,6 +406,44 @@ static void test_flush_async(void **state)
 	jt_cleanup(&t);
 }
 
+/*
+ * flush_seq_start() writes the flush entry without anyone waiting (no
+ * timer: write_delay_ms is long), and the flush_seq() it announced joins
+ * it as the one waiter it counted: group commit then expects one committer,
+ * not two (which would hold the next flush entry open for a second).
+ */
+static void test_flush_seq_start(void **state)
+{
+	struct jt t;
+	s64 seq;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 10000; /* only a flush request closes it */
+	assert_int_equal(jt_start_fault(&t), 0);
+	seq = jt_commit(t.j, 1, 1, 0);
+	assert_true(seq > 0);
+	tfs_journal_flush_seq_start(t.j, (u64)seq);
+	for (int i = 0; i < 20000 && tfs_journal_flushed_seq_ondisk(t.j) < (u64)seq; i++)
+		usleep(100);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)seq);
+	assert_int_equal(tfs_journal_flush_seq(t.j, (u64)seq), 0);
+
+	/* Its write held in the device: the flush_seq() joins it in flight. */
+	assert_int_equal(jt_add_rule(t.bdev[0], "write always delay=100"), 0);
+	seq = jt_commit(t.j, 2, 2, 0);
+	tfs_journal_flush_seq_start(t.j, (u64)seq);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < (u64)seq);
+	assert_int_equal(tfs_journal_flush_seq(t.j, (u64)seq), 0);
+	pthread_mutex_lock(&t.j->lock);
+	assert_int_equal(t.j->group_expect, 1);
+	pthread_mutex_unlock(&t.j->lock);
+
+	/* Durable already, or seq 0: nothing happens. */
+	tfs_journal_flush_seq_start(t.j, (u64)seq);
+	tfs_journal_flush_seq_start(t.j, 0);
+	jt_cleanup(&t);
+}
+
 /* Commits nobody waits on go out NO_FLUSH; the flushed one does not. */
 static void test_noflush_entries(void **state)
 {
@@ -1198,6 +1236,7 @@ int main(void)
 		cmocka_unit_test(test_halt_without_error),
 		cmocka_unit_test(test_halt_cancels_unwritten),
 		cmocka_unit_test(test_flush_async),
+		cmocka_unit_test(test_flush_seq_start),
 		cmocka_unit_test(test_noflush_entries),
 		cmocka_unit_test(test_to_text),
 		cmocka_unit_test(test_bad_options),
