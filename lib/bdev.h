@@ -106,6 +106,11 @@ struct tfs_bdev_ops {
 	void (*to_text)(struct printbuf *out, struct tfs_bdev *bdev);
 	/* Optional: submits nr bios to this device at once (NULL: one by one). */
 	void (*submit_batch)(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr);
+	/*
+	 * Optional: does the read bio in the calling thread and returns its
+	 * result, without end_io (NULL: submit, then wait for end_io).
+	 */
+	int (*read_wait)(struct tfs_bdev *bdev, struct tfs_bio *bio);
 };
 
 struct tfs_bdev_counters {
@@ -184,8 +189,12 @@ void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr);
 /* Waits for every bio submitted to bdev so far to complete. */
 void tfs_bdev_drain(struct tfs_bdev *bdev);
 
-/* Submits a filled-in bio (end_io and private are overwritten), waits for it
- * and returns its result. */
+/*
+ * Submits a filled-in bio (end_io and private are overwritten), waits for it
+ * and returns its result.  A read on the io_uring device runs in the calling
+ * thread (a blocking read of the descriptor): it needs no completion thread,
+ * so the caller is woken once, by the device, not through that thread.
+ */
 int tfs_bio_submit_wait(struct tfs_bio *bio);
 
 /* Synchronous I/O: submit, wait, return the bio's result. */
