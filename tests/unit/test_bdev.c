@@ -631,7 +631,8 @@ static void held_end_io(struct tfs_bio *bio)
 static void *held_reader(void *p)
 {
 	struct held *h = p;
-	int ret = tfs_bdev_read(h->bdev, h->buf, 4096, 8192, TFS_TAG_data);
+	int ret = tfs_bdev_write(h->bdev, h->buf, 4096, 16384, 0, TFS_TAG_data) ?:
+		  tfs_bdev_read(h->bdev, h->buf, 4096, 8192, TFS_TAG_data);
 
 	pthread_mutex_lock(&h->lock);
 	h->read_ret = ret;
@@ -642,10 +643,10 @@ static void *held_reader(void *p)
 }
 
 /*
- * A synchronous read does not go through the completion thread: it
- * completes while that thread is busy in another bio's end_io.  Before, it
- * waited for that end_io (and each read woke two threads in a row: the
- * completion thread, then the caller).
+ * A synchronous read or data write does not go through the completion
+ * thread: it completes while that thread is busy in another bio's end_io.
+ * Before, it waited for that end_io (and each I/O woke two threads in a
+ * row: the completion thread, then the caller).
  */
 static void test_read_wait_in_caller(void **state)
 {
@@ -660,6 +661,7 @@ static void test_read_wait_in_caller(void **state)
 	w = tfs_bdev_alloc_buf(h.bdev, 4096);
 	wbuf = tfs_bdev_alloc_buf(h.bdev, 4096);
 	h.buf = tfs_bdev_alloc_buf(h.bdev, 4096);
+	fill(h.buf, 4096, 22);
 	fill(w, 4096, 21);
 	assert_int_equal(tfs_bdev_write(h.bdev, w, 4096, 8192, 0, TFS_TAG_data), 0);
 	bio = (struct tfs_bio){
@@ -697,8 +699,12 @@ static void test_read_wait_in_caller(void **state)
 	assert_int_equal(h.read_ret, 0);
 	assert_memory_equal(h.buf, w, 4096);
 	assert_int_equal(h.bdev->counters.ios[TFS_OP_read], 1);
-	assert_int_equal(to_text_number(h.bdev, "reads in the caller"), 1);
+	assert_int_equal(h.bdev->counters.ios[TFS_OP_write], 3);
+	/* The setup write, the write and the read; not the held bio. */
+	assert_int_equal(to_text_number(h.bdev, "i/o in the caller"), 3);
 	tfs_bdev_close(h.bdev);
+	fill(w, 4096, 22);
+	check_file(16384, w, 4096);
 	free(w);
 	free(wbuf);
 	free(h.buf);
