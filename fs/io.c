@@ -799,7 +799,8 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 	if (ret)
 		return ret;
 
-	data = tfs_bdev_alloc_buf(NULL, len);
+	/* Not cleared first: every byte is set just below. */
+	data = aligned_buf(len);
 	if (!data)
 		return -ENOMEM;
 	memcpy(data, src, src_len);
