@@ -277,9 +277,10 @@ static int ext_scan_from(struct tfs_fs *fs, u64 ino, u64 b, u64 *from)
 	if (!b)
 		return 0;
 	/* An extent over b starts at most TFS_EXTENT_MAX_BLOCKS - 1 blocks before it. */
-	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents,
-			    TFS_POS(ino, b >= TFS_EXTENT_MAX_BLOCKS ? b - (TFS_EXTENT_MAX_BLOCKS - 1) : 0),
-			    TFS_POS(ino, b));
+	tfs_btree_iter_init(
+		&iter, fs, TFS_BTREE_extents,
+		TFS_POS(ino, b >= TFS_EXTENT_MAX_BLOCKS ? b - (TFS_EXTENT_MAX_BLOCKS - 1) : 0),
+		TFS_POS(ino, b));
 	tfs_btree_iter_set_pos(&iter, TFS_POS(ino, b));
 	ret = tfs_btree_iter_prev(&iter, &k);
 	if (!ret && k) {

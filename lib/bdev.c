@@ -599,8 +599,8 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 		ssize_t n = bio->op == TFS_OP_read
 				    ? pread(d->fd, (char *)bio->buf + done, bio->len - done,
 					    (off_t)(bio->offset + done))
-				    : pwrite(d->fd, (const char *)bio->buf + done,
-					     bio->len - done, (off_t)(bio->offset + done));
+				    : pwrite(d->fd, (const char *)bio->buf + done, bio->len - done,
+					     (off_t)(bio->offset + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;

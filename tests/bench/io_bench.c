@@ -87,12 +87,21 @@ int main(int argc, char **argv)
 
 	while ((opt = getopt(argc, argv, "s:w:r:f:")) != -1) {
 		switch (opt) {
-		case 's': mib = (unsigned)atoi(optarg); break;
-		case 'w': writes = (unsigned)atoi(optarg); break;
-		case 'r': reads = (unsigned)atoi(optarg); break;
-		case 'f': every = (unsigned)atoi(optarg); break;
+		case 's':
+			mib = (unsigned)atoi(optarg);
+			break;
+		case 'w':
+			writes = (unsigned)atoi(optarg);
+			break;
+		case 'r':
+			reads = (unsigned)atoi(optarg);
+			break;
+		case 'f':
+			every = (unsigned)atoi(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: io_bench [-s MiB] [-w WRITES] [-r READS] [-f FSYNC_EVERY]\n");
+			fprintf(stderr,
+				"usage: io_bench [-s MiB] [-w WRITES] [-r READS] [-f FSYNC_EVERY]\n");
 			return 2;
 		}
 	}

@@ -631,8 +631,8 @@ static void held_end_io(struct tfs_bio *bio)
 static void *held_reader(void *p)
 {
 	struct held *h = p;
-	int ret = tfs_bdev_write(h->bdev, h->buf, 4096, 16384, 0, TFS_TAG_data) ?:
-		  tfs_bdev_read(h->bdev, h->buf, 4096, 8192, TFS_TAG_data);
+	int ret = tfs_bdev_write(h->bdev, h->buf, 4096, 16384, 0, TFS_TAG_data)
+			  ?: tfs_bdev_read(h->bdev, h->buf, 4096, 8192, TFS_TAG_data);
 
 	pthread_mutex_lock(&h->lock);
 	h->read_ret = ret;
