@@ -258,17 +258,55 @@ void tfs_run_list_free_now(struct tfs_fs *fs, const struct tfs_run_list *l)
 
 /* --- finding and replacing --- */
 
+/*
+ * Where a scan for the extents of ino over blocks [b, ...) starts: the
+ * start of the extent over b when one begins before b, else b.  Extents do
+ * not overlap, so only the last one beginning before b can reach it: one
+ * step back finds it.  Scanning forward from TFS_EXTENT_MAX_BLOCKS - 1
+ * blocks before b instead read, unpacked and validated every extent
+ * there: up to 255 in a file rewritten 4 KiB at a time at random, twice
+ * per write (the lookup, then the commit's removal).
+ */
+static int ext_scan_from(struct tfs_fs *fs, u64 ino, u64 b, u64 *from)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	*from = b;
+	if (!b)
+		return 0;
+	/* An extent over b starts at most TFS_EXTENT_MAX_BLOCKS - 1 blocks before it. */
+	tfs_btree_iter_init(
+		&iter, fs, TFS_BTREE_extents,
+		TFS_POS(ino, b >= TFS_EXTENT_MAX_BLOCKS ? b - (TFS_EXTENT_MAX_BLOCKS - 1) : 0),
+		TFS_POS(ino, b));
+	tfs_btree_iter_set_pos(&iter, TFS_POS(ino, b));
+	ret = tfs_btree_iter_prev(&iter, &k);
+	if (!ret && k) {
+		struct tfs_ext e;
+
+		ret = tfs_ext_unpack(fs, k, &e);
+		if (!ret && tfs_ext_end(&e) > b)
+			*from = e.start;
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
 int tfs_ext_find(struct tfs_fs *fs, u64 ino, u64 b, u64 limit, struct tfs_bkey_buf *out,
 		 struct tfs_ext *e)
 {
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
-	u64 from = b >= TFS_EXTENT_MAX_BLOCKS ? b - (TFS_EXTENT_MAX_BLOCKS - 1) : 0;
+	u64 from;
 	int ret;
 
 	if (limit <= b)
 		return -ENOENT;
-	/* An extent over b starts at most TFS_EXTENT_MAX_BLOCKS - 1 blocks before it. */
+	ret = ext_scan_from(fs, ino, b, &from);
+	if (ret)
+		return ret;
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS(ino, from),
 			    TFS_POS(ino, limit - 1));
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
@@ -295,13 +333,16 @@ int tfs_ext_drop_range(struct tfs_btree_trans *trans, u64 ino, u64 start, u64 en
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
 	struct tfs_bkey_buf buf, cut;
-	u64 from = start >= TFS_EXTENT_MAX_BLOCKS ? start - (TFS_EXTENT_MAX_BLOCKS - 1) : 0;
+	u64 from;
 	unsigned nr = 0;
 	int ret;
 
 	*next = end;
 	if (end <= start)
 		return 0;
+	ret = ext_scan_from(fs, ino, start, &from);
+	if (ret)
+		return ret;
 	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS(ino, from),
 			    TFS_POS(ino, end - 1));
 	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;

@@ -59,6 +59,11 @@ static void submit_wait(struct tfs_bio *bios, unsigned nr)
 {
 	struct io_wait w = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1 };
 
+	/* One bio (one replica): in this thread where the device can (tfs_bio_submit_wait()). */
+	if (nr == 1 && bios[0].bdev) {
+		bios[0].result = tfs_bio_submit_wait(&bios[0]);
+		return;
+	}
 	for (unsigned i = 0; i < nr; i++) {
 		if (!bios[i].bdev) {
 			bios[i].result = -TFS_ERR_bdev_vanished;
@@ -794,7 +799,8 @@ static int write_whole_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, const
 	if (ret)
 		return ret;
 
-	data = tfs_bdev_alloc_buf(NULL, len);
+	/* Not cleared first: every byte is set just below. */
+	data = aligned_buf(len);
 	if (!data)
 		return -ENOMEM;
 	memcpy(data, src, src_len);

@@ -106,6 +106,12 @@ struct tfs_bdev_ops {
 	void (*to_text)(struct printbuf *out, struct tfs_bdev *bdev);
 	/* Optional: submits nr bios to this device at once (NULL: one by one). */
 	void (*submit_batch)(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr);
+	/*
+	 * Optional: does bio, a read or a plain write (tfs_bio_in_caller()),
+	 * in the calling thread and returns its result, without end_io (NULL:
+	 * submit, then wait for end_io).
+	 */
+	int (*rw_wait)(struct tfs_bdev *bdev, struct tfs_bio *bio);
 };
 
 struct tfs_bdev_counters {
@@ -147,6 +153,19 @@ static inline bool tfs_bio_is_meta_write(const struct tfs_bio *bio)
 	       bio->op == TFS_OP_discard;
 }
 
+/*
+ * A bio tfs_bio_submit_wait() may hand to the device's rw_wait: a read, or
+ * a write without FUA or PREFLUSH that is not a metadata write (those are
+ * counted around end_io for the journal, and the flags need the ring's
+ * linked flush).
+ */
+static inline bool tfs_bio_in_caller(const struct tfs_bio *bio)
+{
+	return bio->op == TFS_OP_read ||
+	       (bio->op == TFS_OP_write && !(bio->flags & (TFS_BIO_FUA | TFS_BIO_PREFLUSH)) &&
+		!tfs_bio_is_meta_write(bio));
+}
+
 /* For device implementations: completes bio (counts it, then calls end_io). */
 void tfs_bio_endio(struct tfs_bio *bio);
 
@@ -184,8 +203,13 @@ void tfs_bio_submit_batch(struct tfs_bio **bios, unsigned nr);
 /* Waits for every bio submitted to bdev so far to complete. */
 void tfs_bdev_drain(struct tfs_bdev *bdev);
 
-/* Submits a filled-in bio (end_io and private are overwritten), waits for it
- * and returns its result. */
+/*
+ * Submits a filled-in bio (end_io and private are overwritten), waits for it
+ * and returns its result.  On the io_uring device a read or a plain write
+ * (tfs_bio_in_caller()) runs in the calling thread (a blocking pread or
+ * pwrite of the descriptor): it needs no completion thread, so the caller
+ * is woken once, by the device, not through that thread.
+ */
 int tfs_bio_submit_wait(struct tfs_bio *bio);
 
 /* Synchronous I/O: submit, wait, return the bio's result. */

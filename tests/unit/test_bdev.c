@@ -601,6 +601,115 @@ static void test_loop_faultdev(void **state)
 	free(r);
 }
 
+/* ---- synchronous reads in the caller's thread ---- */
+
+struct held {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool in_end_io, release, read_done;
+	struct tfs_bdev *bdev;
+	u8 *buf;
+	int read_ret;
+};
+
+/* Keeps the completion thread here until released (bounded: never hangs the test). */
+static void held_end_io(struct tfs_bio *bio)
+{
+	struct held *h = bio->private;
+	struct timespec deadline;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 20;
+	pthread_mutex_lock(&h->lock);
+	h->in_end_io = true;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->release && pthread_cond_timedwait(&h->cond, &h->lock, &deadline) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *held_reader(void *p)
+{
+	struct held *h = p;
+	int ret = tfs_bdev_write(h->bdev, h->buf, 4096, 16384, 0, TFS_TAG_data)
+			  ?: tfs_bdev_read(h->bdev, h->buf, 4096, 8192, TFS_TAG_data);
+
+	pthread_mutex_lock(&h->lock);
+	h->read_ret = ret;
+	h->read_done = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
+}
+
+/*
+ * A synchronous read or data write does not go through the completion
+ * thread: it completes while that thread is busy in another bio's end_io.
+ * Before, it waited for that end_io (and each I/O woke two threads in a
+ * row: the completion thread, then the caller).
+ */
+static void test_read_wait_in_caller(void **state)
+{
+	struct held h = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	u8 *w, *wbuf;
+	struct tfs_bio bio;
+	struct timespec deadline;
+	pthread_t t;
+	bool done;
+
+	h.bdev = open_img(0);
+	w = tfs_bdev_alloc_buf(h.bdev, 4096);
+	wbuf = tfs_bdev_alloc_buf(h.bdev, 4096);
+	h.buf = tfs_bdev_alloc_buf(h.bdev, 4096);
+	fill(h.buf, 4096, 22);
+	fill(w, 4096, 21);
+	assert_int_equal(tfs_bdev_write(h.bdev, w, 4096, 8192, 0, TFS_TAG_data), 0);
+	bio = (struct tfs_bio){
+		.bdev = h.bdev,
+		.op = TFS_OP_write,
+		.tag = TFS_TAG_data,
+		.offset = 0,
+		.buf = wbuf,
+		.len = 4096,
+		.end_io = held_end_io,
+		.private = &h,
+	};
+	tfs_bio_submit(&bio);
+	pthread_mutex_lock(&h.lock);
+	while (!h.in_end_io)
+		pthread_cond_wait(&h.cond, &h.lock);
+	pthread_mutex_unlock(&h.lock);
+
+	assert_int_equal(pthread_create(&t, NULL, held_reader, &h), 0);
+	/* Not a timing: a bound, far above a 4 KiB read, so a wait fails instead of hanging. */
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	pthread_mutex_lock(&h.lock);
+	while (!h.read_done && pthread_cond_timedwait(&h.cond, &h.lock, &deadline) != ETIMEDOUT)
+		;
+	done = h.read_done;
+	h.release = true;
+	pthread_cond_broadcast(&h.cond);
+	pthread_mutex_unlock(&h.lock);
+	pthread_join(t, NULL);
+	tfs_bdev_drain(h.bdev);
+	if (!done)
+		print_error("the read waited for the completion thread\n");
+	assert_true(done);
+	assert_int_equal(h.read_ret, 0);
+	assert_memory_equal(h.buf, w, 4096);
+	assert_int_equal(h.bdev->counters.ios[TFS_OP_read], 1);
+	assert_int_equal(h.bdev->counters.ios[TFS_OP_write], 3);
+	/* The setup write, the write and the read; not the held bio. */
+	assert_int_equal(to_text_number(h.bdev, "i/o in the caller"), 3);
+	tfs_bdev_close(h.bdev);
+	fill(w, 4096, 22);
+	check_file(16384, w, 4096);
+	free(w);
+	free(wbuf);
+	free(h.buf);
+}
+
 /* ---- io_uring_enter failing (seccomp makes it fail in one thread) ---- */
 
 struct enter_fail {
@@ -725,6 +834,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_close_drains),
 		cmocka_unit_test(test_short_read),
 		cmocka_unit_test(test_submit_errors),
+		cmocka_unit_test(test_read_wait_in_caller),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
