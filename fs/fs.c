@@ -450,6 +450,42 @@ static int fs_read_interior(struct tfs_btree *b, struct tfs_bnode *n)
 	return 0;
 }
 
+static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l);
+
+/*
+ * fsck's open (opts.replace_lost_leaves): a root that is a leaf and cannot
+ * be read or trusted (err) becomes an empty root leaf, as any lost leaf
+ * (tfs_btree_replace_bad_leaves()); the old copies are freed by the first
+ * write-back.  True when replaced.  Not the alloc btree's (loaded whole at
+ * open: nothing here rebuilds its keys), nor an interior root.
+ */
+static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
+{
+	const struct tfs_btree_ptr *p = tfs_bkey_val(&b->root_key.k);
+	struct tfs_btree_lost_leaf l = {
+		.id = b->id,
+		.err = err,
+		.min_key = TFS_POS_MIN,
+		.max_key = TFS_POS_MAX,
+	};
+
+	if (!fs->opts.replace_lost_leaves || b->id == TFS_BTREE_alloc || p->level ||
+	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+		return false;
+	tfs_btree_ptr_key_loc(&b->root_key.k, &l.loc);
+	if (tfs_btree_loc_on_missing(fs, &l.loc))
+		return false; /* away, not lost */
+	b->root = tfs_btree_new_root_leaf(b);
+	if (!b->root)
+		return false; /* the open fails with the read's error */
+	if (l.loc.nr)
+		tfs_btree_pending_free_add(b, &l.loc);
+	b->nr_keys_known = false;
+	fs_lost_leaf(fs, &l);
+	return true;
+}
+
 /* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
 static int fs_read_roots(struct tfs_fs *fs)
 {
@@ -465,11 +501,46 @@ static int fs_read_roots(struct tfs_fs *fs)
 			continue;
 		}
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
+		if (ret && fs_lost_root_leaf(fs, b, ret))
+			continue;
 		if (ret)
 			return ret;
 		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
 		ret = fs_read_interior(b, b->root);
 		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* A leaf replaced at open: recorded for fsck (without memory it is said here only). */
+static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_btree_lost_leaf *n =
+		realloc(fs->lost_leaves, (fs->nr_lost_leaves + 1) * sizeof(*n));
+
+	if (n) {
+		fs->lost_leaves = n;
+		n[fs->nr_lost_leaves++] = *l;
+	}
+}
+
+/*
+ * fsck's open (opts.replace_lost_leaves): every unreadable leaf replaced by
+ * an empty one before replay, which would otherwise fail walking into it.
+ */
+static int fs_replace_lost_leaves(struct tfs_fs *fs)
+{
+	if (!fs->opts.replace_lost_leaves)
+		return 0;
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		int ret;
+
+		if (id == TFS_BTREE_alloc)
+			continue;
+		ret = tfs_btree_replace_bad_leaves(fs, id, fs_lost_leaf, fs);
+		if (ret < 0)
 			return ret;
 	}
 	return 0;
@@ -785,6 +856,7 @@ static void fs_free(struct tfs_fs *fs)
 		free(d->journal_buckets);
 	}
 	pthread_mutex_destroy(&fs->roots_lock);
+	free(fs->lost_leaves);
 	free(fs);
 }
 
@@ -841,7 +913,8 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	}
 	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
 	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
-		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replay(fs, r, &rc)
+		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replace_lost_leaves(fs)
+		?: fs_replay(fs, r, &rc)
 		?: fs_alloc_rebuild(fs);
 	if (ret)
 		goto err;

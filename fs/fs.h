@@ -66,6 +66,16 @@ struct tfs_fs_opts {
 	bool no_post_flush;
 	bool verbose; /* print what open and stop do */
 	/*
+	 * fsck only: a leaf no copy of which reads or verifies is replaced by
+	 * an empty one as the open reads the roots, before replay, so the open
+	 * (replay, the inode count, orphans) gets past it and keys replayed
+	 * into its range go into the new leaf; the replacements are recorded
+	 * (fs->lost_leaves) for fsck to report and write back.  Every leaf of
+	 * every tree but the alloc btree (which the open loads whole: a lost
+	 * alloc leaf still fails it) is read.  Without it such an open fails.
+	 */
+	bool replace_lost_leaves;
+	/*
 	 * mkfs only: the filesystem was just formatted (no roots anywhere);
 	 * open creates its empty trees and records them.  Refused when roots
 	 * exist.  Without it, a filesystem with no roots is "not initialized".
