@@ -1288,6 +1288,63 @@ static void test_damaged_leaf_degraded(void **state)
 	T.opts.error_action = -1;
 }
 
+/*
+ * A leaf no copy of which can be read (EIO from the device, every read):
+ * lost as a damaged one is, "unreadable ... (btree_node_read)"; -y
+ * replaces it, and with the device reading again everything else is whole.
+ */
+static void test_damaged_leaf_eio(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	unsigned lost = 0;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
+	assert_int_equal(loc.nr, 1);
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu fail=EIO",
+		 (unsigned long long)loc.ptrs[0].offset,
+		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, "btree extents level 0 node at"));
+	assert_non_null(strstr(captured, "lost (btree_node_read)"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_int_equal(pt_stop(&T), 0);
+	T.rule[0][0] = 0;
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		struct tfs_stat st;
+
+		if (!pos_in(TFS_POS(inos[i], 0), min, max)) {
+			leaf_file_intact(i, inos[i], false);
+			continue;
+		}
+		assert_int_equal(tfs_getattr(T.fs, inos[i], &st), 0);
+		assert_int_equal(st.blocks, 0);
+		lost++;
+	}
+	assert_true(lost > 0 && lost < LEAF_FILES);
+	T.opts.error_action = -1;
+}
+
 /* Whether the leaf of btree id covering pos is in memory. */
 static bool leaf_in_memory(enum tfs_btree_id id, struct tfs_bpos pos)
 {
@@ -1405,6 +1462,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_root_inode, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_degraded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_eio, setup_small_nodes, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_replay, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_key_cache, setup_small_nodes,
