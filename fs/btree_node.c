@@ -611,6 +611,8 @@ int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_bt
 	unsigned nr = 0;
 	int ret;
 
+	if (!b->root)
+		return 0; /* not read (a failed open) */
 	/* Exclusive: children read are installed, a replacement changes nodes. */
 	tfs_btree_lock_exclusive(b);
 	ret = replace_bad_leaves(b, b->root, fn, ctx, &nr);

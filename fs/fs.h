@@ -66,13 +66,14 @@ struct tfs_fs_opts {
 	bool no_post_flush;
 	bool verbose; /* print what open and stop do */
 	/*
-	 * fsck only: a leaf no copy of which reads or verifies is replaced by
-	 * an empty one as the open reads the roots, before replay, so the open
-	 * (replay, the inode count, orphans) gets past it and keys replayed
-	 * into its range go into the new leaf; the replacements are recorded
-	 * (fs->lost_leaves) for fsck to report and write back.  Every leaf of
-	 * every tree but the alloc btree (which the open loads whole: a lost
-	 * alloc leaf still fails it) is read.  Without it such an open fails.
+	 * fsck only: when a step of the open (reading a root leaf, replay, the
+	 * inode count, orphans) fails on a leaf no copy of which reads or
+	 * verifies, every such leaf is replaced by an empty one and the step
+	 * runs again, so the open gets past it and keys replayed into its
+	 * range go into the new leaf; the replacements are recorded
+	 * (fs->lost_leaves) for fsck to report and write back.  Not the alloc
+	 * btree (the open loads it whole: a lost alloc leaf still fails it).
+	 * Without it such an open fails; an undamaged open reads no more.
 	 */
 	bool replace_lost_leaves;
 	/*

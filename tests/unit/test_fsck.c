@@ -1345,6 +1345,54 @@ static void test_damaged_leaf_eio(void **state)
 	T.opts.error_action = -1;
 }
 
+/*
+ * The last inodes leaf lost, the journal clean: the open reads it for the
+ * next inode number and fails; fsck's open (replace_lost_leaves) replaces
+ * it then and opens; -y repairs, the next check is clean and new files
+ * get numbers no key of a lost inode still uses.
+ */
+static void test_damaged_leaf_last_inodes(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	struct tfs_stat st;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_inodes, TFS_POS(inos[LEAF_FILES - 1], 0), &loc, &min, &max);
+	assert_true(tfs_bpos_eq(max, TFS_POS_MAX));
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, ": unreadable, keys "));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(pt_mknod(&T, 1, "new-after-fsck", S_IFREG | 0644, &st), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	for (unsigned i = 0; i < LEAF_FILES; i++)
+		if (!pos_in(TFS_POS(inos[i], 0), min, max))
+			leaf_file_intact(i, inos[i], false);
+	T.opts.error_action = -1;
+}
+
 /* Whether the leaf of btree id covering pos is in memory. */
 static bool leaf_in_memory(enum tfs_btree_id id, struct tfs_bpos pos)
 {
@@ -1463,6 +1511,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_degraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_eio, setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_last_inodes, setup_small_nodes,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_replay, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_key_cache, setup_small_nodes,
