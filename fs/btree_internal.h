@@ -131,6 +131,55 @@ void tfs_btree_pending_free_add(struct tfs_btree *b, const struct tfs_btree_loc 
 /* A node no longer in the tree: its disk copy is freed after the next checkpoint. */
 void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
 
+/*
+ * fsck: a leaf no copy of which reads or verifies (-TFS_ERR_btree_node_read
+ * or btree_node_invalid) replaced by an empty one of the same range; the
+ * old pointer's locations, the range and the read's error as said to fn.
+ */
+struct tfs_btree_lost_leaf {
+	enum tfs_btree_id id;
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min_key, max_key;
+	int err;
+	unsigned kept; /* the key cache's dirty keys of its range, put back in */
+};
+typedef void (*tfs_btree_lost_leaf_fn)(void *ctx, const struct tfs_btree_lost_leaf *l);
+
+/*
+ * Reads every node of btree id (as tfs_btree_verify()) and replaces each
+ * leaf that cannot be read or trusted with an empty leaf covering its
+ * range (e2fsck's "clear the block, let the passes repair the rest";
+ * bcachefs's topology repair drops such a node the same way): the keys it
+ * held are lost, the tree is whole again.  The new leaf and its parent are
+ * dirty (never written pointer: nr_ptrs 0); the next write-back writes
+ * them and frees the old copies (their btree alloc keys cleared in its
+ * root entry); a read-only filesystem keeps the replacement in memory, so
+ * fsck -n checks the rest as -y would leave it.  The key cache forgets the
+ * range (tfs_btree_key_cache_drop_range(); a dirty entry's key goes into
+ * the new leaf).  The tree's key count is unknown again (verify recounts).
+ * An interior node that cannot be read is not replaced (its whole subtree
+ * would go; the open reads every interior node anyway and fails first).
+ * A leaf with a copy on a missing member is not replaced (its read error
+ * is returned: it is away, not lost).
+ * Each replacement is said to fn (before any other is tried).  Returns the
+ * number of leaves replaced, or a negative code (another error, printed).
+ */
+int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_lost_leaf_fn fn,
+				 void *ctx);
+
+/*
+ * Whether a copy of loc is on a member that is missing (a degraded open):
+ * such a node is away, not lost, and never replaced.
+ */
+static inline bool tfs_btree_loc_on_missing(const struct tfs_fs *fs,
+					    const struct tfs_btree_loc *loc)
+{
+	for (unsigned r = 0; r < loc->nr; r++)
+		if (loc->ptrs[r].dev < fs->nr_devices && !fs->devs[loc->ptrs[r].dev].present)
+			return true;
+	return false;
+}
+
 /* --- cache (btree_cache.c) --- */
 
 int tfs_btree_cache_init(struct tfs_fs *fs);

@@ -1040,6 +1040,42 @@ int tfs_btree_key_cache_flush_all(struct tfs_btree_key_cache *kc)
 	return -TFS_ERR_key_cache_flush_raced;
 }
 
+/* --- fsck --- */
+
+unsigned long tfs_btree_key_cache_drop_range(struct tfs_btree_key_cache *kc, enum tfs_btree_id id,
+					     struct tfs_bpos min, struct tfs_bpos max,
+					     void (*keep)(void *ctx, const struct tfs_bkey *k),
+					     void *ctx)
+{
+	unsigned long evicted = 0;
+	struct kc_list *l, *next;
+
+	if (!kc || !tfs_btree_key_cache_wants(kc, id))
+		return 0;
+	tfs_rcu_thread_register();
+	tfs_rcu_read_lock(); /* for cds_lfht_del */
+	pthread_mutex_lock(&kc->lock);
+	for (l = kc->clean.next; l != &kc->clean; l = next) {
+		struct kc_entry *e = container_of(l, struct kc_entry, list);
+
+		next = l->next;
+		if (e->id != id || tfs_bpos_cmp(e->pos, min) < 0 || tfs_bpos_cmp(e->pos, max) > 0)
+			continue;
+		kc_evict_locked(kc, e);
+		kc->evicted++;
+		evicted++;
+	}
+	for (l = kc->dirty.next; l != &kc->dirty; l = l->next) {
+		struct kc_entry *e = container_of(l, struct kc_entry, list);
+
+		if (e->id == id && tfs_bpos_cmp(e->pos, min) >= 0 && tfs_bpos_cmp(e->pos, max) <= 0)
+			keep(ctx, &e->k->k);
+	}
+	pthread_mutex_unlock(&kc->lock);
+	tfs_rcu_read_unlock();
+	return evicted;
+}
+
 /* --- the shrinker --- */
 
 unsigned long tfs_btree_key_cache_scan(struct tfs_btree_key_cache *kc, unsigned long nr_to_scan)

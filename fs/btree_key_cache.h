@@ -188,6 +188,20 @@ void tfs_btree_key_cache_commit_done(struct tfs_btree_key_cache *kc,
  */
 int tfs_btree_key_cache_flush_all(struct tfs_btree_key_cache *kc);
 
+/*
+ * fsck's replacement of a lost leaf of btree id (tfs_btree_replace_bad_leaves()):
+ * the btree no longer holds keys at positions in [min, max], so the clean
+ * entries there are evicted (the cache never holds a key the btree lacks).
+ * A dirty entry there holds a committed key newer than the lost one: keep()
+ * gets a copy of each, to put it into the new leaf (the entry stays dirty,
+ * pinned, and flushes as before).  Called under the btree's write lock; the
+ * clean entries evicted are returned.
+ */
+unsigned long tfs_btree_key_cache_drop_range(struct tfs_btree_key_cache *kc, enum tfs_btree_id id,
+					     struct tfs_bpos min, struct tfs_bpos max,
+					     void (*keep)(void *ctx, const struct tfs_bkey *k),
+					     void *ctx);
+
 /* --- memory --- */
 
 /* Runs the shrinker's scan directly (tests): returns what it freed or evicted. */

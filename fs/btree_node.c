@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fs/btree_internal.h"
+#include "fs/btree_io.h"
 #include "lib/errcode.h"
 
 unsigned tfs_bnode_lower_bound(const struct tfs_bnode *n, struct tfs_bpos pos)
@@ -500,4 +501,121 @@ int tfs_btree_insert_split_locked(struct tfs_btree *b, const struct tfs_bkey *k)
 		if (ret)
 			return ret;
 	}
+}
+
+/* --- fsck: lost leaves --- */
+
+struct replace_ctx {
+	struct tfs_btree *b;
+	struct tfs_bnode *leaf;
+	struct tfs_btree_lost_leaf l;
+};
+
+/* A dirty key cache entry's key of the lost range, back into the new leaf. */
+static void replace_keep(void *ctx, const struct tfs_bkey *k)
+{
+	struct replace_ctx *rc = ctx;
+	struct tfs_bnode *n = rc->leaf;
+	unsigned idx = tfs_bnode_lower_bound(n, tfs_bkey_pos(k));
+
+	/* One key per position; a leaf that held them all holds them again, unless they grew. */
+	if ((idx < n->nr_keys &&
+	     tfs_bpos_eq(tfs_bkey_pos(tfs_bnode_key(n, idx)), tfs_bkey_pos(k))) ||
+	    !tfs_bnode_fits(n, tfs_bkey_u64s(k)))
+		return;
+	tfs_bnode_insert(rc->b, n, idx, k, NULL);
+	rc->l.kept++;
+}
+
+/* Replaces child idx of level-1 node n (unreadable: err) with an empty leaf. */
+static int replace_leaf_locked(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx, int err,
+			       tfs_btree_lost_leaf_fn fn, void *ctx)
+{
+	struct replace_ctx rc = { .b = b };
+	struct tfs_bkey_buf key;
+
+	rc.l.id = b->id;
+	rc.l.err = err;
+	rc.l.min_key =
+		idx ? tfs_bpos_successor(tfs_bkey_pos(tfs_bnode_key(n, idx - 1))) : n->min_key;
+	rc.l.max_key = tfs_bkey_pos(tfs_bnode_key(n, idx));
+	tfs_btree_ptr_key_loc(tfs_bnode_key(n, idx), &rc.l.loc);
+	rc.leaf = tfs_bnode_alloc(b, 0);
+	if (!rc.leaf)
+		return -ENOMEM;
+	rc.leaf->min_key = rc.l.min_key;
+	rc.leaf->max_key = rc.l.max_key;
+	/* Written no earlier than what the tree holds is durable (its kept keys' seqs too). */
+	rc.leaf->journal_seq = b->max_journal_seq;
+	tfs_btree_key_cache_drop_range(b->fs->key_cache, b->id, rc.l.min_key, rc.l.max_key,
+				       replace_keep, &rc);
+	fn(ctx, &rc.l);
+
+	/* The parent's pointer: a node never written, until the write-back writes it. */
+	bnode_ptr_key(b->fs, &key, rc.leaf);
+	tfs_bnode_replace(b, n, idx, &key.k);
+	n->child[idx] = rc.leaf;
+	/* The durable tree still reaches the old copies: freed by the next write-back. */
+	if (rc.l.loc.nr)
+		tfs_btree_pending_free_add(b, &rc.l.loc);
+	__atomic_add_fetch(&b->nr_nodes[0], 1, __ATOMIC_RELAXED);
+	tfs_bnode_set_dirty(b, rc.leaf);
+	tfs_bnode_set_dirty(b, n);
+	b->nr_keys_known = false;
+	__atomic_add_fetch(&b->mod_seq, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static bool ptr_on_missing(const struct tfs_fs *fs, const struct tfs_bkey *k)
+{
+	struct tfs_btree_loc loc;
+
+	tfs_btree_ptr_key_loc(k, &loc);
+	return tfs_btree_loc_on_missing(fs, &loc);
+}
+
+static int replace_bad_leaves(struct tfs_btree *b, struct tfs_bnode *n, tfs_btree_lost_leaf_fn fn,
+			      void *ctx, unsigned *nr)
+{
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		struct tfs_bnode *c = n->child[i];
+		int ret = 0;
+
+		if (!c)
+			ret = tfs_btree_read_child(b, n, i, &c);
+		if (ret && n->level == 1 &&
+		    (tfs_err_matches(ret, TFS_ERR_btree_node_read) ||
+		     tfs_err_matches(ret, TFS_ERR_btree_node_invalid)) &&
+		    !ptr_on_missing(b->fs, tfs_bnode_key(n, i))) {
+			ret = replace_leaf_locked(b, n, i, ret, fn, ctx);
+			if (ret)
+				return ret;
+			(*nr)++;
+			continue;
+		}
+		if (ret)
+			return ret;
+		if (c->level) {
+			ret = replace_bad_leaves(b, c, fn, ctx, nr);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_lost_leaf_fn fn,
+				 void *ctx)
+{
+	struct tfs_btree *b = &fs->btrees[id];
+	unsigned nr = 0;
+	int ret;
+
+	if (!b->root)
+		return 0; /* not read (a failed open) */
+	/* Exclusive: children read are installed, a replacement changes nodes. */
+	tfs_btree_lock_exclusive(b);
+	ret = replace_bad_leaves(b, b->root, fn, ctx, &nr);
+	tfs_btree_unlock_exclusive(b);
+	return ret ?: (int)nr;
 }

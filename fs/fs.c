@@ -450,6 +450,42 @@ static int fs_read_interior(struct tfs_btree *b, struct tfs_bnode *n)
 	return 0;
 }
 
+static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l);
+
+/*
+ * fsck's open (opts.replace_lost_leaves): a root that is a leaf and cannot
+ * be read or trusted (err) becomes an empty root leaf, as any lost leaf
+ * (tfs_btree_replace_bad_leaves()); the old copies are freed by the first
+ * write-back.  True when replaced.  Not the alloc btree's (loaded whole at
+ * open: nothing here rebuilds its keys), nor an interior root.
+ */
+static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
+{
+	const struct tfs_btree_ptr *p = tfs_bkey_val(&b->root_key.k);
+	struct tfs_btree_lost_leaf l = {
+		.id = b->id,
+		.err = err,
+		.min_key = TFS_POS_MIN,
+		.max_key = TFS_POS_MAX,
+	};
+
+	if (!fs->opts.replace_lost_leaves || b->id == TFS_BTREE_alloc || p->level ||
+	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+		return false;
+	tfs_btree_ptr_key_loc(&b->root_key.k, &l.loc);
+	if (tfs_btree_loc_on_missing(fs, &l.loc))
+		return false; /* away, not lost */
+	b->root = tfs_btree_new_root_leaf(b);
+	if (!b->root)
+		return false; /* the open fails with the read's error */
+	if (l.loc.nr)
+		tfs_btree_pending_free_add(b, &l.loc);
+	b->nr_keys_known = false;
+	fs_lost_leaf(fs, &l);
+	return true;
+}
+
 /* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
 static int fs_read_roots(struct tfs_fs *fs)
 {
@@ -465,6 +501,8 @@ static int fs_read_roots(struct tfs_fs *fs)
 			continue;
 		}
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
+		if (ret && fs_lost_root_leaf(fs, b, ret))
+			continue;
 		if (ret)
 			return ret;
 		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
@@ -473,6 +511,56 @@ static int fs_read_roots(struct tfs_fs *fs)
 			return ret;
 	}
 	return 0;
+}
+
+/* A leaf replaced at open: recorded for fsck (without memory it is said here only). */
+static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
+{
+	struct tfs_fs *fs = ctx;
+	struct tfs_btree_lost_leaf *n =
+		realloc(fs->lost_leaves, (fs->nr_lost_leaves + 1) * sizeof(*n));
+
+	if (n) {
+		fs->lost_leaves = n;
+		n[fs->nr_lost_leaves++] = *l;
+	}
+}
+
+/*
+ * fsck's open (opts.replace_lost_leaves): after a step of the open failed
+ * on a leaf it could not read or trust (err: replay walking into it, the
+ * inode scan reading the last inodes leaf, the orphans), every such leaf
+ * of every tree but the alloc btree is replaced by an empty one, and the
+ * step is run again (replay is idempotent).  Only then: an undamaged open
+ * reads no more than before (walking every tree here, with the journal
+ * still read into memory, took 2.3 times the memory of fsck -n).  True
+ * when it replaced leaves and the step should run again; *ret the error
+ * when the walk failed.
+ */
+static bool fs_replace_lost_leaves(struct tfs_fs *fs, int *ret)
+{
+	unsigned nr = 0;
+
+	if (!fs->opts.replace_lost_leaves || (!tfs_err_matches(*ret, TFS_ERR_btree_node_read) &&
+					      !tfs_err_matches(*ret, TFS_ERR_btree_node_invalid)))
+		return false;
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		int r;
+
+		if (id == TFS_BTREE_alloc)
+			continue;
+		r = tfs_btree_replace_bad_leaves(fs, id, fs_lost_leaf, fs);
+		if (r < 0) {
+			*ret = r;
+			return false;
+		}
+		nr += (unsigned)r;
+	}
+	if (nr)
+		fprintf(stderr,
+			"replaced %u lost btree leaf(s) with empty ones (fsck); opening again\n",
+			nr);
+	return nr > 0;
 }
 
 /* --- the allocator's rebuild --- */
@@ -785,6 +873,7 @@ static void fs_free(struct tfs_fs *fs)
 		free(d->journal_buckets);
 	}
 	pthread_mutex_destroy(&fs->roots_lock);
+	free(fs->lost_leaves);
 	free(fs);
 }
 
@@ -841,8 +930,14 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	}
 	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
 	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
-		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs) ?: fs_replay(fs, r, &rc)
-		?: fs_alloc_rebuild(fs);
+		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs);
+	if (!ret) {
+		/* Every root is read: a lost leaf met now can be replaced. */
+		ret = fs_replay(fs, r, &rc);
+		if (fs_replace_lost_leaves(fs, &ret))
+			ret = fs_replay(fs, r, &rc);
+	}
+	ret = ret ?: fs_alloc_rebuild(fs);
 	if (ret)
 		goto err;
 	if (!fs->read_only) {
@@ -856,6 +951,8 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	}
 	/* The POSIX layer: its inode table, crash leftovers (orphans); mkfs's root directory. */
 	ret = tfs_posix_init(fs);
+	if (fs_replace_lost_leaves(fs, &ret))
+		ret = tfs_posix_init(fs);
 	if (!ret && fs->opts.format) {
 		ret = tfs_posix_format(fs);
 		if (ret)

@@ -66,6 +66,17 @@ struct tfs_fs_opts {
 	bool no_post_flush;
 	bool verbose; /* print what open and stop do */
 	/*
+	 * fsck only: when a step of the open (reading a root leaf, replay, the
+	 * inode count, orphans) fails on a leaf no copy of which reads or
+	 * verifies, every such leaf is replaced by an empty one and the step
+	 * runs again, so the open gets past it and keys replayed into its
+	 * range go into the new leaf; the replacements are recorded
+	 * (fs->lost_leaves) for fsck to report and write back.  Not the alloc
+	 * btree (the open loads it whole: a lost alloc leaf still fails it).
+	 * Without it such an open fails; an undamaged open reads no more.
+	 */
+	bool replace_lost_leaves;
+	/*
 	 * mkfs only: the filesystem was just formatted (no roots anywhere);
 	 * open creates its empty trees and records them.  Refused when roots
 	 * exist.  Without it, a filesystem with no roots is "not initialized".

@@ -60,6 +60,9 @@ struct tfs_fs {
 	/* The open's post-flush entry (tfs_journal_read_verify_tail()): dropped, or checked. */
 	u64 post_flush_dropped, post_flush_verified;
 	u64 post_flush_check_bytes; /* data read back for that check, every member */
+	/* Leaves replaced at open (opts.replace_lost_leaves), for fsck to report. */
+	struct tfs_btree_lost_leaf *lost_leaves;
+	unsigned nr_lost_leaves;
 
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;

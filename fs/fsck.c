@@ -63,6 +63,9 @@ struct fsck {
 	struct {
 		u64 nodes, extents, only, only_blocks;
 	} missing[TFS_MAX_DEVICES];
+	/* Leaves replaced by empty ones (check_btrees()), said again once written. */
+	struct tfs_btree_lost_leaf *lost;
+	size_t nr_lost, size_lost;
 	/* Node space: fs->ckpt_started at the compare; a repair met a write-back since. */
 	u64 ckpt_started;
 	bool raced;
@@ -139,10 +142,101 @@ static bool may_repair(struct fsck *c)
 
 /* --- pass 1: nodes and keys --- */
 
+/* Removes the key at pos of btree id (a key of nothing: no POSIX rule to keep). */
+static int fsck_delete_key(struct fsck *c, enum tfs_btree_id id, struct tfs_bpos pos)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_posix_trans_init(&trans, c->fs);
+	ret = tfs_trans_delete(&trans, id, pos) ?: tfs_posix_commit(&trans, NULL);
+	tfs_trans_exit(&trans);
+	return ret;
+}
+
+static void lost_leaf_to_text(struct printbuf *out, struct fsck *c,
+			      const struct tfs_btree_lost_leaf *l)
+{
+	tfs_btree_node_loc_to_text(out, c->fs, l->id, 0, &l->loc);
+}
+
+/* A leaf replaced by an empty one (tfs_btree_replace_bad_leaves()): said, kept for later. */
+static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
+{
+	struct fsck *c = ctx;
+	struct printbuf buf = PRINTBUF;
+
+	lost_leaf_to_text(&buf, c, l);
+	prt_str(&buf, ": unreadable, keys ");
+	tfs_bpos_to_text(&buf, l->min_key);
+	prt_str(&buf, "..");
+	tfs_bpos_to_text(&buf, l->max_key);
+	prt_printf(&buf, " lost (%s)", tfs_err_str(l->err));
+	if (l->kept)
+		prt_printf(&buf, "; %u newer key(s) of the key cache kept", l->kept);
+	fsck_err(c, "%s", printbuf_str(&buf));
+	printbuf_exit(&buf);
+	if (!grow((void **)&c->lost, &c->size_lost, c->nr_lost, sizeof(*c->lost)))
+		c->lost[c->nr_lost++] = *l;
+}
+
+/*
+ * Leaves that no copy of reads or verifies: each is replaced by an empty
+ * leaf of its range, in memory (-n checks the rest as -y leaves it), and
+ * with -y written back before any other repair: a repair journaled into
+ * that range must never be replayed over the old tree, whose leaf cannot
+ * be read.  The passes after this one repair what pointed into the keys
+ * lost (dirents, link counts, extents, alloc keys, counters).
+ */
+static int replace_lost_leaves(struct fsck *c)
+{
+	int ret = 0;
+
+	/* Those the open replaced (tfs_fs_opts.replace_lost_leaves), then any left. */
+	for (unsigned i = 0; i < c->fs->nr_lost_leaves; i++)
+		lost_leaf(c, &c->fs->lost_leaves[i]);
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
+		/* The open loads the whole alloc btree: a lost alloc leaf stops it first. */
+		if (id == TFS_BTREE_alloc)
+			continue;
+		ret = tfs_btree_replace_bad_leaves(c->fs, id, lost_leaf, c);
+		if (ret < 0) {
+			fsck_say(c, "btree %s: cannot be read: %s", tfs_btree_id_str(id),
+				 tfs_err_str(ret));
+			return ret;
+		}
+	}
+	if (!c->nr_lost)
+		return 0;
+	ret = may_repair(c) ? tfs_btree_write_all(c->fs) : 0;
+	for (size_t i = 0; i < c->nr_lost; i++) {
+		struct printbuf buf = PRINTBUF;
+
+		lost_leaf_to_text(&buf, c, &c->lost[i]);
+		if (!may_repair(c)) {
+			c->res->left++;
+			fsck_say(c, "not fixed: %s: checked as an empty node (-y replaces it)",
+				 printbuf_str(&buf));
+		} else if (!ret) {
+			c->res->fixed++;
+			fsck_say(c, "fixed: %s: replaced with an empty node", printbuf_str(&buf));
+		} else {
+			c->res->left++;
+			fsck_say(c, "not fixed: %s: writing its replacement: %s",
+				 printbuf_str(&buf), tfs_err_str(ret));
+		}
+		printbuf_exit(&buf);
+	}
+	return 0;
+}
+
 static int check_btrees(struct fsck *c)
 {
 	struct printbuf err = PRINTBUF;
-	int ret = 0;
+	int ret = replace_lost_leaves(c);
+
+	if (ret)
+		return ret;
 
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		struct tfs_btree_iter iter;
@@ -205,6 +299,13 @@ static int collect_inodes(struct fsck *c)
 	}
 	tfs_btree_iter_exit(&iter);
 	c->res->inodes = c->nr_inodes;
+	if (!ret && !fsck_ino(c, TFS_ROOT_INO)) {
+		/* A lost inodes leaf can take it: nothing here makes a new root (nor /lost+found). */
+		fsck_err(c,
+			 "root directory (inode %llu) does not exist: fsck cannot make a new one",
+			 (unsigned long long)TFS_ROOT_INO);
+		c->res->left++;
+	}
 	return ret;
 }
 
@@ -250,6 +351,22 @@ static int check_dirents(struct fsck *c)
 		ino = le64_to_cpu(d->ino);
 		memcpy(name, d->name, d->name_len);
 		name[d->name_len] = 0;
+		if (!dir && dirino != TFS_ROOT_INO) {
+			/*
+			 * Its directory is gone (a lost inodes leaf): the name goes, and
+			 * what it named, named nowhere else, goes to /lost+found below.
+			 */
+			fsck_err(c, "dirent %llu:%llu \"%s\": in %llu, which does not exist",
+				 (unsigned long long)dirino, (unsigned long long)slot, name,
+				 (unsigned long long)dirino);
+			if (may_repair(c))
+				fsck_fixed(c,
+					   fsck_delete_key(c, TFS_BTREE_dirents, tfs_bkey_pos(k)),
+					   "dirent of a missing directory removed", dirino);
+			else
+				c->res->left++;
+			continue;
+		}
 		if (!dir || !S_ISDIR(dir->mode)) {
 			fsck_err(c, "dirent %llu:%llu \"%s\": in %llu, which is not a directory",
 				 (unsigned long long)dirino, (unsigned long long)slot, name,
@@ -348,6 +465,32 @@ static int check_orphans(struct fsck *c)
 	return ret;
 }
 
+/* xattrs of no inode (a lost inodes leaf): removed. */
+static int check_xattrs(struct fsck *c)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	int ret;
+
+	tfs_btree_iter_init(&iter, c->fs, TFS_BTREE_xattrs, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		tfs_ino_t ino = le64_to_cpu(k->inode);
+
+		if (fsck_ino(c, ino))
+			continue;
+		fsck_err(c, "xattr %llu:%llu: of no inode", (unsigned long long)ino,
+			 (unsigned long long)le64_to_cpu(k->offset));
+		if (may_repair(c))
+			fsck_fixed(c, fsck_delete_key(c, TFS_BTREE_xattrs, tfs_bkey_pos(k)),
+				   "xattr of no inode removed", ino);
+		else
+			c->res->left++;
+	}
+	tfs_btree_iter_exit(&iter);
+	return ret;
+}
+
 static int phys_cmp(const void *a, const void *b)
 {
 	const struct fsck_phys *x = a, *y = b;
@@ -432,6 +575,19 @@ static int check_extents(struct fsck *c)
 		const struct tfs_extent *x = tfs_bkey_val(k);
 		u32 nr;
 
+		if (!e) {
+			/* Its inode is gone (a lost inodes leaf): the space goes back too. */
+			fsck_err(c, "extents key %llu:%llu (%s): of no inode",
+				 (unsigned long long)ino, (unsigned long long)off,
+				 tfs_bkey_type_str(k->type));
+			if (may_repair(c))
+				fsck_fixed(c,
+					   fsck_delete_key(c, TFS_BTREE_extents, tfs_bkey_pos(k)),
+					   "extents key of no inode removed", ino);
+			else
+				c->res->left++;
+			continue;
+		}
 		if (k->type != TFS_BKEY_extent) {
 			if (k->type == TFS_BKEY_inline_data && e && S_ISLNK(e->mode))
 				continue;
@@ -1618,7 +1774,7 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 	if (c.opts->repair && tfs_posix_writable(fs))
 		fsck_say(&c, "the filesystem is read-only: checking only");
 	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_orphans(&c) ?: check_dirents(&c)
-		?: check_extents(&c) ?: mark_reachable(&c);
+		?: check_xattrs(&c) ?: check_extents(&c) ?: mark_reachable(&c);
 	if (!ret)
 		check_inodes(&c);
 	if (!ret)
@@ -1635,5 +1791,6 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 	free(c.inodes);
 	free(c.edges);
 	free(c.phys);
+	free(c.lost);
 	return ret;
 }

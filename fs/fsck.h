@@ -34,6 +34,15 @@
  *    of one block are the overlap lines above, naming both; the accounting
  *    keys equal the sums (user and btree blocks per member, inode keys).
  *
+ * Lost leaves first: a leaf that no copy of reads or verifies (of any tree
+ * but the alloc btree) is replaced by an empty leaf of its range
+ * (tfs_btree_replace_bad_leaves(); "btree extents level 0 node at 0x...:
+ * unreadable, keys X..Y lost"), in memory without repair (the rest is
+ * checked as -y leaves it), written back with it before any other repair;
+ * the checks below repair what pointed into it.  Those the open replaced
+ * (tfs_fs_opts.replace_lost_leaves, as tinyfs fsck opens) are reported
+ * the same way.  A missing root directory inode is said and left.
+ *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
  * a crash during repair leaves the old or the repaired state), each said
  * on stderr ("fsck: fixed: ..."):
@@ -44,7 +53,8 @@
  *  - inodes with nlink > 0 that nothing names go into /lost+found (made
  *    when missing) as "#INO";
  *  - orphan keys of missing inodes are removed; blocks is recounted;
- *    extents of no file are removed;
+ *    extents (and inline data), xattrs and dirents whose inode (directory)
+ *    does not exist are removed;
  *  - a wrong alloc key is rewritten from the extents or nodes (or removed),
  *    a wrong counter set to the count, each its own transaction; the
  *    allocator in memory follows (leaked space reusable once the repair is
@@ -52,8 +62,10 @@
  *    and a node really both use it (left, with the overlap line).  Node
  *    space repairs commit only if no write-back ran since the compare
  *    (one may have moved the nodes meanwhile): else it is compared again.
- * Not repaired (counted as left): node/key corruption, overlapping or
- * out-of-device extents, unreachable directory cycles.
+ * Not repaired (counted as left): interior node and key corruption (an
+ * unreadable interior node or alloc btree node stops the check: the code),
+ * overlapping or out-of-device extents, unreachable directory cycles, a
+ * missing root directory.
  *
  * A read-only filesystem (tfs_fs_opts.read_only) is only checked: open
  * replays the journal into memory, never onto the disk.

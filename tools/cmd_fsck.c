@@ -104,8 +104,12 @@ static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
 /*
  * A node that cannot be read or trusted (named above, where it was read) is
  * an error of the filesystem, not of fsck: e2fsck's 4 (left uncorrected),
- * not 8.  Nothing rebuilds a node's lost keys yet, so -y repairs nothing.
- * True, said, when ret is such a failure.
+ * not 8.  A lost leaf never gets here (the open replaces it with an empty
+ * one and the check reports it: tfs_fs_opts.replace_lost_leaves); what
+ * does is a node fsck cannot replace that way: an interior node (its whole
+ * subtree would go) or a node of the alloc btree (the open loads its keys
+ * whole; rebuilding them from the extents and nodes is not done), so -y
+ * repairs nothing.  True, said, when ret is such a failure.
  */
 static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, const char *what)
 {
@@ -113,8 +117,10 @@ static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, c
 	    !tfs_err_matches(ret, TFS_ERR_btree_node_read))
 		return false;
 	fprintf(stderr,
-		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s: "
-		"mount read-only (-o ro) and copy out what reads%s\n",
+		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s "
+		"(it replaces a lost leaf of a btree with an empty one, not an interior node "
+		"nor a node of the alloc btree): mount read-only (-o ro) and copy out what "
+		"reads%s\n",
 		dev, what, repair ? ", nothing was repaired" : "",
 		/* A node whose copies are all on missing members reads as unreadable. */
 		degraded ? "; or, if its copies are on a missing member (above), give every member"
@@ -145,10 +151,15 @@ static void fsck_usage(FILE *f)
 		"\n"
 		"A mounted filesystem is refused (as e2fsck refuses to repair one): unmount it.\n"
 		"\n"
+		"A btree leaf that cannot be read or fails its checksum is replaced by an\n"
+		"empty leaf (-y; -n checks as if it were), its keys said lost; the checks\n"
+		"after it repair what pointed into it.  Not an interior node nor a node of\n"
+		"the alloc btree: those stop the check (4).\n"
+		"\n"
 		"Exit status (as e2fsck): 0 clean, 1 problems found and all fixed, 4\n"
-		"problems left uncorrected (also a damaged btree node, which stops the\n"
-		"check), 8 operational error (cannot open: mounted, missing, not tinyfs,\n"
-		"unreadable), 16 usage error.\n");
+		"problems left uncorrected (also a damaged btree node fsck cannot replace,\n"
+		"which stops the check), 8 operational error (cannot open: mounted,\n"
+		"missing, not tinyfs, unreadable), 16 usage error.\n");
 }
 
 /*
@@ -237,6 +248,8 @@ static int cmd_fsck(int argc, char **argv)
 	 * would stop the check or its repairs at the first damaged node.
 	 */
 	opts.error_action = TFS_ON_ERROR_continue;
+	/* A lost leaf is replaced by an empty one as the open reads it: fsck reports it. */
+	opts.replace_lost_leaves = true;
 	if (!wait_for_stopping_daemons(argv + optind, (unsigned)(argc - optind)))
 		return FSCK_EXIT_OPERATIONAL;
 	/* A filesystem open elsewhere holds its members' locks: the open fails with EBUSY. */

@@ -79,7 +79,8 @@ refused 1 "$tmp/bad.img" "$tinyfs" mount "$tmp/bad.img" "$mnt"
 
 # A damaged btree leaf: the mount opens (leaves are read when needed), and
 # what the leaf held fails as on ext4, EUCLEAN "Structure needs cleaning",
-# not EINVAL; fsck says it is left uncorrected (4).  4000 names make the
+# not EINVAL; fsck -n says it is left uncorrected (4), fsck -y replaces it
+# with an empty leaf and the rest mounts whole.  4000 names make the
 # dirents btree two levels deep; every dirents leaf gets a flipped byte but
 # the one holding the root's names (those sort first; "keepfile" finds it),
 # so a change away from the damage can be tried.
@@ -123,6 +124,27 @@ tfs_umount "$mnt"
 st=0
 "$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
 [ "$st" = 4 ] || fail "fsck -n of damaged leaves exited $st, expected 4"
+grep -q "unreadable, keys" "$tmp/err" || fail "fsck -n does not say which keys are lost: $(cat "$tmp/err")"
+# fsck -y replaces each damaged leaf with an empty one (1): the names they
+# held are lost, their files go to /lost+found; then it is clean, it mounts,
+# what was elsewhere is intact, and changes work under errors=ro.
+st=0
+"$tinyfs" fsck -y "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 1 ] || fail "fsck -y of damaged leaves exited $st, expected 1: $(tail -3 "$tmp/err")"
+grep -q "replaced with an empty node" "$tmp/err" || fail "fsck -y: $(tail -3 "$tmp/err")"
+st=0
+"$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 0 ] || fail "fsck -n after fsck -y exited $st, expected 0: $(tail -3 "$tmp/err")"
+mount_or_finish "mount after fsck -y" "$tmp/leaf.img" "$mnt"
+[ "$(cat "$mnt/keepfile")" = "$(printf 'kept\nmore')" ] || fail "after fsck -y: keepfile reads $(cat "$mnt/keepfile")"
+[ -d "$mnt/after" ] || fail "after fsck -y: the directory made under errors=continue is gone"
+n=$(($(ls "$mnt/d" | wc -l) + $(ls "$mnt/lost+found" | wc -l)))
+[ "$n" = 4000 ] || fail "after fsck -y: $n of the 4000 files in d or /lost+found"
+mkdir "$mnt/after-fsck" || fail "after fsck -y: a mkdir failed"
+tfs_umount "$mnt"
+st=0
+"$tinyfs" fsck -n "$tmp/leaf.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 0 ] || fail "fsck -n after the mount exited $st, expected 0: $(tail -3 "$tmp/err")"
 
 # A member of another filesystem given with ours.
 new_image "$tmp/other.img" 64M || finish

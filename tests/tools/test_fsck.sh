@@ -67,5 +67,44 @@ has err "node at 0x" && has err "checksum" && has err "cannot rebuild it"
 [ "$(sum b.img)" = "$before" ] || fail "fsck -n of a corrupt node changed the image"
 run 4 "$tinyfs" fsck -y b.img && has err "nothing was repaired"
 
+# Flips byte 16 (the seq: the checksum fails) of every node of one btree
+# (byte 24 the btree id), old copies included.
+damage_btree() {
+	python3 - "$1" "$2" <<'PY'
+import sys, collections
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; bid = int(sys.argv[2])
+c = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), ns)
+                        if data[o + 8:o + 16] != bytes(8) and data[o + 4:o + 8] == bytes(4))
+magic = c.most_common(1)[0][0]
+n = 0
+for o in range(0, len(data), ns):
+    if data[o + 8:o + 16] == magic and data[o + 24] == bid:
+        f.seek(o + 16); f.write(bytes([data[o + 16] ^ 0xff])); n += 1
+assert n, "no node of btree %d" % bid
+PY
+}
+
+# A lost leaf (the xattrs btree's only node, here its root): -n names it
+# and the keys lost, writes nothing, exits 4; -y replaces it with an empty
+# node (1); the next check is clean, the other trees intact.
+cp a.img x.img
+"$build/tests/tools/btree_fill" xattrs 20 x.img >/dev/null || fail "btree_fill"
+damage_btree x.img 3
+before=$(sum x.img)
+run 4 "$tinyfs" fsck -n x.img && has err "btree xattrs level 0 node at 0x" &&
+	has err ": unreadable, keys 0:0..POS_MAX lost" && has err "checked as an empty node"
+[ "$(sum x.img)" = "$before" ] || fail "fsck -n of a lost leaf changed the image"
+run 1 "$tinyfs" fsck -y x.img && has err "replaced with an empty node" &&
+	has err "all fixed"
+run 0 "$tinyfs" fsck -n x.img && has err "x.img: clean"
+run 0 "$tinyfs" list --btree xattrs x.img
+[ -z "$(cat out)" ] || fail "keys left in the replaced leaf: $(cat out)"
+
+# A node of the alloc btree is not replaced: 4, saying so, nothing repaired.
+cp a.img y.img
+damage_btree y.img 4
+run 4 "$tinyfs" fsck -y y.img && has err "btree alloc level 0 node at 0x" &&
+	has err "nothing was repaired" && has err "nor a node of the alloc btree"
+
 [ "$fails" = 0 ] && echo "all fsck tool checks passed"
 exit $((fails > 0))

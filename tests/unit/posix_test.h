@@ -44,6 +44,7 @@ struct pt_geometry {
 	u64 journal_size; /* 0: mkfs's choice */
 	unsigned metadata_replicas, data_replicas, data_replicas_required;
 	u8 error_action;
+	u32 node_size; /* btree node bytes; 0: mkfs's choice */
 };
 
 struct pt {
@@ -82,6 +83,7 @@ static inline int pt_format(struct pt *t)
 	o.data_replicas = (u8)(g->data_replicas ?: 1);
 	o.data_replicas_required = (u8)(g->data_replicas_required ?: 1);
 	o.error_action = g->error_action;
+	o.btree_node_size = g->node_size;
 	for (unsigned i = 0; i < g->nr_devs; i++)
 		paths[i] = t->path[i];
 	return test_image_format(paths, &o, &ig, tfs_bdev_open_uring);

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "fs/alloc.h"
+#include "fs/btree_internal.h"
 #include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "fs/fsck.h"
@@ -785,6 +786,699 @@ static void test_degraded_interior_after_crash(void **state)
 	assert_true(pt_ino(&T, 1, "file-with-a-longish-name-000000") != 0);
 }
 
+/* --- a damaged leaf --- */
+
+/*
+ * LEAF_FILES files in the root directory with 16 KiB nodes: each has 4 KiB
+ * of data and an xattr, so the inodes, dirents, extents and xattrs trees
+ * all have several leaves.
+ */
+#define LEAF_FILES 500
+
+static int setup_small_nodes(void **state)
+{
+	struct pt_geometry g = { .node_size = TFS_BTREE_NODE_SIZE_MIN };
+
+	return pt_mkfs(&T, &g) ? -1 : 0;
+}
+
+static void leaf_name(char *buf, size_t len, unsigned i)
+{
+	snprintf(buf, len, "a-file-whose-leaf-may-be-lost-%04u", i);
+}
+
+static void leaf_files(tfs_ino_t *inos)
+{
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char name[64], buf[4096];
+		struct tfs_file *f;
+
+		leaf_name(name, sizeof(name), i);
+		pt_fill(buf, sizeof(buf), 1000 + i, 0);
+		assert_int_equal(pt_create(&T, 1, name, &f), 0);
+		assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		inos[i] = tfs_file_ino(f);
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_int_equal(tfs_setxattr(T.fs, inos[i], "user.n", name, strlen(name), 0), 0);
+	}
+}
+
+/* The position of the middle key of btree id. */
+static struct tfs_bpos middle_pos(enum tfs_btree_id id)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	struct tfs_bpos pos[LEAF_FILES * 2];
+	unsigned n = 0;
+	int ret;
+
+	tfs_btree_iter_init(&iter, T.fs, id, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
+		if (n < LEAF_FILES * 2)
+			pos[n++] = tfs_bkey_pos(k);
+	tfs_btree_iter_exit(&iter);
+	assert_int_equal(ret, 0);
+	assert_true(n > 0);
+	return pos[n / 2];
+}
+
+/* Where the leaf of btree id covering pos is (read from disk: after a reopen), its range. */
+static void find_leaf(enum tfs_btree_id id, struct tfs_bpos pos, struct tfs_btree_loc *loc,
+		      struct tfs_bpos *min, struct tfs_bpos *max)
+{
+	struct tfs_btree *b = &T.fs->btrees[id];
+	struct tfs_btree_path path;
+
+	tfs_six_lock_read(&b->lock);
+	assert_int_equal(tfs_btree_walk(b, pos, 0, &path, false), 0);
+	assert_true(path.root_level >= 1); /* a leaf, not the root */
+	*loc = path.n[0]->disk;
+	*min = path.n[0]->min_key;
+	*max = path.n[0]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	assert_true(loc->nr > 0);
+}
+
+/* Flips a byte of the first key of every copy of the node at loc: its checksum fails. */
+static void damage_node(const struct tfs_btree_loc *loc)
+{
+	for (unsigned r = 0; r < loc->nr; r++) {
+		int fd = open(T.path[loc->ptrs[r].dev], O_RDWR);
+		off_t at = (off_t)(loc->ptrs[r].offset + sizeof(struct tfs_btree_node) + 8);
+		u8 c;
+
+		assert_true(fd >= 0);
+		assert_int_equal(pread(fd, &c, 1, at), 1);
+		c ^= 0xff;
+		assert_int_equal(pwrite(fd, &c, 1, at), 1);
+		close(fd);
+	}
+}
+
+/*
+ * Damages the leaf of btree id holding its middle key, on disk (every
+ * copy), the journal clean.  fsck -n says which node and which keys are
+ * lost, checks the rest as if the leaf were empty, exits 4 and writes
+ * nothing; fsck -y replaces it with an empty node and repairs what
+ * pointed into it (exit 1); the next fsck -n is clean.  The range lost in
+ * *min..*max; the filesystem open afterwards.
+ */
+static void damaged_leaf(enum tfs_btree_id id, struct tfs_bpos *min, struct tfs_bpos *max)
+{
+	struct tfs_fsck_result res;
+	struct tfs_btree_loc loc;
+	struct printbuf line = PRINTBUF;
+	u64 before;
+
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	find_leaf(id, middle_pos(id), &loc, min, max);
+	tfs_btree_node_loc_to_text(&line, T.fs, id, 0, &loc);
+	prt_str(&line, ": unreadable, keys ");
+	tfs_bpos_to_text(&line, *min);
+	prt_str(&line, "..");
+	tfs_bpos_to_text(&line, *max);
+	prt_str(&line, " lost");
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	/* As tinyfs fsck opens: it reports every damage itself. */
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	before = images_hash();
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	if (!strstr(captured, printbuf_str(&line)))
+		fprintf(stderr, "expected: %s\n", printbuf_str(&line));
+	assert_non_null(strstr(captured, printbuf_str(&line)));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before); /* -n wrote nothing */
+
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, printbuf_str(&line)));
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	printbuf_exit(&line);
+}
+
+static bool pos_in(struct tfs_bpos p, struct tfs_bpos min, struct tfs_bpos max)
+{
+	return tfs_bpos_cmp(p, min) >= 0 && tfs_bpos_cmp(p, max) <= 0;
+}
+
+/* File i (inode ino) reads back as written, 4 KiB; its xattr too unless xattr_lost. */
+static void leaf_file_intact(unsigned i, tfs_ino_t ino, bool xattr_lost)
+{
+	char buf[4096], want[4096], name[64], x[64];
+	struct tfs_file *f;
+	ssize_t n;
+
+	assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
+	assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	pt_fill(want, sizeof(want), 1000 + i, 0);
+	assert_memory_equal(buf, want, sizeof(buf));
+	leaf_name(name, sizeof(name), i);
+	n = tfs_getxattr(T.fs, ino, "user.n", x, sizeof(x));
+	if (xattr_lost) {
+		assert_int_equal(n, -ENODATA);
+	} else {
+		assert_int_equal(n, (ssize_t)strlen(name));
+		assert_memory_equal(x, name, strlen(name));
+	}
+}
+
+/*
+ * A lost dirents leaf: the files it named are in /lost+found as #INO,
+ * whole; every other file keeps its name.
+ */
+static void test_damaged_leaf_dirents(void **state)
+{
+	tfs_ino_t inos[LEAF_FILES], lf;
+	struct tfs_bpos min, max;
+	unsigned named = 0, found = 0;
+
+	leaf_files(inos);
+	damaged_leaf(TFS_BTREE_dirents, &min, &max);
+	lf = pt_ino(&T, 1, "lost+found");
+	assert_true(lf != 0);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char name[64];
+
+		leaf_name(name, sizeof(name), i);
+		if (pt_ino(&T, 1, name) == inos[i]) {
+			named++;
+		} else {
+			snprintf(name, sizeof(name), "#%llu", (unsigned long long)inos[i]);
+			assert_int_equal(pt_ino(&T, lf, name), inos[i]);
+			found++;
+		}
+		leaf_file_intact(i, inos[i], false);
+	}
+	assert_true(named > 0 && found > 0);
+	fprintf(stderr, "dirents leaf lost: %u names kept, %u files in /lost+found\n", named,
+		found);
+}
+
+/*
+ * A lost inodes leaf: its inodes are gone with their names, extents
+ * (their space free again) and xattrs; every other file is whole.
+ */
+static void test_damaged_leaf_inodes(void **state)
+{
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_bpos min, max;
+	unsigned lost = 0;
+
+	leaf_files(inos);
+	damaged_leaf(TFS_BTREE_inodes, &min, &max);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char name[64];
+
+		leaf_name(name, sizeof(name), i);
+		if (pos_in(TFS_POS(inos[i], 0), min, max)) {
+			struct tfs_bkey_buf kb;
+
+			assert_int_equal(pt_ino(&T, 1, name), 0);
+			assert_int_equal(
+				tfs_btree_lookup(T.fs, TFS_BTREE_extents, TFS_POS(inos[i], 0), &kb),
+				-ENOENT);
+			lost++;
+			continue;
+		}
+		assert_int_equal(pt_ino(&T, 1, name), inos[i]);
+		leaf_file_intact(i, inos[i], false);
+	}
+	assert_true(lost > 0 && lost < LEAF_FILES);
+	fprintf(stderr, "inodes leaf lost: %u files gone\n", lost);
+}
+
+/* A lost extents leaf: its files read zeros (blocks 0, size kept); the others are whole. */
+static void test_damaged_leaf_extents(void **state)
+{
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_bpos min, max;
+	unsigned lost = 0;
+
+	leaf_files(inos);
+	damaged_leaf(TFS_BTREE_extents, &min, &max);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char buf[4096], zero[4096] = { 0 };
+		struct tfs_file *f;
+		struct tfs_stat st;
+
+		if (!pos_in(TFS_POS(inos[i], 0), min, max)) {
+			leaf_file_intact(i, inos[i], false);
+			continue;
+		}
+		assert_int_equal(tfs_getattr(T.fs, inos[i], &st), 0);
+		assert_int_equal(st.size, 4096);
+		assert_int_equal(st.blocks, 0);
+		assert_int_equal(tfs_open(T.fs, inos[i], O_RDONLY, &f), 0);
+		assert_int_equal(tfs_read(T.fs, f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_memory_equal(buf, zero, sizeof(buf));
+		lost++;
+	}
+	assert_true(lost > 0 && lost < LEAF_FILES);
+	fprintf(stderr, "extents leaf lost: %u files' data gone\n", lost);
+}
+
+/* A lost xattrs leaf: those xattrs are gone, the files and the other xattrs are whole. */
+static void test_damaged_leaf_xattrs(void **state)
+{
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_bpos min, max, at[LEAF_FILES];
+	unsigned lost = 0;
+
+	leaf_files(inos);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		struct tfs_btree_iter iter;
+		const struct tfs_bkey *k;
+
+		tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_xattrs, TFS_POS(inos[i], 0),
+				    TFS_POS(inos[i], UINT64_MAX));
+		assert_int_equal(tfs_btree_iter_peek(&iter, &k), 0);
+		assert_non_null(k);
+		at[i] = tfs_bkey_pos(k);
+		tfs_btree_iter_exit(&iter);
+	}
+	damaged_leaf(TFS_BTREE_xattrs, &min, &max);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		bool gone = pos_in(at[i], min, max);
+
+		leaf_file_intact(i, inos[i], gone);
+		lost += gone;
+	}
+	assert_true(lost > 0 && lost < LEAF_FILES);
+}
+
+/*
+ * A lost inodes leaf whose range the journal still changes (a crash after
+ * chmods of half its inodes): an open replaying into it fails; fsck's open
+ * (replace_lost_leaves, as tinyfs fsck opens) replaces it first and replay
+ * puts the newer keys into the new leaf, so the files changed since keep
+ * their inodes; -y repairs the rest, and the next check is clean.
+ */
+static void test_damaged_leaf_replay(void **state)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE, .mode = S_IFREG | 0600 };
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	bool kept[LEAF_FILES] = { false };
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	unsigned nr_in = 0, nr_kept = 0;
+	char crash[160];
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_inodes, middle_pos(TFS_BTREE_inodes), &loc, &min, &max);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		struct tfs_stat st;
+
+		if (!pos_in(TFS_POS(inos[i], 0), min, max) || nr_in++ % 2)
+			continue;
+		assert_int_equal(tfs_setattr(T.fs, inos[i], NULL, &sa, &st), 0);
+		kept[i] = true;
+		nr_kept++;
+	}
+	assert_true(nr_kept > 0 && nr_kept < nr_in);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	snprintf(crash, sizeof(crash), "%s/crash", T.dir);
+	pt_copy_file(T.path[0], crash); /* as the power cut would leave it */
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(crash, T.path[0]);
+	unlink(crash);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	/* Replay walks into the lost leaf. */
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, "btree inodes level 0 node at"));
+	assert_non_null(strstr(captured, ": unreadable, keys "));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char name[64];
+		struct tfs_stat st;
+
+		leaf_name(name, sizeof(name), i);
+		if (pos_in(TFS_POS(inos[i], 0), min, max) && !kept[i]) {
+			assert_int_equal(pt_ino(&T, 1, name), 0);
+			continue;
+		}
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, inos[i]);
+		assert_int_equal(st.mode & 07777, kept[i] ? 0600 : 0644);
+		leaf_file_intact(i, inos[i], false);
+	}
+}
+
+/*
+ * A lost inodes leaf holding directories: their names go, the names in
+ * them too, and the files those named (whose inodes are kept) go to
+ * /lost+found, whole.
+ */
+static void test_damaged_leaf_directories(void **state)
+{
+	enum {
+		NR = LEAF_FILES / 2
+	};
+	tfs_ino_t dirs[NR], files[NR], lf;
+	struct tfs_bpos min, max;
+	unsigned lost_dirs = 0, found = 0;
+
+	for (unsigned i = 0; i < NR; i++) {
+		char name[64], buf[4096];
+		struct tfs_file *f;
+		struct tfs_stat st;
+
+		leaf_name(name, sizeof(name), i);
+		assert_int_equal(pt_mkdir(&T, 1, name, &st), 0);
+		dirs[i] = st.ino;
+		pt_fill(buf, sizeof(buf), 1000 + i, 0);
+		assert_int_equal(pt_create(&T, dirs[i], name, &f), 0);
+		assert_int_equal(tfs_write(T.fs, f, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+		files[i] = tfs_file_ino(f);
+		assert_int_equal(tfs_release(T.fs, f), 0);
+		assert_int_equal(tfs_setxattr(T.fs, files[i], "user.n", name, strlen(name), 0), 0);
+	}
+	damaged_leaf(TFS_BTREE_inodes, &min, &max);
+	lf = pt_ino(&T, 1, "lost+found");
+	for (unsigned i = 0; i < NR; i++) {
+		char name[64];
+		bool dir_lost = pos_in(TFS_POS(dirs[i], 0), min, max);
+		bool file_lost = pos_in(TFS_POS(files[i], 0), min, max);
+
+		leaf_name(name, sizeof(name), i);
+		assert_int_equal(pt_ino(&T, 1, name), dir_lost ? 0 : dirs[i]);
+		if (!dir_lost)
+			assert_int_equal(pt_ino(&T, dirs[i], name), file_lost ? 0 : files[i]);
+		if (dir_lost && !file_lost) {
+			snprintf(name, sizeof(name), "#%llu", (unsigned long long)files[i]);
+			assert_int_equal(pt_ino(&T, lf, name), files[i]);
+			found++;
+		}
+		if (!file_lost)
+			leaf_file_intact(i, files[i], false);
+		lost_dirs += dir_lost;
+	}
+	assert_true(lost_dirs > 0 && found > 0);
+}
+
+/*
+ * The inodes leaf holding the root directory's inode lost: fsck cannot
+ * make a new root, says so and exits 4 (-y too), as e2fsck without a root
+ * it could rebuild.
+ */
+static void test_damaged_leaf_root_inode(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_inodes, TFS_POS(TFS_ROOT_INO, 0), &loc, &min, &max);
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_non_null(strstr(captured, "root directory (inode 1) does not exist: fsck cannot "
+					 "make a new one"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	T.opts.error_action = -1;
+}
+
+/*
+ * Degraded, a leaf whose copy on the present member is damaged and whose
+ * other copy is on the missing member: it is away, not lost, so fsck
+ * --degraded -y stops at it (as at any node it cannot read) and replaces
+ * nothing; with the member back the leaf reads from there, every file whole.
+ */
+static void test_damaged_leaf_degraded(void **state)
+{
+	struct pt_geometry g = { .nr_devs = 2,
+				 .size = 48ULL << 20,
+				 .metadata_replicas = 2,
+				 .data_replicas = 1,
+				 .node_size = TFS_BTREE_NODE_SIZE_MIN };
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc, on0 = { 0 };
+	struct tfs_bpos min, max;
+	int ret;
+
+	pt_cleanup(&T);
+	assert_int_equal(pt_mkfs(&T, &g), 0);
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_dirents, middle_pos(TFS_BTREE_dirents), &loc, &min, &max);
+	assert_int_equal(loc.nr, 2);
+	for (unsigned r = 0; r < loc.nr; r++)
+		if (!loc.ptrs[r].dev)
+			on0.ptrs[on0.nr++] = loc.ptrs[r];
+	assert_int_equal(on0.nr, 1);
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&on0);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.degraded = true;
+	pt_register_faultdevs(&T);
+	assert_int_equal(tfs_fs_open(T.paths, 1, &T.opts, &T.fs), 0); /* member 1 missing */
+	ret = fsck_capture(true, &res);
+	assert_true(tfs_err_matches(ret, TFS_ERR_btree_node_invalid) ||
+		    tfs_err_matches(ret, TFS_ERR_btree_node_read));
+	assert_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.degraded = false;
+	assert_int_equal(pt_open(&T), 0);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		char name[64];
+
+		leaf_name(name, sizeof(name), i);
+		assert_int_equal(pt_ino(&T, 1, name), inos[i]);
+		leaf_file_intact(i, inos[i], false);
+	}
+	T.opts.error_action = -1;
+}
+
+/*
+ * A leaf no copy of which can be read (EIO from the device, every read):
+ * lost as a damaged one is, "unreadable ... (btree_node_read)"; -y
+ * replaces it, and with the device reading again everything else is whole.
+ */
+static void test_damaged_leaf_eio(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	unsigned lost = 0;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
+	assert_int_equal(loc.nr, 1);
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu fail=EIO",
+		 (unsigned long long)loc.ptrs[0].offset,
+		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, "btree extents level 0 node at"));
+	assert_non_null(strstr(captured, "lost (btree_node_read)"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_int_equal(pt_stop(&T), 0);
+	T.rule[0][0] = 0;
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		struct tfs_stat st;
+
+		if (!pos_in(TFS_POS(inos[i], 0), min, max)) {
+			leaf_file_intact(i, inos[i], false);
+			continue;
+		}
+		assert_int_equal(tfs_getattr(T.fs, inos[i], &st), 0);
+		assert_int_equal(st.blocks, 0);
+		lost++;
+	}
+	assert_true(lost > 0 && lost < LEAF_FILES);
+	T.opts.error_action = -1;
+}
+
+/*
+ * The last inodes leaf lost, the journal clean: the open reads it for the
+ * next inode number and fails; fsck's open (replace_lost_leaves) replaces
+ * it then and opens; -y repairs, the next check is clean and new files
+ * get numbers no key of a lost inode still uses.
+ */
+static void test_damaged_leaf_last_inodes(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	struct tfs_stat st;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_inodes, TFS_POS(inos[LEAF_FILES - 1], 0), &loc, &min, &max);
+	assert_true(tfs_bpos_eq(max, TFS_POS_MAX));
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, ": unreadable, keys "));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(pt_mknod(&T, 1, "new-after-fsck", S_IFREG | 0644, &st), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	for (unsigned i = 0; i < LEAF_FILES; i++)
+		if (!pos_in(TFS_POS(inos[i], 0), min, max))
+			leaf_file_intact(i, inos[i], false);
+	T.opts.error_action = -1;
+}
+
+/* Whether the leaf of btree id covering pos is in memory. */
+static bool leaf_in_memory(enum tfs_btree_id id, struct tfs_bpos pos)
+{
+	struct tfs_btree *b = &T.fs->btrees[id];
+	struct tfs_bnode *n;
+
+	tfs_six_lock_read(&b->lock);
+	n = b->root;
+	while (n && n->level)
+		n = n->child[tfs_bnode_lower_bound(n, pos)];
+	tfs_six_unlock_read(&b->lock);
+	return n != NULL;
+}
+
+/*
+ * A leaf lost while the filesystem is open, whose inodes the key cache
+ * holds (clean: looked up; dirty: one changed since): fsck -y in that same
+ * session replaces it; the clean entries go with the leaf (no lookup finds
+ * an inode the btree lost), the dirty one's key goes into the new leaf
+ * (its file stays, whole).
+ */
+static void test_damaged_leaf_key_cache(void **state)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE, .mode = S_IFREG | 0600 };
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES], dirty = 0;
+	unsigned dirty_i = 0, cached = 0;
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max, mid;
+	struct tfs_bkey_buf kb;
+	struct tfs_stat st;
+
+	leaf_files(inos);
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_non_null(T.fs->key_cache);
+	mid = middle_pos(TFS_BTREE_inodes);
+	find_leaf(TFS_BTREE_inodes, mid, &loc, &min, &max);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		struct tfs_bpos pos = TFS_POS(inos[i], 0);
+
+		if (!pos_in(pos, min, max))
+			continue;
+		if (!dirty) {
+			dirty = inos[i];
+			dirty_i = i;
+			assert_int_equal(tfs_setattr(T.fs, dirty, NULL, &sa, &st), 0);
+			assert_int_equal(
+				tfs_btree_key_cache_state(T.fs->key_cache, TFS_BTREE_inodes, pos),
+				1);
+			continue;
+		}
+		assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes, pos, &kb), 0);
+		assert_int_equal(tfs_btree_key_cache_state(T.fs->key_cache, TFS_BTREE_inodes, pos),
+				 0);
+		cached++;
+	}
+	assert_true(dirty && cached > 0);
+	/* The leaf leaves the node cache (twice: a second chance), and is damaged on disk. */
+	for (unsigned i = 0; i < 3 && leaf_in_memory(TFS_BTREE_inodes, mid); i++)
+		tfs_btree_cache_scan(T.fs, 1UL << 30);
+	assert_false(leaf_in_memory(TFS_BTREE_inodes, mid));
+	damage_node(&loc);
+
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "1 newer key(s) of the key cache kept"));
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	for (unsigned i = 0; i < LEAF_FILES; i++) {
+		if (!pos_in(TFS_POS(inos[i], 0), min, max) || inos[i] == dirty)
+			continue;
+		assert_int_equal(tfs_btree_key_cache_state(T.fs->key_cache, TFS_BTREE_inodes,
+							   TFS_POS(inos[i], 0)),
+				 -ENOENT);
+		assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes, TFS_POS(inos[i], 0), &kb),
+				 -ENOENT);
+	}
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(tfs_getattr(T.fs, dirty, &st), 0);
+	assert_int_equal(st.mode & 07777, 0600);
+	leaf_file_intact(dirty_i, dirty, false);
+	T.opts.error_action = -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -803,6 +1497,26 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_alloc_node_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accounting_wrong, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_dirents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_inodes, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_extents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_xattrs, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_directories, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_root_inode, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_degraded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_eio, setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_last_inodes, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_replay, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_key_cache, setup_small_nodes,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_interior_after_crash, setup_two,
 						teardown),
