@@ -103,8 +103,46 @@ run 0 "$tinyfs" list --btree xattrs x.img
 # A node of the alloc btree is not replaced: 4, saying so, nothing repaired.
 cp a.img y.img
 damage_btree y.img 4
+before=$(sum y.img)
 run 4 "$tinyfs" fsck -y y.img && has err "btree alloc level 0 node at 0x" &&
 	has err "nothing was repaired" && has err "nor a node of the alloc btree"
+[ "$(sum y.img)" = "$before" ] || fail "fsck -y of a damaged alloc node changed the image"
+
+# An interior node (the root of an xattrs tree of many 16 KiB leaves) is
+# not replaced either, even with keys to replay: 4, nothing written.  A
+# leaf with a good copy on the other member is never replaced.
+truncate -s 64M i.img i2.img
+run 0 "$mkfs" -q --btree-node-size 16K --metadata-replicas 2 i.img i2.img
+"$build/tests/tools/btree_fill" xattrs 3000 100 i.img i2.img >/dev/null || fail "btree_fill"
+"$build/tests/tools/btree_fill" xattrs 20 100 nostop i.img i2.img >/dev/null || fail "btree_fill"
+cp i.img j.img
+# damage_level IMG BTREE LEVEL: every node of that btree and level on IMG (16 KiB nodes).
+damage_level() {
+	python3 - "$@" <<'PY2'
+import sys, collections
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 16 * 1024
+bid, lvl = int(sys.argv[2]), int(sys.argv[3])
+c = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), ns)
+                        if data[o + 8:o + 16] != bytes(8) and data[o + 4:o + 8] == bytes(4))
+magic = c.most_common(1)[0][0]
+n = 0
+for o in range(0, len(data), ns):
+    if data[o + 8:o + 16] == magic and data[o + 24] == bid and data[o + 25] == lvl:
+        f.seek(o + 16); f.write(bytes([data[o + 16] ^ 0xff])); n += 1
+assert n, "no node of btree %d level %d" % (bid, lvl)
+PY2
+}
+damage_level j.img 3 0 # every xattrs leaf, one copy: the other member's reads
+run 0 "$tinyfs" fsck -y j.img i2.img && has err "trying the next replica"
+hasnt err "replaced"
+run 0 "$tinyfs" list --btree xattrs j.img i2.img
+[ "$(wc -l <out)" = 3000 ] || fail "xattrs keys after fsck -y of one bad copy: $(wc -l <out), want 3000"
+damage_level i.img 3 1
+damage_level i2.img 3 1
+before=$(sum i.img)$(sum i2.img)
+run 4 "$tinyfs" fsck -y i.img i2.img && has err "btree xattrs level 1 node at" &&
+	has err "nothing was repaired"
+[ "$(sum i.img)$(sum i2.img)" = "$before" ] || fail "fsck -y of a damaged interior node changed the image"
 
 [ "$fails" = 0 ] && echo "all fsck tool checks passed"
 exit $((fails > 0))

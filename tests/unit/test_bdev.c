@@ -13,12 +13,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -710,6 +712,85 @@ static void test_read_wait_in_caller(void **state)
 	free(h.buf);
 }
 
+/*
+ * A real write error in the caller's thread (tfs_bio_in_caller(): a data
+ * write, pwrite(2)): the file size limit (RLIMIT_FSIZE, SIGXFSZ ignored)
+ * ends the image inside the write, so the first pwrite is short and the
+ * next fails with EFBIG, as a full filesystem under the image fails with
+ * ENOSPC.  The fault device (tests) keeps the ring's path, so nothing else
+ * sends this path a device error: the remainder is continued, the error
+ * returned, counted and the short completion counted, as the ring does
+ * for the same write submitted asynchronously.
+ */
+struct ring_wait {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+};
+
+static void ring_wait_end_io(struct tfs_bio *bio)
+{
+	struct ring_wait *w = bio->private;
+
+	pthread_mutex_lock(&w->lock);
+	w->done = true;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void test_write_error_in_caller(void **state)
+{
+	static const unsigned flags[] = { 0, TFS_BDEV_BUFFERED };
+	struct rlimit old, lim;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_sa;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	assert_int_equal(sigaction(SIGXFSZ, &ign, &old_sa), 0);
+	for (unsigned i = 0; i < ARRAY_SIZE(flags); i++) {
+		struct tfs_bdev *b = open_img(flags[i]);
+		u8 *w = tfs_bdev_alloc_buf(b, 8192);
+		struct ring_wait rw = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+		struct tfs_bio bio;
+		u64 shorts = to_text_number(b, "short completions");
+		int ret;
+
+		fill(w, 8192, 31 + i);
+		lim = old;
+		lim.rlim_cur = 3 * 4096;
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+		/* Synchronous: pwrite in this thread. */
+		ret = tfs_bdev_write(b, w, 8192, 8192, 0, TFS_TAG_data);
+		/* Asynchronous: the ring's completion. */
+		bio = (struct tfs_bio){
+			.bdev = b,
+			.op = TFS_OP_write,
+			.tag = TFS_TAG_data,
+			.offset = 8192,
+			.buf = w,
+			.len = 8192,
+			.end_io = ring_wait_end_io,
+			.private = &rw,
+		};
+		tfs_bio_submit(&bio);
+		pthread_mutex_lock(&rw.lock);
+		while (!rw.done)
+			pthread_cond_wait(&rw.cond, &rw.lock);
+		pthread_mutex_unlock(&rw.lock);
+		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+
+		assert_int_equal(ret, -EFBIG);
+		assert_int_equal(bio.result, -EFBIG);
+		assert_int_equal(b->counters.errors[TFS_OP_write], 2);
+		assert_true(to_text_number(b, "short completions") >= shorts + 2);
+		assert_int_equal(to_text_number(b, "i/o in the caller"), 1);
+		/* The block below the limit was written. */
+		tfs_bdev_close(b);
+		check_file(8192, w, 4096);
+		free(w);
+	}
+	assert_int_equal(sigaction(SIGXFSZ, &old_sa, NULL), 0);
+}
+
 /* ---- io_uring_enter failing (seccomp makes it fail in one thread) ---- */
 
 struct enter_fail {
@@ -835,6 +916,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_short_read),
 		cmocka_unit_test(test_submit_errors),
 		cmocka_unit_test(test_read_wait_in_caller),
+		cmocka_unit_test(test_write_error_in_caller),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
