@@ -624,11 +624,15 @@ void tfs_btree_cache_check_budget(struct tfs_fs *fs)
 			if (bytes <= c->budget && !dirty_over(fs, bytes))
 				break;
 		}
-		/* Clean memory is not enough: write back the tree with most dirty nodes. */
+		/*
+		 * Clean memory is not enough: write back the tree with most
+		 * dirty nodes, when dirty nodes (of all trees: spread over
+		 * several, no one tree holds most of them) are half the excess;
+		 * the next pass frees them and writes back the next tree.
+		 */
 		struct tfs_btree *worst = most_dirty_tree(fs);
 
-		if (!worst ||
-		    __atomic_load_n(&worst->nr_dirty, __ATOMIC_RELAXED) * c->node_bytes < over / 2)
+		if (!worst || dirty_bytes(fs) < over / 2)
 			continue; /* mostly accessed objects: the next pass evicts them */
 		__atomic_add_fetch(&c->nr_writeback_for_memory, 1, __ATOMIC_RELAXED);
 		tfs_btree_checkpoint(worst);

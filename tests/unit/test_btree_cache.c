@@ -20,6 +20,8 @@
  *    filled past the budget on their own; the total the shrinker registry
  *    counts for them together never passes the budget (checked after every
  *    operation, and the highest total any allocation was let through).
+ *  - Dirty nodes spread evenly over two trees, piled up while another
+ *    thread held the check: the next check writes them back to the budget.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -547,6 +549,73 @@ static void test_shared_budget(void **state)
 	ft_cleanup(&t);
 }
 
+/*
+ * Dirty nodes spread over several trees are written back for memory too.
+ * In the daemon one thread does the check after a commit while the others
+ * go on committing (the check's trylock), so dirty nodes can pile up in
+ * several trees at once before a check sees them.  Here the test holds the
+ * check's lock (it is that other thread) while it commits to two trees in
+ * turn, about 4x the budget of dirty nodes, half in each; the next check
+ * must bring the shared total back to the budget plus the usual slack.  It
+ * wrote back only a tree holding half of the excess, so with two trees
+ * sharing it evenly it wrote back none (a mount with cache_mb=1 held 40x
+ * its budget until journal reclaim wrote the nodes).
+ */
+static void test_budget_dirty_many_trees(void **state)
+{
+	static const enum tfs_btree_id ids[] = { TFS_BTREE_xattrs, TFS_BTREE_dirents };
+	struct ft t;
+	const size_t budget = 1 << 20;
+	struct tfs_btree_trans trans;
+	struct tfs_bkey_buf buf;
+	struct ft_geometry big = geo;
+	unsigned k = 0;
+
+	big.journal_size = 16 << 20; /* journal reclaim leaves the dirty nodes alone */
+	assert_int_equal(ft_mkfs(&t, &big), 0);
+	t.opts.cache_budget = budget;
+	assert_int_equal(ft_open(&t), 0);
+	struct tfs_btree_cache *c = &t.fs->cache;
+	size_t slack =
+		(c->reserve + TFS_BTREE_NR * 3) * c->node_bytes + TFS_BTREE_NR * 2 * c->child_bytes;
+
+	tfs_trans_init(&trans, t.fs);
+	pthread_mutex_lock(&c->scan_lock);
+	while (shared_total(t.fs) < 4 * budget) {
+		for (unsigned i = 0; i < ARRAY_SIZE(ids); i++) {
+			key_at(&buf, k);
+			assert_int_equal(tfs_trans_update(&trans, ids[i], &buf.k), 0);
+		}
+		if (++k % 4 == 0)
+			assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	}
+	pthread_mutex_unlock(&c->scan_lock);
+	size_t before = shared_total(t.fs);
+	u64 dirty0 = t.fs->btrees[ids[0]].nr_dirty, dirty1 = t.fs->btrees[ids[1]].nr_dirty;
+
+	key_at(&buf, k++);
+	assert_int_equal(tfs_trans_update(&trans, ids[0], &buf.k), 0);
+	assert_int_equal(tfs_trans_commit(&trans, 0, NULL), 0);
+	tfs_trans_exit(&trans);
+	printf("budget %zu + slack %zu: %zu before the check (dirty nodes %llu and %llu), %zu "
+	       "after; %llu write-backs for memory\n",
+	       budget, slack, before, (unsigned long long)dirty0, (unsigned long long)dirty1,
+	       shared_total(t.fs), (unsigned long long)c->nr_writeback_for_memory);
+	assert_true(shared_total(t.fs) <= budget + slack);
+	assert_true(c->nr_writeback_for_memory > 0);
+	assert_int_equal(ft_stop(&t), 0);
+	assert_int_equal(ft_open(&t), 0);
+	for (unsigned j = 0; j + 1 < k; j += 7)
+		for (unsigned i = 0; i < ARRAY_SIZE(ids); i++) {
+			struct tfs_bkey_buf got, want;
+
+			assert_int_equal(tfs_btree_lookup(t.fs, ids[i], TFS_POS(5, j), &got), 0);
+			key_at(&want, j);
+			assert_memory_equal(&got.k, &want.k, tfs_bkey_bytes(&want.k));
+		}
+	ft_cleanup(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -558,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_dirty_and_locked_stay),
 		cmocka_unit_test(test_scan_locks_one_tree),
 		cmocka_unit_test(test_shared_budget),
+		cmocka_unit_test(test_budget_dirty_many_trees),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
