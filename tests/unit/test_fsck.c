@@ -927,6 +927,31 @@ static void damaged_leaf(enum tfs_btree_id id, struct tfs_bpos *min, struct tfs_
 	printbuf_exit(&line);
 }
 
+/*
+ * The filesystem (closed, a leaf lost) checked as tinyfs fsck opens it
+ * (replace_lost_leaves): fsck -n names the lost leaf (finding), exits 4;
+ * fsck -y replaces it and exits 1.  Left open, read-write, and
+ * replace_lost_leaves on.
+ */
+static void lost_leaf_check_then_repair(const char *finding)
+{
+	struct tfs_fsck_result res;
+
+	T.opts.replace_lost_leaves = true;
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, finding));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, finding));
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+}
+
 static bool pos_in(struct tfs_bpos p, struct tfs_bpos min, struct tfs_bpos max)
 {
 	return tfs_bpos_cmp(p, min) >= 0 && tfs_bpos_cmp(p, max) <= 0;
@@ -1122,18 +1147,8 @@ static void test_damaged_leaf_replay(void **state)
 	T.opts.read_only = true;
 	/* Replay walks into the lost leaf. */
 	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
-	T.opts.replace_lost_leaves = true;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(false, &res), 0);
+	lost_leaf_check_then_repair(": unreadable, keys ");
 	assert_non_null(strstr(captured, "btree inodes level 0 node at"));
-	assert_non_null(strstr(captured, ": unreadable, keys "));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
-	assert_int_equal(pt_stop(&T), 0);
-	T.opts.read_only = false;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(true, &res), 0);
-	assert_non_null(strstr(captured, "replaced with an empty node"));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
 	T.opts.replace_lost_leaves = false;
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(fsck_capture(false, &res), 0);
@@ -1311,19 +1326,8 @@ static void test_damaged_leaf_eio(void **state)
 	assert_int_equal(pt_stop(&T), 0);
 
 	T.opts.error_action = TFS_ON_ERROR_continue;
-	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
-	T.opts.read_only = true;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(false, &res), 0);
+	lost_leaf_check_then_repair("lost (btree_node_read)");
 	assert_non_null(strstr(captured, "btree extents level 0 node at"));
-	assert_non_null(strstr(captured, "lost (btree_node_read)"));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
-	assert_int_equal(pt_stop(&T), 0);
-	T.opts.read_only = false;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(true, &res), 0);
-	assert_non_null(strstr(captured, "replaced with an empty node"));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
 	assert_int_equal(pt_stop(&T), 0);
 	T.rule[0][0] = 0;
 	T.opts.replace_lost_leaves = false;
@@ -1369,16 +1373,7 @@ static void test_damaged_leaf_last_inodes(void **state)
 	T.opts.error_action = TFS_ON_ERROR_continue;
 	T.opts.read_only = true;
 	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
-	T.opts.replace_lost_leaves = true;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(false, &res), 0);
-	assert_non_null(strstr(captured, ": unreadable, keys "));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
-	assert_int_equal(pt_stop(&T), 0);
-	T.opts.read_only = false;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(true, &res), 0);
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	lost_leaf_check_then_repair(": unreadable, keys ");
 	T.opts.replace_lost_leaves = false;
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(fsck_capture(false, &res), 0);
