@@ -164,6 +164,14 @@ typedef void (*tfs_btree_lost_leaf_fn)(void *ctx, const struct tfs_btree_lost_le
  * Each replacement is said to fn (before any other is tried).  Returns the
  * number of leaves replaced, or a negative code (another error, printed).
  */
+/*
+ * Before a leaf is given up: whether a read of a node of b that failed
+ * with err (a read error or a node failing its checks) is worth another
+ * try, the attempt-th (from 0).  A read error may pass (a loose cable, a
+ * busy member); the first two tries wait 50 then 200 ms, then it is lost.
+ * Says so on stderr.
+ */
+bool tfs_btree_read_again(struct tfs_btree *b, int err, unsigned attempt);
 int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_lost_leaf_fn fn,
 				 void *ctx);
 

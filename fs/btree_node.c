@@ -11,8 +11,10 @@
  * reservation and merge after applying (see btree_update.c).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fs/btree_internal.h"
 #include "fs/btree_io.h"
@@ -574,6 +576,20 @@ static bool ptr_on_missing(const struct tfs_fs *fs, const struct tfs_bkey *k)
 	return tfs_btree_loc_on_missing(fs, &loc);
 }
 
+#define LOST_LEAF_REREADS 2
+#define LOST_LEAF_REREAD_PAUSE_US 50000u
+
+bool tfs_btree_read_again(struct tfs_btree *b, int err, unsigned attempt)
+{
+	if (attempt >= LOST_LEAF_REREADS || (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+					     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+		return false;
+	fprintf(stderr, "btree %s: reading the node again (%u of %u)\n", tfs_btree_id_str(b->id),
+		attempt + 1, LOST_LEAF_REREADS);
+	usleep(LOST_LEAF_REREAD_PAUSE_US << (2 * attempt));
+	return true;
+}
+
 static int replace_bad_leaves(struct tfs_btree *b, struct tfs_bnode *n, tfs_btree_lost_leaf_fn fn,
 			      void *ctx, unsigned *nr)
 {
@@ -582,6 +598,9 @@ static int replace_bad_leaves(struct tfs_btree *b, struct tfs_bnode *n, tfs_btre
 		int ret = 0;
 
 		if (!c)
+			ret = tfs_btree_read_child(b, n, i, &c);
+		/* A read error may pass: read again before the keys of a leaf go. */
+		for (unsigned t = 0; ret && tfs_btree_read_again(b, ret, t); t++)
 			ret = tfs_btree_read_child(b, n, i, &c);
 		if (ret && n->level == 1 &&
 		    (tfs_err_matches(ret, TFS_ERR_btree_node_read) ||

@@ -501,6 +501,9 @@ static int fs_read_roots(struct tfs_fs *fs)
 			continue;
 		}
 		ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
+		for (unsigned t = 0;
+		     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t); t++)
+			ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
 		if (ret && fs_lost_root_leaf(fs, b, ret))
 			continue;
 		if (ret)

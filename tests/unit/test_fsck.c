@@ -1320,7 +1320,7 @@ static void test_damaged_leaf_eio(void **state)
 	assert_int_equal(pt_reopen(&T), 0);
 	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
 	assert_int_equal(loc.nr, 1);
-	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu fail=EIO",
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu always fail=EIO",
 		 (unsigned long long)loc.ptrs[0].offset,
 		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
 	assert_int_equal(pt_stop(&T), 0);
@@ -1346,6 +1346,79 @@ static void test_damaged_leaf_eio(void **state)
 		lost++;
 	}
 	assert_true(lost > 0 && lost < LEAF_FILES);
+	T.opts.error_action = -1;
+}
+
+/*
+ * A read error that passes (a flaky link, a member back): the first read
+ * of the leaf fails, the next succeeds.  fsck -y reads it again before it
+ * gives the leaf up: nothing is replaced, nothing lost.
+ */
+static void test_damaged_leaf_eio_once(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
+	assert_int_equal(loc.nr, 1);
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu times=1 fail=EIO",
+		 (unsigned long long)loc.ptrs[0].offset,
+		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_null(strstr(captured, "replaced with an empty node"));
+	assert_null(strstr(captured, " lost ("));
+	assert_int_equal(pt_stop(&T), 0);
+	T.rule[0][0] = 0;
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	for (unsigned i = 0; i < LEAF_FILES; i++)
+		leaf_file_intact(i, inos[i], false);
+	T.opts.error_action = -1;
+}
+
+/*
+ * The same at fsck's open, for a root that is a leaf (the xattrs tree of
+ * a few files): read again, not replaced, nothing lost.
+ */
+static void test_damaged_root_leaf_eio_once(void **state)
+{
+	struct tfs_fsck_result res;
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(T.fs->btrees[TFS_BTREE_xattrs].root->level, 0);
+	loc = T.fs->btrees[TFS_BTREE_xattrs].root->disk;
+	assert_int_equal(loc.nr, 1);
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu times=1 fail=EIO",
+		 (unsigned long long)loc.ptrs[0].offset,
+		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
+	assert_int_equal(pt_stop(&T), 0);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	assert_int_equal(pt_stop(&T), 0);
+	T.rule[0][0] = 0;
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_open(&T), 0);
+	for (unsigned i = 0; i < LEAF_FILES; i++)
+		leaf_file_intact(i, inos[i], false);
 	T.opts.error_action = -1;
 }
 
@@ -1506,6 +1579,9 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_degraded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_eio, setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_eio_once, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_root_leaf_eio_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_last_inodes, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_replay, setup_small_nodes,
