@@ -1304,6 +1304,20 @@ static void test_damaged_leaf_degraded(void **state)
 }
 
 /*
+ * Every read of the node at loc (one copy) fails with EIO as `when` says
+ * (a fault rule's words: "always", "times=1"), from the next open on;
+ * the filesystem is closed.
+ */
+static void node_reads_fail(const struct tfs_btree_loc *loc, const char *when)
+{
+	assert_int_equal(loc->nr, 1);
+	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu %s fail=EIO",
+		 (unsigned long long)loc->ptrs[0].offset,
+		 (unsigned long long)(loc->ptrs[0].offset + T.fs->node_size), when);
+	assert_int_equal(pt_stop(&T), 0);
+}
+
+/*
  * A leaf no copy of which can be read (EIO from the device, every read):
  * lost as a damaged one is, "unreadable ... (btree_node_read)"; -y
  * replaces it, and with the device reading again everything else is whole.
@@ -1319,11 +1333,7 @@ static void test_damaged_leaf_eio(void **state)
 	leaf_files(inos);
 	assert_int_equal(pt_reopen(&T), 0);
 	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
-	assert_int_equal(loc.nr, 1);
-	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu always fail=EIO",
-		 (unsigned long long)loc.ptrs[0].offset,
-		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
-	assert_int_equal(pt_stop(&T), 0);
+	node_reads_fail(&loc, "always");
 
 	T.opts.error_action = TFS_ON_ERROR_continue;
 	lost_leaf_check_then_repair("lost (btree_node_read)");
@@ -1350,32 +1360,21 @@ static void test_damaged_leaf_eio(void **state)
 }
 
 /*
- * A read error that passes (a flaky link, a member back): the first read
- * of the leaf fails, the next succeeds.  fsck -y reads it again before it
- * gives the leaf up: nothing is replaced, nothing lost.
+ * fsck -y, opened as tinyfs fsck opens, over a read error that passes
+ * (node_reads_fail(..., "times=1")): nothing replaced, the check clean,
+ * and with the device reading again every file whole.
  */
-static void test_damaged_leaf_eio_once(void **state)
+static void transient_read_error_loses_nothing(const tfs_ino_t *inos)
 {
 	struct tfs_fsck_result res;
-	tfs_ino_t inos[LEAF_FILES];
-	struct tfs_btree_loc loc;
-	struct tfs_bpos min, max;
-
-	leaf_files(inos);
-	assert_int_equal(pt_reopen(&T), 0);
-	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
-	assert_int_equal(loc.nr, 1);
-	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu times=1 fail=EIO",
-		 (unsigned long long)loc.ptrs[0].offset,
-		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
-	assert_int_equal(pt_stop(&T), 0);
 
 	T.opts.error_action = TFS_ON_ERROR_continue;
-	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
+	T.opts.replace_lost_leaves = true;
 	assert_int_equal(pt_open(&T), 0);
 	assert_int_equal(fsck_capture(true, &res), 0);
 	assert_null(strstr(captured, "replaced with an empty node"));
 	assert_null(strstr(captured, " lost ("));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
 	assert_int_equal(pt_stop(&T), 0);
 	T.rule[0][0] = 0;
 	T.opts.replace_lost_leaves = false;
@@ -1388,38 +1387,36 @@ static void test_damaged_leaf_eio_once(void **state)
 }
 
 /*
+ * A read error that passes (a flaky link, a member back): the first read
+ * of the leaf fails, the next succeeds.  fsck -y reads it again before it
+ * gives the leaf up: nothing is replaced, nothing lost.
+ */
+static void test_damaged_leaf_eio_once(void **state)
+{
+	tfs_ino_t inos[LEAF_FILES];
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+
+	leaf_files(inos);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_extents, middle_pos(TFS_BTREE_extents), &loc, &min, &max);
+	node_reads_fail(&loc, "times=1");
+	transient_read_error_loses_nothing(inos);
+}
+
+/*
  * The same at fsck's open, for a root that is a leaf (the xattrs tree of
  * a few files): read again, not replaced, nothing lost.
  */
 static void test_damaged_root_leaf_eio_once(void **state)
 {
-	struct tfs_fsck_result res;
 	tfs_ino_t inos[LEAF_FILES];
-	struct tfs_btree_loc loc;
 
 	leaf_files(inos);
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(T.fs->btrees[TFS_BTREE_xattrs].root->level, 0);
-	loc = T.fs->btrees[TFS_BTREE_xattrs].root->disk;
-	assert_int_equal(loc.nr, 1);
-	snprintf(T.rule[0], sizeof(T.rule[0]), "read range=%llu-%llu times=1 fail=EIO",
-		 (unsigned long long)loc.ptrs[0].offset,
-		 (unsigned long long)(loc.ptrs[0].offset + T.fs->node_size));
-	assert_int_equal(pt_stop(&T), 0);
-
-	T.opts.error_action = TFS_ON_ERROR_continue;
-	T.opts.replace_lost_leaves = true; /* as tinyfs fsck opens */
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(fsck_capture(true, &res), 0);
-	assert_null(strstr(captured, "replaced with an empty node"));
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
-	assert_int_equal(pt_stop(&T), 0);
-	T.rule[0][0] = 0;
-	T.opts.replace_lost_leaves = false;
-	assert_int_equal(pt_open(&T), 0);
-	for (unsigned i = 0; i < LEAF_FILES; i++)
-		leaf_file_intact(i, inos[i], false);
-	T.opts.error_action = -1;
+	node_reads_fail(&T.fs->btrees[TFS_BTREE_xattrs].root->disk, "times=1");
+	transient_read_error_loses_nothing(inos);
 }
 
 /*
