@@ -722,22 +722,6 @@ static void test_read_wait_in_caller(void **state)
  * returned, counted and the short completion counted, as the ring does
  * for the same write submitted asynchronously.
  */
-struct ring_wait {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool done;
-};
-
-static void ring_wait_end_io(struct tfs_bio *bio)
-{
-	struct ring_wait *w = bio->private;
-
-	pthread_mutex_lock(&w->lock);
-	w->done = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
-}
-
 static void test_write_error_in_caller(void **state)
 {
 	static const unsigned flags[] = { 0, TFS_BDEV_BUFFERED };
@@ -749,7 +733,8 @@ static void test_write_error_in_caller(void **state)
 	for (unsigned i = 0; i < ARRAY_SIZE(flags); i++) {
 		struct tfs_bdev *b = open_img(flags[i]);
 		u8 *w = tfs_bdev_alloc_buf(b, 8192);
-		struct ring_wait rw = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER };
+		struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER,
+				       .submitter = pthread_self() };
 		struct tfs_bio bio;
 		u64 shorts = to_text_number(b, "short completions");
 		int ret;
@@ -768,14 +753,12 @@ static void test_write_error_in_caller(void **state)
 			.offset = 8192,
 			.buf = w,
 			.len = 8192,
-			.end_io = ring_wait_end_io,
-			.private = &rw,
+			.end_io = async_end_io,
+			.private = &c,
 		};
 		tfs_bio_submit(&bio);
-		pthread_mutex_lock(&rw.lock);
-		while (!rw.done)
-			pthread_cond_wait(&rw.cond, &rw.lock);
-		pthread_mutex_unlock(&rw.lock);
+		tfs_bdev_drain(b);
+		assert_int_equal(c.completed, 1);
 		assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 
 		assert_int_equal(ret, -EFBIG);
