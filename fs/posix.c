@@ -352,6 +352,12 @@ int tfs_release(struct tfs_fs *fs, struct tfs_file *f)
 
 /* --- fsync --- */
 
+/* The journal seq an fsync (or fdatasync) of im makes durable. */
+static u64 fsync_seq(const struct tfs_inode_mem *im, bool datasync)
+{
+	return __atomic_load_n(datasync ? &im->last_data_seq : &im->last_seq, __ATOMIC_ACQUIRE);
+}
+
 /* Makes seq durable: nothing at all when it already is. */
 static int flush_to(struct tfs_fs *fs, u64 seq)
 {
@@ -372,7 +378,7 @@ int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
 {
 	struct tfs_posix *p = tfs_posix(fs);
 	struct tfs_inode_mem *im = f->im;
-	u64 seq = __atomic_load_n(datasync ? &im->last_data_seq : &im->last_seq, __ATOMIC_ACQUIRE);
+	u64 seq = fsync_seq(im, datasync);
 	int wb, jret;
 
 	__atomic_fetch_add(&p->c.fsyncs, 1, __ATOMIC_RELAXED);
@@ -390,8 +396,7 @@ void tfs_fsync_start(struct tfs_fs *fs, struct tfs_file *f, bool datasync)
 {
 	struct tfs_journal *j = tfs_posix_journal(fs);
 	/* The seq tfs_fsync() will ask for: the flush it joins is this one. */
-	u64 seq = __atomic_load_n(datasync ? &f->im->last_data_seq : &f->im->last_seq,
-				  __ATOMIC_ACQUIRE);
+	u64 seq = fsync_seq(f->im, datasync);
 
 	if (seq && j && !tfs_posix_fsync_noop(fs) && tfs_journal_flushed_seq_ondisk(j) < seq)
 		tfs_journal_flush_seq_start(j, seq);
