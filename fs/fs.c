@@ -456,8 +456,8 @@ static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l);
  * fsck's open (opts.replace_lost_leaves): a root that is a leaf and cannot
  * be read or trusted (err) becomes an empty root leaf, as any lost leaf
  * (tfs_btree_replace_bad_leaves()); the old copies are freed by the first
- * write-back.  True when replaced.  Not the alloc btree's (loaded whole at
- * open: nothing here rebuilds its keys), nor an interior root.
+ * write-back.  True when replaced.  The alloc btree's too (its keys are
+ * rebuilt: fs_alloc_rebuild()); not an interior root.
  */
 static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
 {
@@ -469,7 +469,7 @@ static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
 		.max_key = TFS_POS_MAX,
 	};
 
-	if (!fs->opts.replace_lost_leaves || b->id == TFS_BTREE_alloc || p->level ||
+	if (!fs->opts.replace_lost_leaves || p->level ||
 	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
 	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
 		return false;
@@ -523,6 +523,8 @@ static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 	struct tfs_btree_lost_leaf *n =
 		realloc(fs->lost_leaves, (fs->nr_lost_leaves + 1) * sizeof(*n));
 
+	if (l->id == TFS_BTREE_alloc)
+		fs->nr_lost_alloc_leaves++;
 	if (n) {
 		fs->lost_leaves = n;
 		n[fs->nr_lost_leaves++] = *l;
@@ -533,14 +535,16 @@ static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
  * fsck's open (opts.replace_lost_leaves): after a step of the open failed
  * on a leaf it could not read or trust (err: replay walking into it, the
  * inode scan reading the last inodes leaf, the orphans), every such leaf
- * of every tree but the alloc btree is replaced by an empty one, and the
- * step is run again (replay is idempotent).  Only then: an undamaged open
- * reads no more than before (walking every tree here, with the journal
- * still read into memory, took 2.3 times the memory of fsck -n).  True
- * when it replaced leaves and the step should run again; *ret the error
- * when the walk failed.
+ * of every tree is replaced by an empty one, and the step is run again
+ * (replay is idempotent).  Only then: an undamaged open reads no more than
+ * before (walking every tree here, with the journal still read into
+ * memory, took 2.3 times the memory of fsck -n).  The alloc btree only
+ * before the allocator is built (with_alloc: replay): once it is, a leaf
+ * of it lost is no longer safe to replace (what it marked may be handed
+ * out).  True when it replaced leaves and the step should run again; *ret
+ * the error when the walk failed.
  */
-static bool fs_replace_lost_leaves(struct tfs_fs *fs, int *ret)
+static bool fs_replace_lost_leaves(struct tfs_fs *fs, int *ret, bool with_alloc)
 {
 	unsigned nr = 0;
 
@@ -550,7 +554,7 @@ static bool fs_replace_lost_leaves(struct tfs_fs *fs, int *ret)
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
 		int r;
 
-		if (id == TFS_BTREE_alloc)
+		if (id == TFS_BTREE_alloc && !with_alloc)
 			continue;
 		r = tfs_btree_replace_bad_leaves(fs, id, fs_lost_leaf, fs);
 		if (r < 0) {
@@ -611,21 +615,110 @@ static void fs_mark_tree(struct tfs_fs *fs, struct tfs_btree *b, struct tfs_bnod
 	}
 }
 
+/* Marks run used, also where some of its blocks already are (a union); outside: fsck's. */
+static void fs_mark_union(struct tfs_fs *fs, unsigned dev, u64 offset, u64 len)
+{
+	struct tfs_alloc_run run = { .dev = dev, .offset = offset, .len = len };
+
+	if (tfs_alloc_mark_used(fs, &run) != -EEXIST)
+		return;
+	for (u64 b = 0; b < len; b += fs->block_size) {
+		struct tfs_alloc_run one = { .dev = dev,
+					     .offset = offset + b,
+					     .len = fs->block_size };
+
+		tfs_alloc_mark_used(fs, &one); /* a block marked already stays so */
+	}
+}
+
+static int fs_mark_node_union(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	struct tfs_fs *fs = ctx;
+
+	for (unsigned i = 0; i < ptr->nr_ptrs; i++)
+		fs_mark_union(fs, le32_to_cpu(ptr->ptrs[i].dev), le64_to_cpu(ptr->ptrs[i].offset),
+			      fs->node_size);
+	return 0;
+}
+
+/*
+ * Alloc leaves were lost (replaced by empty ones): the alloc keys they held
+ * marked file data and other trees' nodes the allocator would now hand out
+ * again.  So everything that uses space is marked from the other trees, as
+ * bcachefs's fsck rebuilds allocation info from them: every replica of
+ * every extent (every extents leaf is read; a lost one is replaced, its
+ * data then used by nothing) and every copy of every node of every tree
+ * (open read their interior nodes; the nodes dropped since the durable
+ * tree, replaced leaves' old copies, too).  The alloc btree's own nodes are
+ * marked from its pointers already, the journal buckets by tfs_alloc_init();
+ * the superblocks and their layout lie before first_bucket, outside the
+ * allocator.  Marked as a union with the keys that survived: a block may be
+ * marked by both.  fsck then rewrites the alloc keys and counters from the
+ * same extents and nodes.
+ */
+static int fs_alloc_rebuild_lost(struct tfs_fs *fs)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 extents = 0;
+	int ret = tfs_btree_replace_bad_leaves(fs, TFS_BTREE_extents, fs_lost_leaf, fs);
+
+	if (ret < 0)
+		return ret;
+	ret = 0;
+	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
+		if (id != TFS_BTREE_alloc)
+			ret = tfs_btree_node_locations(fs, id, fs_mark_node_union, fs);
+	if (ret)
+		return ret;
+	tfs_btree_iter_init(&iter, fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *x = tfs_bkey_val(k);
+
+		if (k->type != TFS_BKEY_extent)
+			continue; /* inline data: no space */
+		for (unsigned i = 0; i < x->nr_ptrs; i++)
+			fs_mark_union(fs, le32_to_cpu(x->ptrs[i].dev),
+				      le64_to_cpu(x->ptrs[i].offset),
+				      (u64)le32_to_cpu(x->nr_blocks) * fs->block_size);
+		extents++;
+	}
+	tfs_btree_iter_exit(&iter);
+	fprintf(stderr,
+		"btree alloc: %u leaf(s) lost: space in use marked from %llu extent(s) and every "
+		"btree's nodes%s\n",
+		fs->nr_lost_alloc_leaves, (unsigned long long)extents,
+		ret ? "; reading the extents failed" : " (fsck rewrites the alloc keys)");
+	return ret;
+}
+
 /*
  * Everything that references space, from the alloc btree alone (fs/alloc.h):
  * its own nodes (of the durable tree, and those replay dropped, which it
  * still refers to), from its node pointers, and the alloc keys, user (file
  * data) and btree (every other tree's nodes).  No other tree is walked and
- * no extents leaf is read.
+ * no extents leaf is read, unless alloc leaves were lost (fsck's open,
+ * opts.replace_lost_leaves: the alloc btree, read whole here anyway, is
+ * first walked for them): then fs_alloc_rebuild_lost().
  */
 static int fs_alloc_rebuild(struct tfs_fs *fs)
 {
 	struct tfs_btree *b = &fs->btrees[TFS_BTREE_alloc];
+	int ret;
 
+	if (fs->opts.replace_lost_leaves) {
+		ret = tfs_btree_replace_bad_leaves(fs, TFS_BTREE_alloc, fs_lost_leaf, fs);
+		if (ret < 0)
+			return ret;
+	}
 	fs_mark_tree(fs, b, b->root);
 	for (unsigned i = 0; i < b->pending_free.nr; i++)
 		fs_mark_loc(fs, TFS_BTREE_alloc, 0, &b->pending_free.locs[i]);
-	return tfs_alloc_keys_load(fs);
+	ret = tfs_alloc_keys_load(fs);
+	if (!ret && fs->nr_lost_alloc_leaves)
+		ret = fs_alloc_rebuild_lost(fs);
+	return ret;
 }
 
 /* --- replay --- */
@@ -937,7 +1030,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	if (!ret) {
 		/* Every root is read: a lost leaf met now can be replaced. */
 		ret = fs_replay(fs, r, &rc);
-		if (fs_replace_lost_leaves(fs, &ret))
+		if (fs_replace_lost_leaves(fs, &ret, true))
 			ret = fs_replay(fs, r, &rc);
 	}
 	ret = ret ?: fs_alloc_rebuild(fs);
@@ -954,7 +1047,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 	}
 	/* The POSIX layer: its inode table, crash leftovers (orphans); mkfs's root directory. */
 	ret = tfs_posix_init(fs);
-	if (fs_replace_lost_leaves(fs, &ret))
+	if (fs_replace_lost_leaves(fs, &ret, false))
 		ret = tfs_posix_init(fs);
 	if (!ret && fs->opts.format) {
 		ret = tfs_posix_format(fs);

@@ -71,9 +71,12 @@ struct tfs_fs_opts {
 	 * verifies, every such leaf is replaced by an empty one and the step
 	 * runs again, so the open gets past it and keys replayed into its
 	 * range go into the new leaf; the replacements are recorded
-	 * (fs->lost_leaves) for fsck to report and write back.  Not the alloc
-	 * btree (the open loads it whole: a lost alloc leaf still fails it).
-	 * Without it such an open fails; an undamaged open reads no more.
+	 * (fs->lost_leaves) for fsck to report and write back.  The alloc
+	 * btree, which the open loads whole, is walked for lost leaves before
+	 * its load; when one was lost, the allocator also marks every block
+	 * the extents and every tree's nodes use (fs_alloc_rebuild()), before
+	 * anything can be allocated.  Without it such an open fails; an
+	 * undamaged open reads no more (the alloc btree is read whole anyway).
 	 */
 	bool replace_lost_leaves;
 	/*

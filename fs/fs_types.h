@@ -63,6 +63,8 @@ struct tfs_fs {
 	/* Leaves replaced at open (opts.replace_lost_leaves), for fsck to report. */
 	struct tfs_btree_lost_leaf *lost_leaves;
 	unsigned nr_lost_leaves;
+	/* Of those, alloc btree leaves (counted even when no memory recorded them). */
+	unsigned nr_lost_alloc_leaves;
 
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;

@@ -196,7 +196,11 @@ static int replace_lost_leaves(struct fsck *c)
 	for (unsigned i = 0; i < c->fs->nr_lost_leaves; i++)
 		lost_leaf(c, &c->fs->lost_leaves[i]);
 	for (unsigned id = 0; id < TFS_BTREE_NR; id++) {
-		/* The open loads the whole alloc btree: a lost alloc leaf stops it first. */
+		/*
+		 * Alloc leaves only at the open (replace_lost_leaves), before the
+		 * allocator is built: what a lost one marked is then marked from the
+		 * extents and nodes (fs_alloc_rebuild()).  Here it is built.
+		 */
 		if (id == TFS_BTREE_alloc)
 			continue;
 		ret = tfs_btree_replace_bad_leaves(c->fs, id, lost_leaf, c);

@@ -41,7 +41,10 @@
  * checked as -y leaves it), written back with it before any other repair;
  * the checks below repair what pointed into it.  Those the open replaced
  * (tfs_fs_opts.replace_lost_leaves, as tinyfs fsck opens) are reported
- * the same way.  A missing root directory inode is said and left.
+ * the same way; alloc btree leaves are replaced there only (before the
+ * allocator is built, which then marks what the extents and every tree's
+ * nodes use), and the allocation check below rewrites their keys and
+ * counters.  A missing root directory inode is said and left.
  *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
  * a crash during repair leaves the old or the repaired state), each said
@@ -63,7 +66,7 @@
  *    space repairs commit only if no write-back ran since the compare
  *    (one may have moved the nodes meanwhile): else it is compared again.
  * Not repaired (counted as left): interior node and key corruption (an
- * unreadable interior node or alloc btree node stops the check: the code),
+ * unreadable interior node stops the check: the code),
  * overlapping or out-of-device extents, unreachable directory cycles, a
  * missing root directory.
  *

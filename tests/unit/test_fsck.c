@@ -1544,6 +1544,209 @@ static void test_damaged_leaf_key_cache(void **state)
 	T.opts.error_action = -1;
 }
 
+/* --- a lost alloc leaf --- */
+
+/*
+ * ALLOC_FILES files of ALLOC_FILE_BYTES, 16 KiB nodes and buckets: one
+ * user alloc key per file, so the alloc btree has several leaves.
+ */
+#define ALLOC_FILES 600
+#define ALLOC_FILE_BYTES 16384
+
+static int setup_small_buckets(void **state)
+{
+	struct pt_geometry g = { .node_size = TFS_BTREE_NODE_SIZE_MIN,
+				 .bucket_size = TFS_BTREE_NODE_SIZE_MIN };
+
+	return pt_mkfs(&T, &g) ? -1 : 0;
+}
+
+/* Writes file "NAME-%04u" i of bytes bytes (data seeded by seed + i), synced. */
+static tfs_ino_t alloc_file(const char *name, unsigned i, size_t bytes, u64 seed)
+{
+	static char buf[1 << 16];
+	char n[64];
+	struct tfs_file *f;
+	tfs_ino_t ino;
+
+	assert_true(bytes <= sizeof(buf));
+	snprintf(n, sizeof(n), "%s-%04u", name, i);
+	pt_fill(buf, bytes, seed + i, 0);
+	assert_int_equal(pt_create(&T, 1, n, &f), 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, bytes, 0), (ssize_t)bytes);
+	ino = tfs_file_ino(f);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	return ino;
+}
+
+/* File ino reads back bytes bytes seeded by seed. */
+static void alloc_file_intact(tfs_ino_t ino, size_t bytes, u64 seed)
+{
+	static char buf[1 << 16], want[1 << 16];
+	struct tfs_file *f;
+
+	assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
+	assert_int_equal(tfs_read(T.fs, f, buf, bytes, 0), (ssize_t)bytes);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	pt_fill(want, bytes, seed, 0);
+	assert_memory_equal(buf, want, bytes);
+}
+
+static int count_free_node_blocks(void *ctx, const struct tfs_btree_ptr *ptr)
+{
+	u64 *nr_free = ctx;
+
+	for (unsigned i = 0; i < ptr->nr_ptrs; i++)
+		for (u64 b = 0; b < T.fs->node_size; b += T.fs->block_size) {
+			struct tfs_alloc_run one = { .dev = le32_to_cpu(ptr->ptrs[i].dev),
+						     .offset = le64_to_cpu(ptr->ptrs[i].offset) + b,
+						     .len = T.fs->block_size };
+
+			*nr_free += !tfs_alloc_mark_used(T.fs, &one);
+		}
+	return 0;
+}
+
+/*
+ * The blocks of every extent and of every copy of every node that the
+ * allocator would hand out (not marked used); each is marked as it is
+ * looked at (tfs_alloc_mark_used() says whether it was free).
+ */
+static u64 blocks_in_use_but_free(void)
+{
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 nr_free = 0;
+	int ret;
+
+	for (unsigned id = 0; id < TFS_BTREE_NR; id++)
+		assert_int_equal(
+			tfs_btree_node_locations(T.fs, id, count_free_node_blocks, &nr_free), 0);
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_extents, TFS_POS_MIN, TFS_POS_MAX);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k;
+	     ret = tfs_btree_iter_next(&iter, &k)) {
+		const struct tfs_extent *x = tfs_bkey_val(k);
+
+		for (unsigned i = 0; k->type == TFS_BKEY_extent && i < x->nr_ptrs; i++) {
+			u64 off = le64_to_cpu(x->ptrs[i].offset);
+
+			for (u32 b = 0; b < le32_to_cpu(x->nr_blocks); b++) {
+				struct tfs_alloc_run one = { .dev = le32_to_cpu(x->ptrs[i].dev),
+							     .offset = off +
+								       (u64)b * T.fs->block_size,
+							     .len = T.fs->block_size };
+
+				nr_free += !tfs_alloc_mark_used(T.fs, &one);
+			}
+		}
+	}
+	tfs_btree_iter_exit(&iter);
+	assert_int_equal(ret, 0);
+	return nr_free;
+}
+
+/*
+ * Alloc leaves lost (every copy): the middle one (alloc keys of file data)
+ * and the one holding the first btree alloc key (node space, counters).
+ * The open loads the alloc btree whole, so a plain open fails; fsck's open
+ * (replace_lost_leaves) replaces them with empty leaves and marks every
+ * block the extents and every tree's nodes use before anything can be
+ * allocated.  fsck -n names the leaves, exits 4 and writes nothing; -y
+ * rewrites the keys from the extents and nodes (exit 1); -n is clean.  Then
+ * new data of most of the free space: every old file reads back intact (a
+ * block in use handed out again would overwrite one), fsck still clean.
+ */
+static void test_damaged_leaf_alloc(void **state)
+{
+	enum {
+		NEW_BYTES = 1 << 16
+	};
+	static tfs_ino_t inos[ALLOC_FILES], news[1024];
+	struct tfs_btree_loc loc[2];
+	struct tfs_bpos min[2], max[2];
+	struct printbuf line[2] = { PRINTBUF, PRINTBUF };
+	struct tfs_fsck_result res;
+	struct tfs_alloc_usage u;
+	unsigned nr_loc = 1, nr_new;
+	u64 before;
+
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		inos[i] = alloc_file("old", i, ALLOC_FILE_BYTES, 7000);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_alloc, middle_pos(TFS_BTREE_alloc), &loc[0], &min[0], &max[0]);
+	find_leaf(TFS_BTREE_alloc, TFS_POS(TFS_ALLOC_BTREE_INODE, 0), &loc[1], &min[1], &max[1]);
+	if (!tfs_bpos_eq(min[1], min[0]))
+		nr_loc = 2;
+	for (unsigned l = 0; l < nr_loc; l++) {
+		tfs_btree_node_loc_to_text(&line[l], T.fs, TFS_BTREE_alloc, 0, &loc[l]);
+		prt_str(&line[l], ": unreadable, keys ");
+		tfs_bpos_to_text(&line[l], min[l]);
+		prt_str(&line[l], "..");
+		tfs_bpos_to_text(&line[l], max[l]);
+		prt_str(&line[l], " lost");
+	}
+	assert_int_equal(pt_stop(&T), 0);
+	for (unsigned l = 0; l < nr_loc; l++)
+		damage_node(&loc[l]);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	/* The open reads the whole alloc btree (the allocator is built from it). */
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	before = images_hash();
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	/* Nothing in use is free in the allocator the open built. */
+	assert_int_equal(blocks_in_use_but_free(), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	for (unsigned l = 0; l < nr_loc; l++)
+		assert_non_null(strstr(captured, printbuf_str(&line[l])));
+	assert_non_null(strstr(captured, "no alloc key, but extent "));
+	assert_non_null(strstr(captured, "checked as an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before); /* -n wrote nothing */
+
+	/*
+	 * Writable, new data before the repair (anything may allocate once
+	 * open returns): none may land on an old file's blocks, nor a node.
+	 */
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	tfs_alloc_usage(T.fs, &u);
+	nr_new = (unsigned)min_t(u64, u.free * 2 / 5 / NEW_BYTES, ARRAY_SIZE(news) / 2);
+	fprintf(stderr, "alloc leaves lost: %u; %llu bytes free: %u new files, twice\n", nr_loc,
+		(unsigned long long)u.free, nr_new);
+	assert_true(nr_new > ALLOC_FILES / 4);
+	for (unsigned i = 0; i < nr_new; i++)
+		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	for (unsigned l = 0; l < nr_loc; l++)
+		assert_non_null(strstr(captured, printbuf_str(&line[l])));
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_null(strstr(captured, "overlap"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+
+	/* And after the repair, from the rewritten keys. */
+	for (unsigned i = nr_new; i < 2 * nr_new; i++)
+		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
+	assert_int_equal(pt_reopen(&T), 0); /* read back from the disk */
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
+	for (unsigned i = 0; i < 2 * nr_new; i++)
+		alloc_file_intact(news[i], NEW_BYTES, 90000 + i);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	for (unsigned l = 0; l < nr_loc; l++)
+		printbuf_exit(&line[l]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1584,6 +1787,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_replay, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_key_cache, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_alloc, setup_small_buckets,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_interior_after_crash, setup_two,
