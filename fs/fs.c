@@ -661,11 +661,14 @@ static int fs_alloc_rebuild_lost(struct tfs_fs *fs)
 	struct tfs_btree_iter iter;
 	const struct tfs_bkey *k;
 	u64 extents = 0;
-	int ret = tfs_btree_replace_bad_leaves(fs, TFS_BTREE_extents, fs_lost_leaf, fs);
+	int ret = 0;
 
-	if (ret < 0)
-		return ret;
-	ret = 0;
+	if (fs->opts.replace_lost_leaves) {
+		ret = tfs_btree_replace_bad_leaves(fs, TFS_BTREE_extents, fs_lost_leaf, fs);
+		if (ret < 0)
+			return ret;
+		ret = 0;
+	}
 	for (unsigned id = 0; id < TFS_BTREE_NR && !ret; id++)
 		if (id != TFS_BTREE_alloc)
 			ret = tfs_btree_node_locations(fs, id, fs_mark_node_union, fs);
@@ -685,11 +688,15 @@ static int fs_alloc_rebuild_lost(struct tfs_fs *fs)
 		extents++;
 	}
 	tfs_btree_iter_exit(&iter);
-	fprintf(stderr,
-		"btree alloc: %u leaf(s) lost: space in use marked from %llu extent(s) and every "
-		"btree's nodes%s\n",
-		fs->nr_lost_alloc_leaves, (unsigned long long)extents,
-		ret ? "; reading the extents failed" : " (fsck rewrites the alloc keys)");
+	if (fs->nr_lost_alloc_leaves)
+		fprintf(stderr, "btree alloc: %u node(s) lost: ", fs->nr_lost_alloc_leaves);
+	else
+		fprintf(stderr, "btree alloc: the repair of lost leaves was not finished (rebuild "
+				"marker): ");
+	fprintf(stderr, "space in use marked from %llu extent(s) and every btree's nodes%s\n",
+		(unsigned long long)extents,
+		ret ? "; reading the extents failed (tinyfs fsck replaces a lost leaf)"
+		    : " (tinyfs fsck -y rewrites the alloc keys)");
 	return ret;
 }
 
@@ -700,7 +707,9 @@ static int fs_alloc_rebuild_lost(struct tfs_fs *fs)
  * data) and btree (every other tree's nodes).  No other tree is walked and
  * no extents leaf is read, unless alloc leaves were lost (fsck's open,
  * opts.replace_lost_leaves: the alloc btree, read whole here anyway, is
- * first walked for them): then fs_alloc_rebuild_lost().
+ * first walked for them) or their repair was not finished (the rebuild
+ * marker, fs/fs_format.h: a crash during fsck -y, or fsck left some alloc
+ * key wrong): then fs_alloc_rebuild_lost().
  */
 static int fs_alloc_rebuild(struct tfs_fs *fs)
 {
@@ -716,7 +725,14 @@ static int fs_alloc_rebuild(struct tfs_fs *fs)
 	for (unsigned i = 0; i < b->pending_free.nr; i++)
 		fs_mark_loc(fs, TFS_BTREE_alloc, 0, &b->pending_free.locs[i]);
 	ret = tfs_alloc_keys_load(fs);
-	if (!ret && fs->nr_lost_alloc_leaves)
+	if (!ret && !fs->nr_lost_alloc_leaves) {
+		struct tfs_bkey_buf kb;
+
+		ret = tfs_btree_lookup(fs, TFS_BTREE_alloc, TFS_ALLOC_REBUILD_POS, &kb);
+		fs->alloc_rebuild_pending = !ret;
+		ret = ret == -ENOENT ? 0 : ret;
+	}
+	if (!ret && (fs->nr_lost_alloc_leaves || fs->alloc_rebuild_pending))
 		ret = fs_alloc_rebuild_lost(fs);
 	return ret;
 }

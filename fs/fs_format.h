@@ -289,6 +289,20 @@ static inline size_t tfs_alloc_key_val_bytes(unsigned nr_blocks)
 #define TFS_ALLOC_SPLIT_INODE 0x200ULL
 
 /*
+ * Alloc rebuild marker: a `cookie` key with no value at
+ * TFS_ALLOC_REBUILD_POS in the alloc btree.  fsck -y replaced lost alloc
+ * btree leaves and has not yet rewritten every alloc key and counter from
+ * the extents and nodes: it sets the marker before the replacement can be
+ * written back and removes it once its allocation check left nothing.  An
+ * open that finds it builds the allocator from the extents and every
+ * tree's nodes as well as the keys (fs/fs.c, fs_alloc_rebuild()), so a
+ * crash during that fsck never lets a mount hand out space in use.  Older
+ * versions ignore it (cookie keys are valid in every btree).
+ */
+#define TFS_ALLOC_REBUILD_INODE 0x201ULL
+#define TFS_ALLOC_REBUILD_POS TFS_POS(TFS_ALLOC_REBUILD_INODE, 0)
+
+/*
  * Accounting keys (type accounting, btree alloc), position
  * {TFS_ACCT_INODE, kind << 32 | member}: filesystem-wide counters, changed
  * by the same trigger in the same transaction as what they count, so they

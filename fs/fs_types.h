@@ -65,6 +65,8 @@ struct tfs_fs {
 	unsigned nr_lost_leaves;
 	/* Of those, alloc btree leaves (counted even when no memory recorded them). */
 	unsigned nr_lost_alloc_leaves;
+	/* The open found the alloc rebuild marker (fs/fs_format.h): an unfinished repair. */
+	bool alloc_rebuild_pending;
 
 	struct tfs_btree btrees[TFS_BTREE_NR];
 	struct tfs_btree_cache cache;

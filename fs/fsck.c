@@ -69,6 +69,8 @@ struct fsck {
 	/* Node space: fs->ckpt_started at the compare; a repair met a write-back since. */
 	u64 ckpt_started;
 	bool raced;
+	/* The alloc rebuild marker (fs/fs_format.h) is in the alloc btree. */
+	bool alloc_marker;
 };
 
 static int grow(void **v, size_t *size, size_t nr, size_t elem)
@@ -180,6 +182,19 @@ static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 		c->lost[c->nr_lost++] = *l;
 }
 
+static int commit_one(struct fsck *c, bool guard, const struct tfs_bkey *k, struct tfs_bpos del,
+		      u64 *seq);
+
+/* Sets the alloc rebuild marker (fs/fs_format.h). */
+static int alloc_marker_set(struct fsck *c)
+{
+	struct tfs_bkey_buf buf;
+	u64 seq;
+
+	tfs_bkey_init(&buf, TFS_BKEY_cookie, TFS_ALLOC_REBUILD_POS, 0);
+	return commit_one(c, false, &buf.k, TFS_ALLOC_REBUILD_POS, &seq);
+}
+
 /*
  * Leaves that no copy of reads or verifies: each is replaced by an empty
  * leaf of its range, in memory (-n checks the rest as -y leaves it), and
@@ -210,9 +225,26 @@ static int replace_lost_leaves(struct fsck *c)
 			return ret;
 		}
 	}
+	if (c->fs->alloc_rebuild_pending) {
+		fsck_err(c,
+			 "alloc: the repair of lost alloc leaves was not finished (rebuild "
+			 "marker): the alloc keys are checked against the extents and nodes below");
+		c->alloc_marker = true;
+	}
 	if (!c->nr_lost)
 		return 0;
-	ret = may_repair(c) ? tfs_btree_write_all(c->fs) : 0;
+	/*
+	 * Lost alloc keys: the marker goes in first, so no durable state has the
+	 * empty alloc leaf without it (a crash before the keys are rewritten).
+	 */
+	if (may_repair(c) && c->fs->nr_lost_alloc_leaves && !c->alloc_marker) {
+		ret = alloc_marker_set(c);
+		c->alloc_marker = !ret;
+	}
+	ret = ret ?: may_repair(c) ? tfs_btree_write_all(c->fs) : 0;
+	/* Tests: fsck -y stops (a crash) once the replacements are on disk. */
+	if (!ret && may_repair(c) && tfs_fault("fsck:after_lost_leaves"))
+		return -TFS_ERR_fault_injected;
 	for (size_t i = 0; i < c->nr_lost; i++) {
 		struct printbuf buf = PRINTBUF;
 
@@ -1379,9 +1411,43 @@ static int check_node_space(struct fsck *c, struct fsck_alloc *a, bool collected
 
 static int split_markers(struct tfs_fs *fs, unsigned *ids);
 
+/*
+ * The alloc rebuild marker, once the allocation check ran: removed when it
+ * left no alloc problem (every key and counter is what the extents and
+ * nodes say), else kept, so every open marks space from the extents and
+ * nodes until a check leaves none.  A marker found at open is a problem
+ * of its own (fixed when removed).
+ */
+static void alloc_marker_done(struct fsck *c, bool alloc_clean)
+{
+	bool found = c->fs->alloc_rebuild_pending;
+	int ret = -TFS_ERR_fsck_errors_found;
+	u64 seq;
+
+	if (may_repair(c) && alloc_clean)
+		ret = commit_one(c, false, NULL, TFS_ALLOC_REBUILD_POS, &seq);
+	if (!ret) {
+		c->alloc_marker = false;
+		c->fs->alloc_rebuild_pending = false;
+		c->res->fixed += found;
+		fsck_say(c,
+			 "%salloc: keys rewritten from the extents and nodes: rebuild marker "
+			 "removed",
+			 found ? "fixed: " : "");
+		return;
+	}
+	c->res->left += found;
+	if (may_repair(c))
+		fsck_say(c,
+			 "not fixed: alloc: rebuild marker kept (%s): every open marks the "
+			 "space in use from the extents and nodes until fsck -y removes it",
+			 alloc_clean ? tfs_err_str(ret) : "alloc problems left above");
+}
+
 static int check_alloc(struct fsck *c)
 {
 	struct fsck_alloc a = { .c = c };
+	unsigned left = c->res->left;
 	unsigned ids;
 	int ret = alloc_collect(c, &a) ?: alloc_read_keys(&a, FA_USER)
 					       ?: alloc_collect_nodes(c, &a) ?: split_markers(c->fs, &ids);
@@ -1404,6 +1470,8 @@ static int check_alloc(struct fsck *c)
 	for (unsigned dev = 0; dev < c->fs->nr_devices; dev++)
 		acct_check(c, TFS_ACCT_user_blocks, dev, a.blocks[FA_USER][dev]);
 	acct_check(c, TFS_ACCT_inodes, 0, a.inodes);
+	if (c->alloc_marker)
+		alloc_marker_done(c, c->res->left == left);
 out:
 	fa_free(&a);
 	return ret;

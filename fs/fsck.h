@@ -44,7 +44,11 @@
  * the same way; alloc btree leaves are replaced there only (before the
  * allocator is built, which then marks what the extents and every tree's
  * nodes use), and the allocation check below rewrites their keys and
- * counters.  A missing root directory inode is said and left.
+ * counters; -y sets the alloc rebuild marker (fs/fs_format.h) before the
+ * replacement is written and removes it once that check left nothing (a
+ * marker the open found, an fsck -y that did not finish, is a problem of
+ * its own, fixed when removed).  A missing root directory inode is said
+ * and left.
  *
  * Repairs (opts->repair), each through a normal transaction (journaled, so
  * a crash during repair leaves the old or the repaired state), each said

@@ -22,6 +22,9 @@ static const struct {
 	{ "ckpt:split_flush_pieces",
 	  "no failure, a test hook: flushes each piece of a split write-back, which only "
 	  "ckpt:alloc_keys_too_big (armed alone here) or a huge write-back makes" },
+	{ "fsck:after_lost_leaves",
+	  "no failure, a test hook: fsck -y stops once its replaced leaves are written "
+	  "(test_fsck's interrupted alloc rebuild); these operations run no fsck" },
 	{ "fsck:node_space_race",
 	  "no failure, a test hook: a write-back between fsck -y's compare and its repairs "
 	  "(test_alloc_keys); these operations run no fsck" },

@@ -113,7 +113,7 @@ damage_btree y.img 4
 before=$(sum y.img)
 run 4 "$tinyfs" fsck -n y.img && has err "btree alloc level 0 node at 0x" &&
 	has err ": unreadable, keys 0:0..POS_MAX lost" && has err "checked as an empty node" &&
-	has err "btree alloc: 1 leaf(s) lost: space in use marked from"
+	has err "btree alloc: 1 node(s) lost: space in use marked from"
 [ "$(sum y.img)" = "$before" ] || fail "fsck -n of a lost alloc leaf changed the image"
 run 1 "$tinyfs" fsck -y y.img && has err "replaced with an empty node" &&
 	has err "rewritten from the nodes" && has err "all fixed"

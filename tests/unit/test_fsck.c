@@ -1747,6 +1747,82 @@ static void test_damaged_leaf_alloc(void **state)
 		printbuf_exit(&line[l]);
 }
 
+/*
+ * fsck -y stops (a crash) once its replacement of a lost alloc leaf is on
+ * disk, before the alloc keys are rewritten: the alloc btree now reads
+ * whole, without the keys the leaf held.  The rebuild marker fsck set
+ * first makes the next open, a mount's, mark what the extents and nodes
+ * use: nothing in use is free, new data leaves every old file intact.
+ * fsck -n then says the repair was not finished (4); -y finishes it (1),
+ * removes the marker; clean.
+ */
+static void test_damaged_leaf_alloc_interrupted(void **state)
+{
+	enum {
+		NEW_BYTES = 1 << 16
+	};
+	static tfs_ino_t inos[ALLOC_FILES], news[512];
+	struct tfs_fault_arm arm = { .mode = TFS_FAULT_ONESHOT };
+	struct tfs_btree_loc loc;
+	struct tfs_bpos min, max;
+	struct tfs_fsck_result res;
+	struct tfs_alloc_usage u;
+	struct tfs_bkey_buf kb;
+	unsigned nr_new;
+
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		inos[i] = alloc_file("old", i, ALLOC_FILE_BYTES, 7000);
+	assert_int_equal(pt_reopen(&T), 0);
+	find_leaf(TFS_BTREE_alloc, middle_pos(TFS_BTREE_alloc), &loc, &min, &max);
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_fault_point_arm("fsck:after_lost_leaves", &arm), 0);
+	assert_int_equal(fsck_capture(true, &res), -TFS_ERR_fault_injected);
+	tfs_fault_points_reset();
+	assert_int_equal(pt_stop(&T), 0);
+
+	/* As a mount opens. */
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, TFS_ALLOC_REBUILD_POS, &kb), 0);
+	assert_int_equal(blocks_in_use_but_free(), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	tfs_alloc_usage(T.fs, &u);
+	nr_new = (unsigned)min_t(u64, u.free * 3 / 5 / NEW_BYTES, ARRAY_SIZE(news));
+	assert_true(nr_new > ALLOC_FILES / 4);
+	for (unsigned i = 0; i < nr_new; i++)
+		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
+	for (unsigned i = 0; i < nr_new; i++)
+		alloc_file_intact(news[i], NEW_BYTES, 90000 + i);
+
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, "repair of lost alloc leaves was not finished"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "fixed: alloc: keys rewritten from the extents and nodes: "
+					 "rebuild marker removed"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_alloc, TFS_ALLOC_REBUILD_POS, &kb),
+			 -ENOENT);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1790,6 +1866,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_alloc, setup_small_buckets,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_leaf_alloc_interrupted,
+						setup_small_buckets, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_interior_after_crash, setup_two,
 						teardown),
