@@ -138,6 +138,7 @@ void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
  */
 struct tfs_btree_lost_leaf {
 	enum tfs_btree_id id;
+	unsigned level; /* 0; an interior alloc btree node: the whole tree replaced (fs/fs.c) */
 	struct tfs_btree_loc loc;
 	struct tfs_bpos min_key, max_key;
 	int err;

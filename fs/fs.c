@@ -486,6 +486,89 @@ static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
 	return true;
 }
 
+/* Drops n and what is under it in memory; the copies the durable tree reaches wait. */
+static void fs_drop_subtree(struct tfs_btree *b, struct tfs_bnode *n)
+{
+	for (unsigned i = 0; n->level && i < n->nr_keys; i++) {
+		if (n->child[i]) {
+			fs_drop_subtree(b, n->child[i]);
+			n->child[i] = NULL;
+		} else {
+			struct tfs_btree_loc loc;
+
+			tfs_btree_ptr_key_loc(tfs_bnode_key(n, i), &loc);
+			if (loc.nr)
+				tfs_btree_pending_free_add(b, &loc);
+		}
+	}
+	tfs_bnode_drop_locked(b, n);
+}
+
+/* The first child of an interior node not read (fs_read_interior() stopped at it). */
+static bool fs_unread_child(struct tfs_bnode *n, struct tfs_btree_lost_leaf *l)
+{
+	for (unsigned i = 0; n->level >= 2 && i < n->nr_keys; i++) {
+		if (!n->child[i]) {
+			l->level = n->level - 1;
+			tfs_btree_ptr_key_loc(tfs_bnode_key(n, i), &l->loc);
+			return true;
+		}
+		if (fs_unread_child(n->child[i], l))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * fsck's open (opts.replace_lost_leaves): an interior node of the alloc
+ * btree that no copy of reads or verifies (err; the root when root is
+ * NULL).  Every alloc key can be rebuilt (fs_alloc_rebuild_lost(), then
+ * fsck's allocation check), so the whole alloc btree becomes one empty
+ * root leaf, said as the lost node over the whole key range.  Every copy
+ * the durable tree reaches and the open knows of (the nodes read, the
+ * pointers in them, the lost node's) waits on pending_free, marked used
+ * until the new tree is durable; the nodes under the lost one cannot be
+ * found, and nothing reaches them once it is lost: handing them out is
+ * harmless.  True when replaced.
+ */
+static bool fs_lost_alloc_tree(struct tfs_fs *fs, struct tfs_btree *b, int err)
+{
+	struct tfs_btree_lost_leaf l = {
+		.id = b->id,
+		.err = err,
+		.min_key = TFS_POS_MIN,
+		.max_key = TFS_POS_MAX,
+	};
+	struct tfs_bnode *root;
+
+	if (!fs->opts.replace_lost_leaves || b->id != TFS_BTREE_alloc ||
+	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+		return false;
+	if (!b->root) {
+		l.level = ((const struct tfs_btree_ptr *)tfs_bkey_val(&b->root_key.k))->level;
+		tfs_btree_ptr_key_loc(&b->root_key.k, &l.loc);
+	} else if (!fs_unread_child(b->root, &l)) {
+		return false;
+	}
+	if (!l.level || tfs_btree_loc_on_missing(fs, &l.loc))
+		return false; /* a leaf is fs_lost_root_leaf()'s; a missing member: away */
+	root = tfs_btree_new_root_leaf(b);
+	if (!root)
+		return false; /* the open fails with the read's error */
+	tfs_btree_lock_exclusive(b);
+	if (b->root) {
+		fs_drop_subtree(b, b->root);
+	} else {
+		tfs_btree_pending_free_add(b, &l.loc);
+	}
+	b->root = root;
+	b->nr_keys_known = false;
+	tfs_btree_unlock_exclusive(b);
+	fs_lost_leaf(fs, &l);
+	return true;
+}
+
 /* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
 static int fs_read_roots(struct tfs_fs *fs)
 {
@@ -504,12 +587,17 @@ static int fs_read_roots(struct tfs_fs *fs)
 		for (unsigned t = 0;
 		     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t); t++)
 			ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
-		if (ret && fs_lost_root_leaf(fs, b, ret))
+		if (ret && (fs_lost_root_leaf(fs, b, ret) || fs_lost_alloc_tree(fs, b, ret)))
 			continue;
 		if (ret)
 			return ret;
 		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
 		ret = fs_read_interior(b, b->root);
+		for (unsigned t = 0;
+		     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t); t++)
+			ret = fs_read_interior(b, b->root);
+		if (ret && fs_lost_alloc_tree(fs, b, ret))
+			continue;
 		if (ret)
 			return ret;
 	}

@@ -73,10 +73,12 @@ struct tfs_fs_opts {
 	 * range go into the new leaf; the replacements are recorded
 	 * (fs->lost_leaves) for fsck to report and write back.  The alloc
 	 * btree, which the open loads whole, is walked for lost leaves before
-	 * its load; when one was lost, the allocator also marks every block
-	 * the extents and every tree's nodes use (fs_alloc_rebuild()), before
-	 * anything can be allocated.  Without it such an open fails; an
-	 * undamaged open reads no more (the alloc btree is read whole anyway).
+	 * its load (a lost interior node of it: the whole tree is replaced by
+	 * an empty root leaf); when one was lost, the allocator also marks
+	 * every block the extents and every tree's nodes use
+	 * (fs_alloc_rebuild()), before anything can be allocated.  Without it
+	 * such an open fails; an undamaged open reads no more (the alloc btree
+	 * is read whole anyway).
 	 */
 	bool replace_lost_leaves;
 	/*

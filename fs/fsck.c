@@ -159,7 +159,7 @@ static int fsck_delete_key(struct fsck *c, enum tfs_btree_id id, struct tfs_bpos
 static void lost_leaf_to_text(struct printbuf *out, struct fsck *c,
 			      const struct tfs_btree_lost_leaf *l)
 {
-	tfs_btree_node_loc_to_text(out, c->fs, l->id, 0, &l->loc);
+	tfs_btree_node_loc_to_text(out, c->fs, l->id, l->level, &l->loc);
 }
 
 /* A leaf replaced by an empty one (tfs_btree_replace_bad_leaves()): said, kept for later. */

@@ -43,7 +43,9 @@
  * (tfs_fs_opts.replace_lost_leaves, as tinyfs fsck opens) are reported
  * the same way; alloc btree leaves are replaced there only (before the
  * allocator is built, which then marks what the extents and every tree's
- * nodes use), and the allocation check below rewrites their keys and
+ * nodes use; a lost interior alloc node: the whole alloc btree, "btree
+ * alloc level 1 node at 0x...: unreadable, keys 0:0..POS_MAX lost"), and
+ * the allocation check below rewrites their keys and
  * counters; -y sets the alloc rebuild marker (fs/fs_format.h) before the
  * replacement is written and removes it once that check left nothing (a
  * marker the open found, an fsck -y that did not finish, is a problem of
@@ -70,7 +72,8 @@
  *    space repairs commit only if no write-back ran since the compare
  *    (one may have moved the nodes meanwhile): else it is compared again.
  * Not repaired (counted as left): interior node and key corruption (an
- * unreadable interior node stops the check: the code),
+ * unreadable interior node of a btree but the alloc btree stops the check:
+ * the code),
  * overlapping or out-of-device extents, unreachable directory cycles, a
  * missing root directory.
  *

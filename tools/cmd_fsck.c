@@ -105,11 +105,11 @@ static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
  * A node that cannot be read or trusted (named above, where it was read) is
  * an error of the filesystem, not of fsck: e2fsck's 4 (left uncorrected),
  * not 8.  A lost leaf never gets here (the open replaces it with an empty
- * one and the check reports it: tfs_fs_opts.replace_lost_leaves; an alloc
- * btree leaf too, its keys then rebuilt from the extents and nodes); what
- * does is a node fsck cannot replace that way: an interior node (its whole
- * subtree would go), so -y repairs nothing.  True, said, when ret is such
- * a failure.
+ * one and the check reports it: tfs_fs_opts.replace_lost_leaves; any node
+ * of the alloc btree too, its keys then rebuilt from the extents and
+ * nodes); what does is a node fsck cannot replace that way: an interior
+ * node of another btree (its whole subtree would go), so -y repairs
+ * nothing.  True, said, when ret is such a failure.
  */
 static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, const char *what)
 {
@@ -119,7 +119,8 @@ static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, c
 	fprintf(stderr,
 		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s "
 		"(it replaces a lost leaf of a btree with an empty one, not an interior "
-		"node): mount read-only (-o ro) and copy out what reads%s\n",
+		"node but of the alloc btree): mount read-only (-o ro) and copy out what "
+		"reads%s\n",
 		dev, what, repair ? ", nothing was repaired" : "",
 		/* A node whose copies are all on missing members reads as unreadable. */
 		degraded ? "; or, if its copies are on a missing member (above), give every member"

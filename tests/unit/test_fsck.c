@@ -1823,6 +1823,79 @@ static void test_damaged_leaf_alloc_interrupted(void **state)
 	T.opts.error_action = -1;
 }
 
+/*
+ * The alloc btree's root, an interior node, lost (every copy): the open
+ * reads every interior node and fails; fsck's open replaces the whole
+ * alloc btree with an empty root leaf (every alloc key can be rebuilt) and
+ * marks the space in use from the extents and nodes.  fsck -n says it and
+ * writes nothing (4), -y rewrites every key (1), clean; new data leaves
+ * every old file intact.
+ */
+static void test_damaged_interior_alloc(void **state)
+{
+	enum {
+		NEW_BYTES = 1 << 16
+	};
+	static tfs_ino_t inos[ALLOC_FILES], news[512];
+	struct tfs_btree *b;
+	struct tfs_btree_loc loc;
+	struct printbuf line = PRINTBUF;
+	struct tfs_fsck_result res;
+	struct tfs_alloc_usage u;
+	unsigned nr_new;
+	u64 before;
+
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		inos[i] = alloc_file("old", i, ALLOC_FILE_BYTES, 7000);
+	assert_int_equal(pt_reopen(&T), 0);
+	b = &T.fs->btrees[TFS_BTREE_alloc];
+	assert_true(b->root->level >= 1);
+	loc = b->root->disk;
+	assert_true(loc.nr > 0);
+	tfs_btree_node_loc_to_text(&line, T.fs, TFS_BTREE_alloc, b->root->level, &loc);
+	prt_str(&line, ": unreadable, keys 0:0..POS_MAX lost");
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	before = images_hash();
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(blocks_in_use_but_free(), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_non_null(strstr(captured, printbuf_str(&line)));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before); /* -n wrote nothing */
+
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+
+	tfs_alloc_usage(T.fs, &u);
+	nr_new = (unsigned)min_t(u64, u.free * 3 / 5 / NEW_BYTES, ARRAY_SIZE(news));
+	assert_true(nr_new > ALLOC_FILES / 4);
+	for (unsigned i = 0; i < nr_new; i++)
+		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
+	for (unsigned i = 0; i < nr_new; i++)
+		alloc_file_intact(news[i], NEW_BYTES, 90000 + i);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	printbuf_exit(&line);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1868,6 +1941,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_alloc_interrupted,
 						setup_small_buckets, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_interior_after_crash, setup_two,
 						teardown),
