@@ -175,13 +175,15 @@ enum tfs_bdev_open_flags {
 	TFS_BDEV_EXCL = 1 << 2,	    /* O_EXCL on block devices */
 	/*
 	 * Image files opened O_DIRECT: small writes of file data and journal
-	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX) go
-	 * through the host's page cache instead (lib/bdev.c, host_cached()).
+	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX), and
+	 * small reads of file data (TFS_BDEV_HOST_CACHE_READ_MAX), go through
+	 * the host's page cache instead (lib/bdev.c, host_cached()).
 	 */
 	TFS_BDEV_HOST_CACHE = 1 << 3,
 };
 
 #define TFS_BDEV_HOST_CACHE_MAX (128u << 10)
+#define TFS_BDEV_HOST_CACHE_READ_MAX (64u << 10)
 
 /*
  * Opens an image file or a block device on io_uring, with O_DIRECT where the

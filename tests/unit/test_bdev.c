@@ -790,7 +790,7 @@ static bool to_text_has(struct tfs_bdev *b, const char *what)
 /*
  * On an image file, a small write of data or of a journal entry without
  * FUA or PREFLUSH goes through the page cache (in the caller, and through
- * the ring), and nothing else does.  O_DIRECT reads, of this open and of
+ * the ring), and so does a small read of data; nothing else does.  O_DIRECT reads, of this open and of
  * another, see such writes before any flush; a flush (fdatasync in the
  * caller) covers them.  Read-only opens write nothing and keep no cached
  * descriptor.
@@ -833,9 +833,19 @@ static void test_host_cache(void **state)
 	assert_int_equal(tfs_bdev_write(b, w, 4096, (2 << 20) + 12288, 0, TFS_TAG_sb), 0);
 	assert_int_equal(to_text_number(b, "host-cached writes"), 2);
 
-	/* Coherent before any flush: this open's O_DIRECT reads, and another open's. */
+	/*
+	 * Coherent before any flush: this open's reads (a small data read
+	 * through the cache, a journal and a big data read direct), and
+	 * another open's (all direct).
+	 */
 	assert_int_equal(tfs_bdev_read(b, r, 4096, 0, TFS_TAG_data), 0);
 	assert_memory_equal(r, w, 4096);
+	assert_int_equal(to_text_number(b, "host-cached reads"), 1);
+	assert_int_equal(tfs_bdev_read(b, r, 8192, 65536, TFS_TAG_journal), 0);
+	assert_memory_equal(r, w + 4096, 8192);
+	assert_int_equal(tfs_bdev_read(b, r, big, 1 << 20, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, big);
+	assert_int_equal(to_text_number(b, "host-cached reads"), 1);
 	other = open_img(0);
 	assert_false(to_text_has(other, "host page cache"));
 	assert_int_equal(tfs_bdev_read(other, r, 8192, 65536, TFS_TAG_journal), 0);
