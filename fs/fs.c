@@ -98,7 +98,10 @@ static int fs_open_devs(struct tfs_fs *fs, const char *const *paths, unsigned nr
 		ret = fs_lock_dev(fs, &tmp, paths[i]);
 		if (ret)
 			break;
-		ret = tfs_sb_open(paths[i], fs->read_only ? TFS_BDEV_RDONLY : TFS_BDEV_EXCL,
+		ret = tfs_sb_open(paths[i],
+				  fs->read_only		   ? TFS_BDEV_RDONLY
+				  : fs->opts.no_host_cache ? TFS_BDEV_EXCL
+							   : TFS_BDEV_EXCL | TFS_BDEV_HOST_CACHE,
 				  &tmp.sb, &err);
 		if (ret) {
 			fprintf(stderr, "%s\n", printbuf_str(&err));

@@ -64,6 +64,11 @@ struct tfs_fs_opts {
 	bool fsync_noop;  /* fsync only commits, never flushes (unsafe; benchmarks) */
 	/* Every flush entry flushes before its write (journal_io.c, "post-flush"). */
 	bool no_post_flush;
+	/*
+	 * Small data and journal writes to image files go through O_DIRECT
+	 * too, not the host's page cache (lib/bdev.h TFS_BDEV_HOST_CACHE).
+	 */
+	bool no_host_cache;
 	bool verbose; /* print what open and stop do */
 	/*
 	 * fsck only: when a step of the open (reading a root leaf, replay, the

@@ -371,7 +371,8 @@ static int flush_to(struct tfs_fs *fs, u64 seq)
 		return 0;
 	}
 	__atomic_fetch_add(&p->c.fsync_flushes, 1, __ATOMIC_RELAXED);
-	return tfs_journal_flush_seq(j, seq);
+	/* fsync and fsyncdir hold no lock here: the flush may run in this thread. */
+	return tfs_journal_flush_seq_inline(j, seq);
 }
 
 int tfs_fsync(struct tfs_fs *fs, struct tfs_file *f, bool datasync)

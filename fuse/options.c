@@ -279,6 +279,9 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 			o->max_threads = (unsigned)n;
 		else
 			o->max_idle_threads = (unsigned)n;
+	} else if (is("host_cache") || is("no_host_cache")) {
+		flag_only();
+		o->fs.no_host_cache = is("no_host_cache");
 	} else if (is("write_behind") || is("no_write_behind")) {
 		o->write_behind = is("write_behind");
 	} else if (is("poll_us")) {
@@ -430,6 +433,8 @@ void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o
 		   o->fs.fsync_noop	 ? "none (unsafe)"
 		   : o->fs.no_post_flush ? "preflush"
 					 : "flush");
+	prt_printf(out, "host page cache:\t%s\n",
+		   o->fs.no_host_cache ? "no" : "small data and journal writes");
 	prt_printf(out, "allow_other:\t%s\n", o->allow_other ? "yes" : "no");
 	prt_printf(out, "writeback cache:\t%s\n", o->writeback ? "yes" : "no");
 	prt_printf(out, "timeouts:\tentry %g s, attr %g s, negative %g s\n", o->entry_timeout,
@@ -457,6 +462,10 @@ void tfs_mount_options_help(FILE *f)
 		"                       entry, checked at replay); preflush: the data flushed\n"
 		"                       before the journal write (two); none: fsync only commits\n"
 		"                       (unsafe; for benchmarks)\n"
+		"  host_cache, no_host_cache\n"
+		"                       small data and journal writes to an image file go\n"
+		"                       through the host's page cache, written back by the\n"
+		"                       flush that follows (default on)\n"
 		"  allow_other, noallow_other\n"
 		"                       let other users in (default: on when root mounts)\n"
 		"  default_permissions  always on: the kernel checks modes as for ext4\n"

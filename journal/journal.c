@@ -999,6 +999,7 @@ void tfs_journal_flush_seq_start(struct tfs_journal *j, u64 seq)
 	pthread_mutex_lock(&j->lock);
 	if (seq <= j->cur_seq && !journal_flush_seq_check(j, seq) &&
 	    journal_want_flush_locked(j, seq, 1, false, true)) {
+		/* Not inline: this thread (write-behind) has other inodes' writes to do. */
 		tfs_journal_write_ready_locked(j);
 		/* Still gathering committers: the write thread closes it in time. */
 		if (j->cur_open && journal_seq_buf(j, j->cur_seq)->must_flush)
@@ -1007,7 +1008,7 @@ void tfs_journal_flush_seq_start(struct tfs_journal *j, u64 seq)
 	tfs_journal_unlock(j);
 }
 
-int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
+static int journal_flush_seq(struct tfs_journal *j, u64 seq, bool inline_io)
 {
 	int r;
 
@@ -1053,7 +1054,10 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 		if (timed && j->cur_open && j->cur_seq == timed)
 			tfs_journal_flush_entry_maybe_close_locked(j, false); /* when due */
 		/* Our flush entry may be ready: write it from here, no hand-off. */
-		tfs_journal_write_ready_locked(j);
+		if (inline_io)
+			tfs_journal_write_ready_inline_locked(j);
+		else
+			tfs_journal_write_ready_locked(j);
 		if ((r = journal_flush_seq_check(j, seq)))
 			break;
 
@@ -1072,6 +1076,16 @@ int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
 	}
 	tfs_journal_unlock(j);
 	return r < 0 ? r : 0;
+}
+
+int tfs_journal_flush_seq(struct tfs_journal *j, u64 seq)
+{
+	return journal_flush_seq(j, seq, false);
+}
+
+int tfs_journal_flush_seq_inline(struct tfs_journal *j, u64 seq)
+{
+	return journal_flush_seq(j, seq, true);
 }
 
 int tfs_journal_flush(struct tfs_journal *j)
@@ -1271,8 +1285,11 @@ void tfs_journal_to_text(struct printbuf *out, struct tfs_journal *j)
 	prt_newline(out);
 	prt_printf(out, "  flushed members first:\t%llu\n",
 		   (unsigned long long)j->nr_separate_flushes);
-	prt_printf(out, "  flush entries by kind:\t%llu post-flush, %llu preflush, %llu fua only\n",
+	prt_printf(out,
+		   "  flush entries by kind:\t%llu post-flush (%llu written by their waiter), %llu "
+		   "preflush, %llu fua only\n",
 		   (unsigned long long)j->nr_postflush_entries,
+		   (unsigned long long)j->nr_postflush_inline,
 		   (unsigned long long)j->nr_preflush_entries,
 		   (unsigned long long)j->nr_fua_only_entries);
 	prt_printf(out, "  waited for members:\t%llu\n", (unsigned long long)j->nr_devs_waits);

@@ -110,5 +110,14 @@ extern __thread struct tfs_journal *tfs_journal_reclaim_current;
 void *tfs_journal_write_thread(void *arg);
 /* Submits what is ready, in seq order (unlocks around submission). */
 void tfs_journal_write_ready_locked(struct tfs_journal *j);
+/*
+ * As tfs_journal_write_ready_locked(), for a thread that holds no lock but
+ * j's and waits for a flush entry anyway (flush_seq_inline()): a
+ * post-flush entry it writes has its write and flush run in this thread,
+ * completions included (tfs_bio_submit_inline()).  Through the device's
+ * completion thread, each of the two woke that thread and the flush
+ * went to an io_uring worker: three wake-ups on an fsync's path.
+ */
+void tfs_journal_write_ready_inline_locked(struct tfs_journal *j);
 
 #endif /* TFS_JOURNAL_JOURNAL_INTERNAL_H */

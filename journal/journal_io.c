@@ -359,7 +359,10 @@ static void journal_write_endio(struct tfs_bio *bio)
 			b->bios_pending = 1;
 			fb = &b->bios[0];
 			pthread_mutex_unlock(&j->lock);
-			tfs_bio_submit(fb);
+			if (b->inline_io)
+				tfs_bio_submit_inline(fb); /* completes b: not used after */
+			else
+				tfs_bio_submit(fb);
 			pthread_mutex_lock(&j->lock);
 		} else if (b->state == TFS_JBUF_FLUSHING) {
 			/* The separate flushes are done: now it can be written. */
@@ -569,6 +572,18 @@ static enum journal_prep journal_write_prep_locked(struct tfs_journal *j, struct
 	return JOURNAL_PREP_SUBMIT;
 }
 
+/* Set while this thread is in tfs_journal_write_ready_inline_locked(). */
+static __thread bool journal_io_inline;
+
+void tfs_journal_write_ready_inline_locked(struct tfs_journal *j)
+{
+	bool was = journal_io_inline;
+
+	journal_io_inline = true;
+	tfs_journal_write_ready_locked(j);
+	journal_io_inline = was;
+}
+
 void tfs_journal_write_ready_locked(struct tfs_journal *j)
 {
 again:
@@ -611,10 +626,17 @@ again:
 
 		if (hook && !pthread_equal(pthread_self(), j->write_thread))
 			hook = NULL;
+		/* Only a post-flush entry: its one write and its flush need nothing else. */
+		b->inline_io =
+			journal_io_inline && b->post_flush && nr == 1 && tfs_bio_in_caller(bios[0]);
+		j->nr_postflush_inline += b->inline_io;
 		/* Submission may block on a full queue: never under the lock. */
 		pthread_mutex_unlock(&j->lock);
-		for (unsigned i = 0; i < nr; i++)
-			tfs_bio_submit(bios[i]);
+		if (b->inline_io)
+			tfs_bio_submit_inline(bios[0]); /* may complete b: not used after */
+		else
+			for (unsigned i = 0; i < nr; i++)
+				tfs_bio_submit(bios[i]);
 		if (hook)
 			hook(j);
 		pthread_mutex_lock(&j->lock);

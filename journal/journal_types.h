@@ -198,6 +198,7 @@ struct tfs_journal_buf {
 	bool lost_older;      /* flush entry: an older entry could not be made durable */
 	bool post_flush;      /* flush entry written plain, made durable by a flush after it */
 	bool post_flush_sent; /* ... and that flush is in flight (or done) */
+	bool inline_io;	      /* its I/O runs in the thread that submitted it */
 	u64 opened_ns;
 	u32 bytes; /* padded size on disk, set when it closes */
 	unsigned nr_devs;
@@ -346,6 +347,7 @@ struct tfs_journal {
 	u64 nr_separate_flushes;		    /* flush entries that flushed members first */
 	u64 nr_preflush_entries;		    /* ... with a PREFLUSH on their own write */
 	u64 nr_postflush_entries;		    /* ... with one flush after their write */
+	u64 nr_postflush_inline;		    /* ... both run by a waiting thread */
 	u64 nr_fua_only_entries;		    /* ... that flushed nothing else (FUA) */
 	u64 nr_devs_waits; /* entries that waited for enough writable members */
 };

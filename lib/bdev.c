@@ -24,6 +24,7 @@
  */
 #include <liburing.h>
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -233,6 +234,19 @@ int tfs_bio_submit_wait(struct tfs_bio *bio)
 	return bio->result;
 }
 
+void tfs_bio_submit_inline(struct tfs_bio *bio)
+{
+	void (*end_io)(struct tfs_bio *) = bio->end_io;
+	void *private = bio->private;
+
+	assert(tfs_bio_in_caller(bio));
+	tfs_bio_submit_wait(bio);
+	bio->end_io = end_io;
+	bio->private = private;
+	/* Not tfs_bio_endio(): no metadata write to count (tfs_bio_in_caller()). */
+	end_io(bio);
+}
+
 int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum tfs_bio_tag tag)
 {
 	struct tfs_bio bio = {
@@ -309,6 +323,8 @@ enum {
 struct uring_dev {
 	struct tfs_bdev bdev;
 	int fd;
+	int cached_fd; /* the image file without O_DIRECT (host_cached()); -1: none */
+	u64 host_cached_writes, host_cached_reads; /* bios that went through cached_fd */
 	struct io_uring ring;
 	unsigned depth;
 
@@ -338,6 +354,50 @@ static struct uring_dev *to_uring(struct tfs_bdev *bdev)
 	return bdev->private;
 }
 
+/*
+ * Whether bio goes through the image file's page cache (cached_fd) instead
+ * of O_DIRECT:
+ *  - a small write of file data or of a journal entry, without FUA or
+ *    PREFLUSH.  On a sparse image file every copy-on-write data block is
+ *    new space for the host filesystem: an O_DIRECT write of it waits for
+ *    the host's allocation (and io_uring hands it to a worker thread), and
+ *    the flush after it then commits the host's journal too.  Through the
+ *    page cache the write is a copy; the flush that must follow anyway
+ *    before the write counts as durable (fdatasync of the file, any
+ *    descriptor) writes it back with the journal entry in one batch.
+ *    Until that flush it is as volatile as a device's write cache, which
+ *    is all a completed write promises (bdev.h).
+ *  - a small read of file data: the host reads ahead around it, so the
+ *    next random read nearby, or the next small file (written next to it),
+ *    is a copy.  Big reads (sequential streams) stay direct: the host's
+ *    readahead of the image is slower than reading them direct.
+ * O_DIRECT reads and writes of the same range are coherent with the page
+ * cache (the kernel writes dirty pages back before them and drops cached
+ * ones after a direct write).  Metadata and FUA/PREFLUSH writes stay
+ * direct.
+ */
+static bool host_cached(const struct uring_dev *d, const struct tfs_bio *bio)
+{
+	if (d->cached_fd < 0 || bio->len > TFS_BDEV_HOST_CACHE_MAX)
+		return false;
+	if (bio->op == TFS_OP_read)
+		return bio->tag == TFS_TAG_data && bio->len <= TFS_BDEV_HOST_CACHE_READ_MAX;
+	return bio->op == TFS_OP_write && !(bio->flags & (TFS_BIO_FUA | TFS_BIO_PREFLUSH)) &&
+	       (bio->tag == TFS_TAG_data || bio->tag == TFS_TAG_journal);
+}
+
+/* The descriptor for bio's read or write, counting those that go through the cache. */
+static int rw_fd(struct uring_dev *d, const struct tfs_bio *bio, bool count)
+{
+	if (!host_cached(d, bio))
+		return d->fd;
+	if (count)
+		__atomic_fetch_add(bio->op == TFS_OP_read ? &d->host_cached_reads
+							  : &d->host_cached_writes,
+				   1, __ATOMIC_RELAXED);
+	return d->cached_fd;
+}
+
 /* Queues the SQEs for bio's remainder (from bio->done_internal). Locked. */
 static void uring_prep(struct uring_dev *d, struct tfs_bio *bio, bool with_preflush)
 {
@@ -359,12 +419,12 @@ static void uring_prep(struct uring_dev *d, struct tfs_bio *bio, bool with_prefl
 	sqe = io_uring_get_sqe(&d->ring);
 	switch (bio->op) {
 	case TFS_OP_read:
-		io_uring_prep_read(sqe, d->fd, (char *)bio->buf + done, bio->len - done,
-				   bio->offset + done);
+		io_uring_prep_read(sqe, rw_fd(d, bio, !done), (char *)bio->buf + done,
+				   bio->len - done, bio->offset + done);
 		break;
 	case TFS_OP_write:
-		io_uring_prep_write(sqe, d->fd, (char *)bio->buf + done, bio->len - done,
-				    bio->offset + done);
+		io_uring_prep_write(sqe, rw_fd(d, bio, !done), (char *)bio->buf + done,
+				    bio->len - done, bio->offset + done);
 		/* FUA: RWF_DSYNC makes this write's range durable when it completes. */
 		if (bio->flags & TFS_BIO_FUA)
 			sqe->rw_flags = RWF_DSYNC;
@@ -587,7 +647,7 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	const char *why = NULL;
 	size_t done = 0;
 	unsigned shorts = 0;
-	int err = 0;
+	int err = 0, fd;
 
 	uring_accept(bdev, bio);
 	if (bio->result)
@@ -595,11 +655,19 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	pthread_mutex_lock(&d->lock);
 	d->sync_ios++;
 	pthread_mutex_unlock(&d->lock);
+	fd = rw_fd(d, bio, true);
+	/* Every write completed before: the ring's and the page cache's (same file). */
+	while (bio->op == TFS_OP_flush && fdatasync(d->fd)) {
+		if (errno != EINTR) {
+			err = -errno;
+			break;
+		}
+	}
 	while (!err && done < bio->len) {
 		ssize_t n = bio->op == TFS_OP_read
-				    ? pread(d->fd, (char *)bio->buf + done, bio->len - done,
+				    ? pread(fd, (char *)bio->buf + done, bio->len - done,
 					    (off_t)(bio->offset + done))
-				    : pwrite(d->fd, (const char *)bio->buf + done, bio->len - done,
+				    : pwrite(fd, (const char *)bio->buf + done, bio->len - done,
 					     (off_t)(bio->offset + done));
 
 		if (n < 0 && errno == EINTR)
@@ -810,6 +878,8 @@ static void uring_free(struct uring_dev *d)
 		io_uring_queue_exit(&d->ring);
 	if (d->fd >= 0)
 		close(d->fd);
+	if (d->cached_fd >= 0)
+		close(d->cached_fd);
 	if (d->efd >= 0)
 		close(d->efd);
 	pthread_mutex_destroy(&d->lock);
@@ -843,11 +913,25 @@ static void uring_to_text(struct printbuf *out, struct tfs_bdev *bdev)
 	prt_printf(out, "io\t%s\n",
 		   bdev->direct ? "direct (O_DIRECT)" : "buffered (O_DIRECT not available)");
 	prt_printf(out, "mode\t%s\n", bdev->read_only ? "read-only" : "read-write");
+	if (d->cached_fd >= 0)
+		prt_printf(
+			out,
+			"host page cache\tdata and journal writes up to %u KiB, data reads up to "
+			"%u KiB\n",
+			TFS_BDEV_HOST_CACHE_MAX >> 10, TFS_BDEV_HOST_CACHE_READ_MAX >> 10);
 	pthread_mutex_lock(&d->lock);
 	prt_printf(out, "in flight\t%u\n", d->in_flight);
 	prt_printf(out, "short completions\t%llu\n", (unsigned long long)d->resubmits);
 	prt_printf(out, "submissions\t%llu\n", (unsigned long long)d->submit_calls);
 	prt_printf(out, "i/o in the caller\t%llu\n", (unsigned long long)d->sync_ios_done);
+	if (d->cached_fd >= 0) {
+		prt_printf(out, "host-cached writes\t%llu\n",
+			   (unsigned long long)__atomic_load_n(&d->host_cached_writes,
+							       __ATOMIC_RELAXED));
+		prt_printf(out, "host-cached reads\t%llu\n",
+			   (unsigned long long)__atomic_load_n(&d->host_cached_reads,
+							       __ATOMIC_RELAXED));
+	}
 	pthread_mutex_unlock(&d->lock);
 	tfs_bdev_counters_to_text(out, &bdev->counters);
 }
@@ -900,6 +984,17 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 
 		fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
 		return err;
+	}
+	/* Only image files: a block device has no space to allocate (host_cached()). */
+	if ((flags & TFS_BDEV_HOST_CACHE) && d->bdev.direct && !d->bdev.is_blockdev &&
+	    !(flags & TFS_BDEV_RDONLY)) {
+		d->cached_fd = open(path, oflags);
+		if (d->cached_fd < 0) {
+			int err = -errno; /* before fprintf can change it */
+
+			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
+			return err;
+		}
 	}
 	return 0;
 }
@@ -994,6 +1089,7 @@ int tfs_bdev_open_uring(const char *path, unsigned flags, struct tfs_bdev **ret)
 	if (!d)
 		return -ENOMEM;
 	d->fd = -1;
+	d->cached_fd = -1;
 	d->efd = -1;
 	d->ring.ring_fd = -1;
 	d->depth = TFS_BDEV_QUEUE_DEPTH;

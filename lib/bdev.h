@@ -107,8 +107,8 @@ struct tfs_bdev_ops {
 	/* Optional: submits nr bios to this device at once (NULL: one by one). */
 	void (*submit_batch)(struct tfs_bdev *bdev, struct tfs_bio **bios, unsigned nr);
 	/*
-	 * Optional: does bio, a read or a plain write (tfs_bio_in_caller()),
-	 * in the calling thread and returns its result, without end_io (NULL:
+	 * Optional: does bio, a read, a flush or a plain write
+	 * (tfs_bio_in_caller()), in the calling thread and returns its result, without end_io (NULL:
 	 * submit, then wait for end_io).
 	 */
 	int (*rw_wait)(struct tfs_bdev *bdev, struct tfs_bio *bio);
@@ -154,14 +154,14 @@ static inline bool tfs_bio_is_meta_write(const struct tfs_bio *bio)
 }
 
 /*
- * A bio tfs_bio_submit_wait() may hand to the device's rw_wait: a read, or
- * a write without FUA or PREFLUSH that is not a metadata write (those are
- * counted around end_io for the journal, and the flags need the ring's
- * linked flush).
+ * A bio tfs_bio_submit_wait() may hand to the device's rw_wait: a read, a
+ * flush, or a write without FUA or PREFLUSH that is not a metadata write
+ * (those are counted around end_io for the journal, and the flags need the
+ * ring's linked flush).
  */
 static inline bool tfs_bio_in_caller(const struct tfs_bio *bio)
 {
-	return bio->op == TFS_OP_read ||
+	return bio->op == TFS_OP_read || bio->op == TFS_OP_flush ||
 	       (bio->op == TFS_OP_write && !(bio->flags & (TFS_BIO_FUA | TFS_BIO_PREFLUSH)) &&
 		!tfs_bio_is_meta_write(bio));
 }
@@ -173,7 +173,17 @@ enum tfs_bdev_open_flags {
 	TFS_BDEV_RDONLY = 1 << 0,
 	TFS_BDEV_BUFFERED = 1 << 1, /* do not try O_DIRECT */
 	TFS_BDEV_EXCL = 1 << 2,	    /* O_EXCL on block devices */
+	/*
+	 * Image files opened O_DIRECT: small writes of file data and journal
+	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX), and
+	 * small reads of file data (TFS_BDEV_HOST_CACHE_READ_MAX), go through
+	 * the host's page cache instead (lib/bdev.c, host_cached()).
+	 */
+	TFS_BDEV_HOST_CACHE = 1 << 3,
 };
+
+#define TFS_BDEV_HOST_CACHE_MAX (128u << 10)
+#define TFS_BDEV_HOST_CACHE_READ_MAX (64u << 10)
 
 /*
  * Opens an image file or a block device on io_uring, with O_DIRECT where the
@@ -207,10 +217,20 @@ void tfs_bdev_drain(struct tfs_bdev *bdev);
  * Submits a filled-in bio (end_io and private are overwritten), waits for it
  * and returns its result.  On the io_uring device a read or a plain write
  * (tfs_bio_in_caller()) runs in the calling thread (a blocking pread or
- * pwrite of the descriptor): it needs no completion thread, so the caller
- * is woken once, by the device, not through that thread.
+ * pwrite of the descriptor, an fdatasync for a flush): it needs no
+ * completion thread, so the caller is woken once, by the device, not
+ * through that thread.
  */
 int tfs_bio_submit_wait(struct tfs_bio *bio);
+
+/*
+ * Runs bio, a tfs_bio_in_caller() one, and then its own end_io, both in the
+ * calling thread (where the device allows; else it waits for the
+ * completion thread): for a caller that would only wait for it anyway, and
+ * holds no lock end_io takes.  Saves the completion thread's wake-up and
+ * the caller's.
+ */
+void tfs_bio_submit_inline(struct tfs_bio *bio);
 
 /* Synchronous I/O: submit, wait, return the bio's result. */
 int tfs_bdev_read(struct tfs_bdev *bdev, void *buf, size_t len, u64 offset, enum tfs_bio_tag tag);

@@ -724,7 +724,7 @@ static void test_read_wait_in_caller(void **state)
  */
 static void test_write_error_in_caller(void **state)
 {
-	static const unsigned flags[] = { 0, TFS_BDEV_BUFFERED };
+	static const unsigned flags[] = { 0, TFS_BDEV_BUFFERED, TFS_BDEV_HOST_CACHE };
 	struct rlimit old, lim;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_sa;
 
@@ -772,6 +772,150 @@ static void test_write_error_in_caller(void **state)
 		free(w);
 	}
 	assert_int_equal(sigaction(SIGXFSZ, &old_sa, NULL), 0);
+}
+
+/* ---- small writes through the host's page cache (TFS_BDEV_HOST_CACHE) ---- */
+
+static bool to_text_has(struct tfs_bdev *b, const char *what)
+{
+	struct printbuf out = PRINTBUF;
+	bool has;
+
+	tfs_bdev_to_text(&out, b);
+	has = strstr(printbuf_str(&out), what);
+	printbuf_exit(&out);
+	return has;
+}
+
+/*
+ * On an image file, a small write of data or of a journal entry without
+ * FUA or PREFLUSH goes through the page cache (in the caller, and through
+ * the ring), and so does a small read of data; nothing else does.  O_DIRECT reads, of this open and of
+ * another, see such writes before any flush; a flush (fdatasync in the
+ * caller) covers them.  Read-only opens write nothing and keep no cached
+ * descriptor.
+ */
+static void test_host_cache(void **state)
+{
+	const size_t big = TFS_BDEV_HOST_CACHE_MAX + 4096;
+	struct tfs_bdev *b = open_img(TFS_BDEV_HOST_CACHE), *other;
+	u8 *w = tfs_bdev_alloc_buf(b, big), *r = tfs_bdev_alloc_buf(b, big);
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+	struct tfs_bio bio;
+	unsigned long in_caller;
+
+	assert_true(b->direct);
+	assert_true(to_text_has(b, "host page cache"));
+	fill(w, big, 41);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 0, 0, TFS_TAG_data), 0);
+	bio = (struct tfs_bio){
+		.bdev = b,
+		.op = TFS_OP_write,
+		.tag = TFS_TAG_journal,
+		.offset = 65536,
+		.buf = w + 4096,
+		.len = 8192,
+		.end_io = async_end_io,
+		.private = &c,
+	};
+	tfs_bio_submit(&bio);
+	tfs_bdev_drain(b);
+	assert_int_equal(c.completed, 1);
+	assert_int_equal(c.errors, 0);
+	assert_int_equal(to_text_number(b, "host-cached writes"), 2);
+
+	/* Direct: too big, FUA, PREFLUSH, a btree node, a superblock. */
+	assert_int_equal(tfs_bdev_write(b, w, big, 1 << 20, 0, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 2 << 20, TFS_BIO_FUA, TFS_TAG_journal), 0);
+	assert_int_equal(
+		tfs_bdev_write(b, w, 4096, (2 << 20) + 4096, TFS_BIO_PREFLUSH, TFS_TAG_data), 0);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, (2 << 20) + 8192, 0, TFS_TAG_btree), 0);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, (2 << 20) + 12288, 0, TFS_TAG_sb), 0);
+	assert_int_equal(to_text_number(b, "host-cached writes"), 2);
+
+	/*
+	 * Coherent before any flush: this open's reads (a small data read
+	 * through the cache, a journal and a big data read direct), and
+	 * another open's (all direct).
+	 */
+	assert_int_equal(tfs_bdev_read(b, r, 4096, 0, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, 4096);
+	assert_int_equal(to_text_number(b, "host-cached reads"), 1);
+	assert_int_equal(tfs_bdev_read(b, r, 8192, 65536, TFS_TAG_journal), 0);
+	assert_memory_equal(r, w + 4096, 8192);
+	assert_int_equal(tfs_bdev_read(b, r, big, 1 << 20, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, big);
+	assert_int_equal(to_text_number(b, "host-cached reads"), 1);
+	other = open_img(0);
+	assert_false(to_text_has(other, "host page cache"));
+	assert_int_equal(tfs_bdev_read(other, r, 8192, 65536, TFS_TAG_journal), 0);
+	assert_memory_equal(r, w + 4096, 8192);
+	assert_int_equal(tfs_bdev_read(other, r, big, 1 << 20, TFS_TAG_data), 0);
+	assert_memory_equal(r, w, big);
+	tfs_bdev_close(other);
+
+	/* A flush runs in the caller (fdatasync of the file: both descriptors' writes). */
+	in_caller = to_text_number(b, "i/o in the caller");
+	assert_int_equal(tfs_bdev_flush(b), 0);
+	assert_int_equal(to_text_number(b, "i/o in the caller"), in_caller + 1);
+	tfs_bdev_close(b);
+	check_file(0, w, 4096);
+	check_file(65536, w + 4096, 8192);
+
+	b = open_img(TFS_BDEV_HOST_CACHE | TFS_BDEV_RDONLY);
+	assert_false(to_text_has(b, "host page cache"));
+	tfs_bdev_close(b);
+	free(w);
+	free(r);
+}
+
+/*
+ * tfs_bio_submit_inline(): the I/O and the bio's own end_io (with its
+ * private) run in the calling thread -- on the io_uring device (pwrite,
+ * fdatasync), and on a device without rw_wait (the fault device), which
+ * waits for its completion thread but still calls end_io here.
+ */
+static void test_submit_inline(void **state)
+{
+	for (unsigned k = 0; k < 2; k++) {
+		struct tfs_bdev *lower, *b;
+		u8 *w;
+		struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER,
+				       .submitter = pthread_self() };
+		struct tfs_bio bio = { 0 };
+
+		assert_int_equal(tfs_bdev_open_uring(img, TFS_BDEV_HOST_CACHE, &lower), 0);
+		b = lower;
+		if (k)
+			assert_int_equal(tfs_faultdev_create(lower, true, &b), 0);
+		w = tfs_bdev_alloc_buf(b, 4096);
+		fill(w, 4096, 51 + k);
+		bio = (struct tfs_bio){
+			.bdev = b,
+			.op = TFS_OP_write,
+			.tag = TFS_TAG_journal,
+			.offset = 12288,
+			.buf = w,
+			.len = 4096,
+			.end_io = async_end_io,
+			.private = &c,
+		};
+		tfs_bio_submit_inline(&bio);
+		assert_int_equal(c.completed, 1);
+		assert_int_equal(c.errors, 0);
+		assert_int_equal(c.wrong_thread, 1); /* here, not the completion thread */
+		assert_ptr_equal(bio.private, &c);
+		bio = (struct tfs_bio){
+			.bdev = b, .op = TFS_OP_flush, .end_io = async_end_io, .private = &c
+		};
+		tfs_bio_submit_inline(&bio);
+		assert_int_equal(c.completed, 2);
+		assert_int_equal(c.errors, 0);
+		assert_int_equal(c.wrong_thread, 2);
+		tfs_bdev_close(b);
+		check_file(12288, w, 4096);
+		free(w);
+	}
 }
 
 /* ---- io_uring_enter failing (seccomp makes it fail in one thread) ---- */
@@ -900,6 +1044,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_submit_errors),
 		cmocka_unit_test(test_read_wait_in_caller),
 		cmocka_unit_test(test_write_error_in_caller),
+		cmocka_unit_test(test_host_cache),
+		cmocka_unit_test(test_submit_inline),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),

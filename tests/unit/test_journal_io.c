@@ -1369,6 +1369,58 @@ static void test_post_flush_fallback_meta_write(void **state)
 }
 
 /*
+ * tfs_journal_flush_seq_inline() (an fsync's): the post-flush entry it
+ * writes has its write and flush run in the waiting thread, and its
+ * completion too -- the same I/O as through the completion thread (one
+ * plain write, one flush after), the same result, and a failing flush
+ * fails the entry as before: err_seq is that seq, the waiter gets the
+ * journal's error.  tfs_journal_flush_seq() keeps the completion thread.
+ */
+static void test_post_flush_inline(void **state)
+{
+	struct jt t;
+	struct pf_counts c0;
+	unsigned mark;
+	u64 inl, seq;
+
+	jt_images(&t, 1, 8, 64 << 10);
+	t.opts.write_delay_ms = 100000;
+	t.opts.flush_delay_ms = 1000000;
+	t.opts.post_flush_max_bytes = 64 << 10;
+	assert_int_equal(jt_start_fault(&t), 0);
+	pf_commit_flush(&t, 1);
+
+	for (unsigned round = 0; round < 2; round++) {
+		c0 = pf_counts(t.j);
+		inl = t.j->nr_postflush_inline;
+		mark = tfs_faultdev_trace_nr(t.bdev[0]);
+		pf_write(&t, 0, TFS_TAG_data);
+		seq = jt_commit(t.j, 2 + round, 2 + round, 0);
+		if (round)
+			assert_int_equal(tfs_journal_flush_seq(t.j, seq), 0);
+		else
+			assert_int_equal(tfs_journal_flush_seq_inline(t.j, seq), 0);
+		expect_ops(trace_ops(t.bdev[0], mark), 1, 0, 0, 1);
+		assert_int_equal(pf_counts(t.j).post - c0.post, 1);
+		assert_int_equal(t.j->nr_postflush_inline - inl, !round);
+		assert_true(tfs_journal_flushed_seq_ondisk(t.j) >= seq);
+		assert_int_equal(tfs_faultdev_nr_unflushed(t.bdev[0]), 0);
+	}
+
+	/* Its flush failing: the entry failed, the waiter told, err_seq that seq. */
+	assert_int_equal(jt_add_rule(t.bdev[0], "flush nth=1 fail=EIO"), 0);
+	inl = t.j->nr_postflush_inline;
+	pf_write(&t, 0, TFS_TAG_data);
+	seq = jt_commit(t.j, 5, 5, 0);
+	assert_int_equal(tfs_journal_flush_seq_inline(t.j, seq), -TFS_ERR_journal_write);
+	assert_int_equal(t.j->nr_postflush_inline - inl, 1);
+	assert_int_equal(tfs_journal_err_seq(t.j), seq);
+	assert_true(tfs_journal_flushed_seq_ondisk(t.j) < seq);
+	tfs_journal_stop(t.j);
+	jt_cleanup(&t);
+}
+
+/*
  * Two members: the post-flush flushes only the entry's member, so it is used
  * only when that member holds every unflushed entry and data write.  Data on
  * the other member (replicas 1): its separate flush first, then FUA.
@@ -1655,6 +1707,7 @@ int main(void)
 		cmocka_unit_test(test_preflush_only_when_unflushed),
 		cmocka_unit_test(test_post_flush_fallback_meta_write),
 		cmocka_unit_test(test_post_flush_fallback_two_members),
+		cmocka_unit_test(test_post_flush_inline),
 		cmocka_unit_test(test_post_flush_read_check),
 		cmocka_unit_test(test_group_commit_shares_flushes),
 		cmocka_unit_test(test_start_flush_fails),
