@@ -134,6 +134,18 @@ static void reply_err(fuse_req_t req, enum tfs_fuse_op op, long ret)
 	fuse_reply_err(req, err_of(tf_of(req), op, ret));
 }
 
+/*
+ * A directory's st_blksize: the size of each listing request.  glibc's
+ * opendir() sizes its getdents64() buffer by it (32 KiB up to 1 MiB), and
+ * since 6.16 the kernel asks READDIR(PLUS) for that much (up to max_pages,
+ * 1 MiB here) instead of one page.  Each readdirplus entry of a short name
+ * takes 160 bytes: 204 per request at 32 KiB, 1638 at 256 KiB, so a listing
+ * of 10k names makes 7 round trips instead of 50.  Not more: the kernel
+ * allocates the whole buffer for every call, and from 512 KiB up that
+ * showed in a walk of small directories (docs/design-notes.md, readdir).
+ */
+#define TFS_FUSE_DIR_BLKSIZE (256U << 10)
+
 static void stat_of(const struct tfs_stat *t, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -145,7 +157,7 @@ static void stat_of(const struct tfs_stat *t, struct stat *st)
 	st->st_rdev = t->rdev;
 	st->st_size = (off_t)t->size;
 	st->st_blocks = (blkcnt_t)t->blocks;
-	st->st_blksize = t->blksize;
+	st->st_blksize = S_ISDIR(t->mode) ? TFS_FUSE_DIR_BLKSIZE : t->blksize;
 	st->st_atim = t->atime;
 	st->st_mtim = t->mtime;
 	st->st_ctim = t->ctime;
