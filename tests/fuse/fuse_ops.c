@@ -34,7 +34,11 @@
  *            requests of its st_blksize): every name once, no other; seekdir
  *            to a telldir position taken every 97 entries resumes at the
  *            entry that followed it; names created and removed during a
- *            listing do not make another name missing or repeated.
+ *            listing do not make another name missing or repeated.  And
+ *            a chmod between two getdents64() calls of a listing, of a name
+ *            the second returns (its batch of readdirplus entries read ahead
+ *            by the daemon meanwhile): stat then shows the new mode, not
+ *            the one the batch had before the chmod.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -52,6 +56,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -446,7 +451,8 @@ static int rd_index(const char *name)
 /*
  * Lists "." once, counting each name of rd_index() in seen[]; with churn,
  * creates and removes other names ("x...") while it lists.  Returns the
- * number of entries read that were neither ours, ".", "..", nor "x...".
+ * number of entries read that were neither ours, ".", "..", "stale" nor
+ * "x...".
  */
 static int rd_list(unsigned char *seen, bool churn)
 {
@@ -464,7 +470,8 @@ static int rd_list(unsigned char *seen, bool churn)
 
 		if (i >= 0)
 			seen[i]++;
-		else if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && e->d_name[0] != 'x')
+		else if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && e->d_name[0] != 'x' &&
+			 strcmp(e->d_name, "stale"))
 			strays++;
 		if (churn && ++n % 50 == 0) {
 			snprintf(nm, sizeof(nm), "x%d", n);
@@ -478,16 +485,93 @@ static int rd_list(unsigned char *seen, bool churn)
 	return strays;
 }
 
+/* A getdents64() record. */
+struct rd_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * The chmod between two getdents64() calls (see the top).  Runs in a fresh
+ * directory, so the kernel has no cached
+ * listing and no dentry of any of its names yet.
+ */
+static void rd_chmod_between_batches(void)
+{
+	static unsigned char seen[RD_NAMES];
+	static char buf[256 << 10];
+	char nm[32];
+	struct stat st;
+	int fd, victims = 0, stale = 0;
+	long n;
+
+	CHECK(mkdir("stale", 0755) == 0);
+	for (int i = 0; i < RD_NAMES; i++) {
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		int f = open(nm, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		CHECK(f >= 0);
+		if (f >= 0)
+			close(f);
+	}
+	fd = open("stale", O_RDONLY | O_DIRECTORY);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	/* One READDIRPLUS of up to the buffer's size (kernel 6.16+; else a page). */
+	memset(seen, 0, sizeof(seen));
+	n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	CHECK(n > 0);
+	for (long p = 0; p < n; p += ((struct rd_dirent64 *)(buf + p))->d_reclen) {
+		int i = rd_index(((struct rd_dirent64 *)(buf + p))->d_name);
+
+		if (i >= 0)
+			seen[i] = 1;
+	}
+	/* Every name still to come: the daemon reads the next batch meanwhile. */
+	for (int i = 0; i < RD_NAMES; i++) {
+		if (seen[i])
+			continue;
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		CHECK(chmod(nm, 0600) == 0);
+		victims++;
+	}
+	CHECK(victims > 0);
+	/* The rest of the listing, which names them. */
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		;
+	CHECK(n == 0);
+	close(fd);
+	for (int i = 0; i < RD_NAMES; i++) {
+		if (seen[i])
+			continue;
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		CHECK(stat(nm, &st) == 0);
+		if ((st.st_mode & 07777) != 0600 && stale++ < 3)
+			fprintf(stderr,
+				"FAIL %s: %s has mode %o after chmod 600 during the listing\n",
+				__func__, nm, (unsigned)(st.st_mode & 07777));
+	}
+	CHECK(stale == 0);
+}
+
 static int case_readdir(void)
 {
 	static unsigned char seen[RD_NAMES];
-	enum { STEP = 97, MARKS = RD_NAMES / STEP + 2 };
+	enum {
+		STEP = 97,
+		MARKS = RD_NAMES / STEP + 2
+	};
 	long pos[MARKS];
 	char next[MARKS][32], nm[32];
 	int marks = 0, bad = 0;
 	struct dirent *e;
 	DIR *d;
 
+	rd_chmod_between_batches();
 	for (int i = 0; i < RD_NAMES; i++) {
 		snprintf(nm, sizeof(nm), "n%05d", i);
 		int fd = open(nm, O_WRONLY | O_CREAT | O_EXCL, 0644);
@@ -500,8 +584,8 @@ static int case_readdir(void)
 		CHECK(rd_list(seen, pass == 1) == 0);
 		for (int i = 0; i < RD_NAMES; i++)
 			if (seen[i] != 1 && bad++ < 5)
-				fprintf(stderr, "FAIL %s: n%05d listed %u times (pass %d)\n", __func__,
-					i, seen[i], pass);
+				fprintf(stderr, "FAIL %s: n%05d listed %u times (pass %d)\n",
+					__func__, i, seen[i], pass);
 	}
 	CHECK(bad == 0);
 
@@ -532,8 +616,9 @@ static int case_readdir(void)
 		e = readdir(d);
 		CHECK(e != NULL);
 		if (e && strcmp(e->d_name, next[m]))
-			fprintf(stderr, "FAIL %s: seekdir to mark %d read %s, want %s\n", __func__, m,
-				e->d_name, next[m]), failures++;
+			fprintf(stderr, "FAIL %s: seekdir to mark %d read %s, want %s\n", __func__,
+				m, e->d_name, next[m]),
+				failures++;
 	}
 	closedir(d);
 	return 0;
