@@ -609,13 +609,16 @@ void tfs_btree_to_text(struct printbuf *out, struct tfs_fs *fs, enum tfs_btree_i
 	prt_printf(out, "height grows, shrinks:\t%llu, %llu\n", (unsigned long long)c->height_grows,
 		   (unsigned long long)c->height_shrinks);
 	prt_printf(out, "compactions:\t%llu\n", (unsigned long long)c->compactions);
-	prt_printf(out, "lookups, iterator refills:\t%llu, %llu\n", (unsigned long long)c->lookups,
-		   (unsigned long long)c->iter_refills);
+	/* Counted under the read lock (atomically), as this runs: read them so. */
+	prt_printf(out, "lookups, iterator refills:\t%llu, %llu\n",
+		   (unsigned long long)__atomic_load_n(&c->lookups, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&c->iter_refills, __ATOMIC_RELAXED));
 	prt_printf(out, "checkpoints:\t%llu (%llu failed; %llu nodes written)\n",
 		   (unsigned long long)c->checkpoints, (unsigned long long)c->checkpoint_errors,
 		   (unsigned long long)c->nodes_written);
-	prt_printf(out, "nodes read:\t%llu (%llu failed)\n", (unsigned long long)c->nodes_read,
-		   (unsigned long long)c->node_read_errors);
+	prt_printf(out, "nodes read:\t%llu (%llu failed)\n",
+		   (unsigned long long)__atomic_load_n(&c->nodes_read, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&c->node_read_errors, __ATOMIC_RELAXED));
 	prt_str(out, "lock waits:\t");
 	tfs_six_lock_to_text(out, &b->lock);
 	prt_str(out, "\ncommit restarts:\t");

@@ -180,6 +180,15 @@ struct tfs_ctx {
 
 int tfs_getattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_stat *st);
 
+/*
+ * A count of committed inode changes, of every filesystem in the process
+ * (attributes, and a directory's entries: their changes commit the
+ * directory too).  It moves once the change is what tfs_getattr() returns
+ * and before the call that made it returns, so attributes read after the
+ * count was seen at some value are current as long as it stays there.
+ */
+u64 tfs_inode_changes(void);
+
 enum tfs_setattr_valid {
 	TFS_SETATTR_MODE = 1 << 0,
 	TFS_SETATTR_UID = 1 << 1,

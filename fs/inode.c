@@ -650,6 +650,14 @@ static void atomic_max(u64 *v, u64 new)
 		;
 }
 
+/* tfs_inode_changes(): one counter for the process, so tfs_inode_mem needs no fs pointer. */
+static u64 inode_changes;
+
+u64 tfs_inode_changes(void)
+{
+	return __atomic_load_n(&inode_changes, __ATOMIC_ACQUIRE);
+}
+
 void tfs_inode_committed(struct tfs_inode_mem *im, const struct tfs_inode_unpacked *ui, u64 seq,
 			 bool times_only)
 {
@@ -657,6 +665,8 @@ void tfs_inode_committed(struct tfs_inode_mem *im, const struct tfs_inode_unpack
 		__atomic_fetch_add(&im->blocks_changes, 1, __ATOMIC_RELEASE);
 	if (ui)
 		im->ui = *ui;
+	/* After the new attributes, under the inode's lock: see tfs_inode_changes(). */
+	__atomic_fetch_add(&inode_changes, 1, __ATOMIC_RELEASE);
 	atomic_max(&im->last_seq, seq);
 	if (!times_only)
 		atomic_max(&im->last_data_seq, seq);

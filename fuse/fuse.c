@@ -134,6 +134,18 @@ static void reply_err(fuse_req_t req, enum tfs_fuse_op op, long ret)
 	fuse_reply_err(req, err_of(tf_of(req), op, ret));
 }
 
+/*
+ * A directory's st_blksize: the size of each listing request.  glibc's
+ * opendir() sizes its getdents64() buffer by it (32 KiB up to 1 MiB), and
+ * since 6.16 the kernel asks READDIR(PLUS) for that much (up to max_pages,
+ * 1 MiB here) instead of one page.  Each readdirplus entry of a short name
+ * takes 160 bytes: 204 per request at 32 KiB, 1638 at 256 KiB, so a listing
+ * of 10k names makes 7 round trips instead of 50.  Not more: the kernel
+ * allocates the whole buffer for every call, and from 512 KiB up that
+ * showed in a walk of small directories (docs/design-notes.md, readdir).
+ */
+#define TFS_FUSE_DIR_BLKSIZE (256U << 10)
+
 static void stat_of(const struct tfs_stat *t, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -145,7 +157,7 @@ static void stat_of(const struct tfs_stat *t, struct stat *st)
 	st->st_rdev = t->rdev;
 	st->st_size = (off_t)t->size;
 	st->st_blocks = (blkcnt_t)t->blocks;
-	st->st_blksize = t->blksize;
+	st->st_blksize = S_ISDIR(t->mode) ? TFS_FUSE_DIR_BLKSIZE : t->blksize;
 	st->st_atim = t->atime;
 	st->st_mtim = t->mtime;
 	st->st_ctim = t->ctime;
@@ -1092,96 +1104,130 @@ struct readdir_ctx {
 	fuse_req_t req;
 	struct tfs_fuse *tf;
 	bool plus;
+	bool full; /* an entry did not fit: more remain */
 	char *buf;
 	size_t size, pos;
+	u64 next; /* readdirplus: the position after the last entry added */
 	/* Inodes whose lookup this reply counts (readdirplus). */
 	u64 *inos;
 	size_t nr_inos, size_inos;
 	int err;
 };
 
+/* Adds e to the readdirplus reply: 0, or 1 when full (or out of memory). */
+static int readdir_add_plus(struct readdir_ctx *c, const struct tfs_rdahead_ent *x)
+{
+	struct fuse_entry_param e = { 0 };
+	char nm[TFS_NAME_MAX + 1];
+	size_t n;
+
+	memcpy(nm, x->name, x->len);
+	nm[x->len] = '\0';
+	if (x->attrs) {
+		entry_of(c->tf, &x->st, &e);
+	} else {
+		/* ino 0: the name only (".", "..", or see tfs_stat.links_dropped). */
+		e.attr.st_ino = x->ino;
+		e.attr.st_mode = (mode_t)x->dtype << 12;
+	}
+	if (c->nr_inos == c->size_inos && e.ino) {
+		size_t sz = c->size_inos ? c->size_inos * 2 : 256;
+		u64 *in = realloc(c->inos, sz * sizeof(*in));
+
+		if (!in) {
+			c->err = -ENOMEM;
+			return 1;
+		}
+		c->inos = in;
+		c->size_inos = sz;
+	}
+	n = fuse_add_direntry_plus(c->req, c->buf + c->pos, c->size - c->pos, nm, &e,
+				   (off_t)x->next_pos);
+	if (n > c->size - c->pos) {
+		c->full = true;
+		return 1;
+	}
+	if (x->withheld)
+		atomic_fetch_add_explicit(&c->tf->nr_plus_withheld, 1, memory_order_relaxed);
+	if (e.ino) {
+		c->inos[c->nr_inos++] = e.ino;
+		tfs_nlookup_get(c->tf->nlookup, e.ino, 1);
+	}
+	c->pos += n;
+	c->next = x->next_pos;
+	return 0;
+}
+
 static int readdir_fill(void *p, const char *name, size_t len, tfs_ino_t ino, unsigned dtype,
 			u64 next_pos)
 {
 	struct readdir_ctx *c = p;
-	char nm[TFS_NAME_MAX + 1];
-	size_t n;
+	struct tfs_rdahead_ent x;
+	int ret;
 
 	if (len > TFS_NAME_MAX) {
 		c->err = -ENAMETOOLONG;
 		return 1;
 	}
-	memcpy(nm, name, len);
-	nm[len] = '\0';
 	if (!c->plus) {
+		char nm[TFS_NAME_MAX + 1];
 		struct stat st = { .st_ino = ino, .st_mode = (mode_t)dtype << 12 };
+		size_t n;
 
+		memcpy(nm, name, len);
+		nm[len] = '\0';
 		n = fuse_add_direntry(c->req, c->buf + c->pos, c->size - c->pos, nm, &st,
 				      (off_t)next_pos);
-		if (n > c->size - c->pos)
+		if (n > c->size - c->pos) {
+			c->full = true;
 			return 1;
+		}
 		c->pos += n;
 		return 0;
 	}
-
-	struct fuse_entry_param e = { 0 };
-	bool dot = (len == 1 && nm[0] == '.') || (len == 2 && nm[0] == '.' && nm[1] == '.');
-
-	if (dot) {
-		/* No node for "." and "..": the kernel has them (ino 0: attributes only). */
-		e.attr.st_ino = ino;
-		e.attr.st_mode = (mode_t)dtype << 12;
-	} else {
-		struct tfs_stat st;
-		int ret = tfs_getattr(c->tf->fs, ino, &st);
-
-		if (ret == -ENOENT)
-			return 0; /* removed since it was listed */
-		if (ret) {
-			c->err = ret;
-			return 1;
-		}
-		if (st.links_dropped && !S_ISDIR(st.mode)) {
-			/*
-			 * Its nlink is not volunteered (tfs_stat.links_dropped): a
-			 * lookup or getattr asks for it (ino 0: the name only).
-			 */
-			e.attr.st_ino = ino;
-			e.attr.st_mode = (mode_t)dtype << 12;
-			atomic_fetch_add_explicit(&c->tf->nr_plus_withheld, 1,
-						  memory_order_relaxed);
-		} else {
-			entry_of(c->tf, &st, &e);
-		}
-	}
-	n = fuse_add_direntry_plus(c->req, c->buf + c->pos, c->size - c->pos, nm, &e,
-				   (off_t)next_pos);
-	if (n > c->size - c->pos)
+	/* Full already for a name this long: no attributes looked up in vain. */
+	if (tfs_rdahead_ent_bytes(len) > c->size - c->pos) {
+		c->full = true;
 		return 1;
-	if (e.ino) {
-		if (c->nr_inos == c->size_inos) {
-			size_t sz = c->size_inos ? c->size_inos * 2 : 64;
-			u64 *in = realloc(c->inos, sz * sizeof(*in));
-
-			if (!in) {
-				c->err = -ENOMEM;
-				return 1;
-			}
-			c->inos = in;
-			c->size_inos = sz;
-		}
-		c->inos[c->nr_inos++] = e.ino;
-		tfs_nlookup_get(c->tf->nlookup, e.ino, 1);
 	}
-	c->pos += n;
-	return 0;
+	ret = tfs_rdahead_ent_fill(c->tf->fs, name, len, ino, dtype, next_pos, &x);
+	if (ret < 0) {
+		c->err = ret;
+		return 1;
+	}
+	if (ret)
+		return 0; /* removed since it was listed */
+	x.name = name;
+	return readdir_add_plus(c, &x);
+}
+
+/*
+ * The batch read ahead for this request, if there is a valid one (see
+ * fuse/rdahead.c): true when it made the reply (c->pos bytes, possibly
+ * none: then the listing is at its end).
+ */
+static bool readdir_from_ahead(struct readdir_ctx *c, fuse_ino_t ino, off_t off)
+{
+	const struct tfs_rdahead_ent *ents;
+	size_t nr;
+	bool more;
+
+	if (!tfs_rdahead_take(c->tf->rdahead, ino, (u64)off, c->size, &ents, &nr, &more))
+		return false;
+	for (size_t i = 0; i < nr; i++)
+		if (readdir_add_plus(c, &ents[i]))
+			break;
+	tfs_rdahead_done(c->tf->rdahead);
+	/* Entries left after the batch, or one that did not fit. */
+	c->full |= more;
+	return true;
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, bool plus)
 {
 	enum tfs_fuse_op op = plus ? TFS_FUSE_OP_readdirplus : TFS_FUSE_OP_readdir;
 	struct readdir_ctx c = { .req = req, .tf = tf_of(req), .plus = plus, .size = size };
-	int ret;
+	int ret = 0;
 
 	count_timed(c.tf, op);
 	if (!off)
@@ -1191,7 +1237,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 		reply_err(req, op, -ENOMEM);
 		return;
 	}
-	ret = tfs_readdir(c.tf->fs, ino, (u64)off, readdir_fill, &c);
+	if (!plus || off < 2 || !readdir_from_ahead(&c, ino, off))
+		ret = tfs_readdir(c.tf->fs, ino, (u64)off, readdir_fill, &c);
 	if (!ret)
 		ret = c.err;
 	/* A partial listing is returned; the error comes back on the next call. */
@@ -1200,6 +1247,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, b
 	} else if (fuse_reply_buf(req, c.buf, c.pos)) {
 		for (size_t i = 0; i < c.nr_inos; i++)
 			tfs_nlookup_put(c.tf->nlookup, c.inos[i], 1);
+	} else if (plus && c.full && !ret && c.next) {
+		/* The caller will ask for what follows once it took these in. */
+		tfs_rdahead_queue(c.tf->rdahead, ino, c.next, size);
 	}
 	free(c.inos);
 	free(c.buf);
@@ -1554,6 +1604,9 @@ void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tf
 	if (o->write_behind)
 		tf->wbehind =
 			tfs_wbehind_start(fs, &tf->nr_wb_errors_deferred, TFS_WBEHIND_MAX_BYTES);
+	if (o->readdir_ahead != TFS_RDAHEAD_off)
+		tf->rdahead = tfs_rdahead_start(fs, tf->dir_changes, TFS_FUSE_RDC_SLOTS,
+						o->readdir_ahead);
 }
 
 void tfs_fuse_release_all(struct tfs_fuse *tf)
@@ -1561,6 +1614,8 @@ void tfs_fuse_release_all(struct tfs_fuse *tf)
 	/* The queued writes and releases first. */
 	tfs_wbehind_stop(tf->wbehind);
 	tf->wbehind = NULL;
+	tfs_rdahead_stop(tf->rdahead);
+	tf->rdahead = NULL;
 	pthread_mutex_lock(&tf->files_lock);
 	while (tf->files) {
 		struct tfs_fuse_file *ff = tf->files;
@@ -1616,6 +1671,7 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 	prt_printf(out, "readdirplus entries without attributes:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->nr_plus_withheld));
 	tfs_wbehind_to_text(out, tf->wbehind);
+	tfs_rdahead_to_text(out, tf->rdahead);
 	tfs_fuse_poll_to_text(out, &tf->poll);
 	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
 	prt_printf(out, "bytes written:\t%llu\n",

@@ -40,6 +40,7 @@ void tfs_mount_opts_init(struct tfs_mount_opts *o)
 	o->max_idle_threads = 8;
 	o->clone_fd = true;
 	o->write_behind = true;
+	o->readdir_ahead = TFS_RDAHEAD_free_cpus;
 	o->fuse_opts = PRINTBUF;
 }
 
@@ -284,6 +285,15 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		o->fs.no_host_cache = is("no_host_cache");
 	} else if (is("write_behind") || is("no_write_behind")) {
 		o->write_behind = is("write_behind");
+	} else if (is("readdir_ahead") && v) {
+		if (strcmp(v, "always")) {
+			fprintf(stderr, "%s: -o readdir_ahead=%s: expected always\n", prog, v);
+			return -EINVAL;
+		}
+		o->readdir_ahead = TFS_RDAHEAD_always;
+	} else if (is("readdir_ahead") || is("no_readdir_ahead")) {
+		flag_only();
+		o->readdir_ahead = is("readdir_ahead") ? TFS_RDAHEAD_free_cpus : TFS_RDAHEAD_off;
 	} else if (is("poll_us")) {
 		need_value();
 		if (parse_unsigned(prog, opt, v, 0, 100000, &n))
@@ -479,6 +489,9 @@ void tfs_mount_options_help(FILE *f)
 		"  max_threads=N, max_idle_threads=N, clone_fd, noclone_fd   request threads\n"
 		"  write_behind, no_write_behind   answer small write-back requests before\n"
 		"                       the device write (fsync waits for them; default on)\n"
+		"  readdir_ahead, no_readdir_ahead   read a listing's next readdirplus batch\n"
+		"                       while the caller takes in the last, when the CPUs are\n"
+		"                       not busy (default on); readdir_ahead=always: even then\n"
 		"  poll_us=N            the reading thread polls /dev/fuse up to N us (adapted)\n"
 		"                       before it sleeps: no wakeup of an idle CPU per request\n"
 		"                       (default 200; 0: sleep at once)\n"

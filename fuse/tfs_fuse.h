@@ -36,6 +36,13 @@ struct fuse_conn_info_opts;
 
 /* --- mount options --- */
 
+/* -o readdir_ahead (fuse/rdahead.c) */
+enum tfs_rdahead_mode {
+	TFS_RDAHEAD_off,
+	TFS_RDAHEAD_free_cpus, /* only while threads rarely wait for a CPU (the default) */
+	TFS_RDAHEAD_always,    /* every batch, and requests wait for it (tests) */
+};
+
 struct tfs_mount_opts {
 	char **devs; /* canonical paths of the members */
 	unsigned nr_devs;
@@ -61,6 +68,8 @@ struct tfs_mount_opts {
 	unsigned poll_us;  /* tfs_fuse_loop(): most time polling /dev/fuse; 0: none */
 	bool write_behind; /* small write-back requests answered early (default on) */
 	char *log;	   /* the daemon's stderr once detached (default /dev/null) */
+	/* The next readdirplus batch read ahead (default: while CPUs are free). */
+	enum tfs_rdahead_mode readdir_ahead;
 
 	/* -o options for fuse_session_new() ("-o" "a,b,c"), conn options included. */
 	struct printbuf fuse_opts;
@@ -215,6 +224,52 @@ int tfs_wbehind_wait_fsync(struct tfs_wbehind *wb, u64 ino, bool datasync);
 bool tfs_wbehind_busy(struct tfs_wbehind *wb, u64 ino);
 void tfs_wbehind_to_text(struct printbuf *out, struct tfs_wbehind *wb);
 
+/*
+ * Listing readahead (fuse/rdahead.c): after a full readdirplus reply, one
+ * thread reads the next batch of the listing, which the request for it
+ * takes if nothing changed meanwhile.
+ */
+struct tfs_rdahead;
+
+/* One entry of a readdirplus reply, before encoding. */
+struct tfs_rdahead_ent {
+	u64 ino, next_pos;
+	const char *name; /* len bytes, not NUL-terminated */
+	u8 len, dtype;
+	bool attrs;    /* st holds its attributes; else the name only (node 0) */
+	bool withheld; /* no attributes because of st.links_dropped */
+	struct tfs_stat st;
+};
+
+/*
+ * The entry for a name tfs_readdir() listed: 0, 1 when the inode is gone
+ * (skip it), or a negative error.  "." and ".." get no attributes.
+ */
+int tfs_rdahead_ent_fill(struct tfs_fs *fs, const char *name, size_t len, tfs_ino_t ino,
+			 unsigned dtype, u64 next_pos, struct tfs_rdahead_ent *e);
+/* What an entry with a name of len bytes takes in a readdirplus reply. */
+size_t tfs_rdahead_ent_bytes(size_t len);
+/*
+ * Starts the thread; NULL on failure (then nothing is read ahead).
+ * dir_changes[dir % slots] moves at each change in directory dir.
+ */
+struct tfs_rdahead *tfs_rdahead_start(struct tfs_fs *fs, _Atomic u64 *dir_changes, unsigned slots,
+				      enum tfs_rdahead_mode mode);
+/* Ends the thread and frees ra (NULL: nothing). */
+void tfs_rdahead_stop(struct tfs_rdahead *ra);
+/* Reads ahead the entries of dir from pos that fit in size bytes of reply. */
+void tfs_rdahead_queue(struct tfs_rdahead *ra, u64 dir, u64 pos, size_t size);
+/*
+ * The batch read ahead for exactly (dir, pos, size), waiting while it is
+ * being read, if nothing changed since: true, with its entries (more:
+ * entries remain after them), valid and locked until tfs_rdahead_done().
+ * false: read the listing as without readahead.
+ */
+bool tfs_rdahead_take(struct tfs_rdahead *ra, u64 dir, u64 pos, size_t size,
+		      const struct tfs_rdahead_ent **ents, size_t *nr, bool *more);
+void tfs_rdahead_done(struct tfs_rdahead *ra);
+void tfs_rdahead_to_text(struct printbuf *out, struct tfs_rdahead *ra);
+
 struct tfs_fuse_file;
 
 /*
@@ -242,6 +297,7 @@ struct tfs_fuse {
 	const struct tfs_mount_opts *opts;
 	struct tfs_nlookup *nlookup;
 	struct tfs_wbehind *wbehind; /* started at init when the writeback cache is on */
+	struct tfs_rdahead *rdahead; /* NULL: -o no_readdir_ahead */
 
 	/* -o options for the connection (max_write=, splice_read, ...), or NULL. */
 	struct fuse_conn_info_opts *conn_opts;

@@ -30,6 +30,15 @@
  *            mkfifo; statfs names 255; a write by another user clears
  *            set-user-ID and set-group-ID (chmod/12 of pjdfstest); truncate
  *            by another user clears them too; chown clears them.
+ *  readdir   a directory of 3000 names listed through readdir(3) (listing
+ *            requests of its st_blksize): every name once, no other; seekdir
+ *            to a telldir position taken every 97 entries resumes at the
+ *            entry that followed it; names created and removed during a
+ *            listing do not make another name missing or repeated.  And
+ *            a chmod between two getdents64() calls of a listing, of a name
+ *            the second returns (its batch of readdirplus entries read ahead
+ *            by the daemon meanwhile): stat then shows the new mode, not
+ *            the one the batch had before the chmod.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -47,6 +56,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -424,11 +434,201 @@ static int case_posix(void)
 	return 0;
 }
 
+#define RD_NAMES 3000
+
+/* The index of a name "nNNNNN" made by case_readdir(), or -1. */
+static int rd_index(const char *name)
+{
+	char *end;
+	long i;
+
+	if (name[0] != 'n' || !name[1])
+		return -1;
+	i = strtol(name + 1, &end, 10);
+	return *end || i < 0 || i >= RD_NAMES ? -1 : (int)i;
+}
+
+/*
+ * Lists "." once, counting each name of rd_index() in seen[]; with churn,
+ * creates and removes other names ("x...") while it lists.  Returns the
+ * number of entries read that were neither ours, ".", "..", "stale" nor
+ * "x...".
+ */
+static int rd_list(unsigned char *seen, bool churn)
+{
+	DIR *d = opendir(".");
+	struct dirent *e;
+	int strays = 0, n = 0;
+	char nm[32];
+
+	CHECK(d != NULL);
+	if (!d)
+		return 1;
+	memset(seen, 0, RD_NAMES);
+	while ((errno = 0, e = readdir(d))) {
+		int i = rd_index(e->d_name);
+
+		if (i >= 0)
+			seen[i]++;
+		else if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && e->d_name[0] != 'x' &&
+			 strcmp(e->d_name, "stale"))
+			strays++;
+		if (churn && ++n % 50 == 0) {
+			snprintf(nm, sizeof(nm), "x%d", n);
+			put(nm, "");
+			snprintf(nm, sizeof(nm), "x%d", n - 100);
+			unlink(nm); /* may not exist */
+		}
+	}
+	CHECK(errno == 0);
+	closedir(d);
+	return strays;
+}
+
+/* A getdents64() record. */
+struct rd_dirent64 {
+	unsigned long long d_ino;
+	long long d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/*
+ * The chmod between two getdents64() calls (see the top).  Runs in a fresh
+ * directory, so the kernel has no cached
+ * listing and no dentry of any of its names yet.
+ */
+static void rd_chmod_between_batches(void)
+{
+	static unsigned char seen[RD_NAMES];
+	static char buf[256 << 10];
+	char nm[32];
+	struct stat st;
+	int fd, victims = 0, stale = 0;
+	long n;
+
+	CHECK(mkdir("stale", 0755) == 0);
+	for (int i = 0; i < RD_NAMES; i++) {
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		int f = open(nm, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		CHECK(f >= 0);
+		if (f >= 0)
+			close(f);
+	}
+	fd = open("stale", O_RDONLY | O_DIRECTORY);
+	CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	/* One READDIRPLUS of up to the buffer's size (kernel 6.16+; else a page). */
+	memset(seen, 0, sizeof(seen));
+	n = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+	CHECK(n > 0);
+	for (long p = 0; p < n; p += ((struct rd_dirent64 *)(buf + p))->d_reclen) {
+		int i = rd_index(((struct rd_dirent64 *)(buf + p))->d_name);
+
+		if (i >= 0)
+			seen[i] = 1;
+	}
+	/* Every name still to come: the daemon reads the next batch meanwhile. */
+	for (int i = 0; i < RD_NAMES; i++) {
+		if (seen[i])
+			continue;
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		CHECK(chmod(nm, 0600) == 0);
+		victims++;
+	}
+	CHECK(victims > 0);
+	/* The rest of the listing, which names them. */
+	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		;
+	CHECK(n == 0);
+	close(fd);
+	for (int i = 0; i < RD_NAMES; i++) {
+		if (seen[i])
+			continue;
+		snprintf(nm, sizeof(nm), "stale/n%05d", i);
+		CHECK(stat(nm, &st) == 0);
+		if ((st.st_mode & 07777) != 0600 && stale++ < 3)
+			fprintf(stderr,
+				"FAIL %s: %s has mode %o after chmod 600 during the listing\n",
+				__func__, nm, (unsigned)(st.st_mode & 07777));
+	}
+	CHECK(stale == 0);
+}
+
+static int case_readdir(void)
+{
+	static unsigned char seen[RD_NAMES];
+	enum {
+		STEP = 97,
+		MARKS = RD_NAMES / STEP + 2
+	};
+	long pos[MARKS];
+	char next[MARKS][32], nm[32];
+	int marks = 0, bad = 0;
+	struct dirent *e;
+	DIR *d;
+
+	rd_chmod_between_batches();
+	for (int i = 0; i < RD_NAMES; i++) {
+		snprintf(nm, sizeof(nm), "n%05d", i);
+		int fd = open(nm, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		CHECK(fd >= 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		CHECK(rd_list(seen, pass == 1) == 0);
+		for (int i = 0; i < RD_NAMES; i++)
+			if (seen[i] != 1 && bad++ < 5)
+				fprintf(stderr, "FAIL %s: n%05d listed %u times (pass %d)\n",
+					__func__, i, seen[i], pass);
+	}
+	CHECK(bad == 0);
+
+	/* telldir every STEP entries, then seekdir back to each. */
+	d = opendir(".");
+	CHECK(d != NULL);
+	if (!d)
+		return 1;
+	for (int n = 0;; n++) {
+		long p = n % STEP == 0 ? telldir(d) : -1;
+
+		errno = 0;
+		e = readdir(d);
+		if (!e)
+			break;
+		if (p != -1 && marks < MARKS) {
+			pos[marks] = p;
+			snprintf(next[marks], sizeof(next[0]), "%.31s", e->d_name);
+			marks++;
+		}
+	}
+	CHECK(errno == 0);
+	CHECK(marks >= RD_NAMES / STEP);
+	/* Backwards, so each seek goes somewhere other than where the last left off. */
+	for (int m = marks - 1; m >= 0; m--) {
+		seekdir(d, pos[m]);
+		errno = 0;
+		e = readdir(d);
+		CHECK(e != NULL);
+		if (e && strcmp(e->d_name, next[m]))
+			fprintf(stderr, "FAIL %s: seekdir to mark %d read %s, want %s\n", __func__,
+				m, e->d_name, next[m]),
+				failures++;
+	}
+	closedir(d);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr,
-			"usage: fuse_ops rename|xattr|fallocate|seek|fsync|fsync-eio N|posix DIR\n");
+			"usage: fuse_ops rename|xattr|fallocate|seek|fsync|fsync-eio N|posix|readdir DIR\n");
 		return 2;
 	}
 	const char *c = argv[1], *dir = argv[argc - 1];
@@ -451,6 +651,8 @@ int main(int argc, char **argv)
 		case_fsync_eio(argc > 3 ? atoi(argv[2]) : 4);
 	else if (!strcmp(c, "posix"))
 		case_posix();
+	else if (!strcmp(c, "readdir"))
+		case_readdir();
 	else {
 		fprintf(stderr, "fuse_ops: unknown case %s\n", c);
 		return 2;

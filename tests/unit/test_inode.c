@@ -8,7 +8,8 @@
  * target, a leaf of the dirents btree with a flipped byte.  Also: the
  * inode table keeps working past its LRU (evicted inodes reload, and an
  * fsync of a reloaded inode still flushes what it must), and it grows
- * under two threads without losing an entry.
+ * under two threads without losing an entry; tfs_inode_changes() moves
+ * with every change.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -511,6 +512,39 @@ static void test_table_eviction(void **state)
 }
 
 /*
+ * tfs_inode_changes() moves by the time a change returns (a create, which
+ * commits the directory too, a chmod, an unlink) and not for reads: the
+ * listing readahead (fuse/rdahead.c) trusts attributes read while it holds.
+ */
+static void test_inode_changes(void **state)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE, .mode = S_IFREG | 0600 };
+	struct tfs_stat st, dst;
+	struct tfs_file *f;
+	u64 c;
+
+	c = tfs_inode_changes();
+	assert_int_equal(pt_create(&T, 1, "f", &f), 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_true(tfs_inode_changes() > c);
+	assert_int_equal(pt_lookup(&T, 1, "f", &st), 0);
+
+	c = tfs_inode_changes();
+	assert_int_equal(tfs_getattr(T.fs, st.ino, &st), 0);
+	assert_int_equal(tfs_getattr(T.fs, 1, &dst), 0);
+	assert_int_equal(pt_lookup(&T, 1, "f", &st), 0);
+	assert_int_equal(tfs_inode_changes(), c);
+
+	assert_int_equal(tfs_setattr(T.fs, st.ino, NULL, &sa, &st), 0);
+	assert_true(tfs_inode_changes() > c);
+	assert_int_equal(st.mode & 07777, 0600);
+
+	c = tfs_inode_changes();
+	assert_int_equal(tfs_unlink(T.fs, 1, "f", 1), 0);
+	assert_true(tfs_inode_changes() > c);
+}
+
+/*
  * The table grows while two threads fill it: every number got twice gives
  * the same entry (a growth that lost or duplicated a chain would hand out a
  * second one), and putting them all empties it.  The numbers do not exist
@@ -581,6 +615,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_leaf_on_disk, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_leaf_errors_ro, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_eviction, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inode_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_table_growth_threads, setup, teardown),
 	};
 
