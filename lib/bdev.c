@@ -324,6 +324,7 @@ struct uring_dev {
 	struct tfs_bdev bdev;
 	int fd;
 	int cached_fd;		/* the image file without O_DIRECT (host_cached()); -1: none */
+	u64 host_page;		/* the host's page size: cached writes cover whole pages */
 	u64 host_cached_writes; /* writes that went through cached_fd */
 	struct io_uring ring;
 	unsigned depth;
@@ -368,13 +369,21 @@ static struct uring_dev *to_uring(struct tfs_bdev *bdev)
  * promises (bdev.h); O_DIRECT reads and writes of the same range are
  * coherent with it (the kernel writes dirty pages back before them).
  * Metadata writes and FUA or PREFLUSH writes stay direct.
+ *
+ * Only whole host pages: a cached write of part of a page reads the rest
+ * first, and a direct write to that rest in flight meanwhile (blocks
+ * smaller than a page: the next journal entry, a neighbouring extent)
+ * leaves a dirty page the kernel cannot invalidate -- it fails the next
+ * fsync (EIO, "collision with buffered I/O"), and its write-back may put
+ * the old bytes over the direct write's.
  */
 static bool host_cached(const struct uring_dev *d, const struct tfs_bio *bio)
 {
 	return d->cached_fd >= 0 && bio->op == TFS_OP_write &&
 	       !(bio->flags & (TFS_BIO_FUA | TFS_BIO_PREFLUSH)) &&
 	       (bio->tag == TFS_TAG_data || bio->tag == TFS_TAG_journal) &&
-	       bio->len <= TFS_BDEV_HOST_CACHE_MAX;
+	       bio->len <= TFS_BDEV_HOST_CACHE_MAX && !(bio->offset % d->host_page) &&
+	       !(bio->len % d->host_page);
 }
 
 /* Queues the SQEs for bio's remainder (from bio->done_internal). Locked. */
@@ -961,6 +970,9 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 	/* Only image files: a block device has no space to allocate (host_cached()). */
 	if ((flags & TFS_BDEV_HOST_CACHE) && d->bdev.direct && !d->bdev.is_blockdev &&
 	    !(flags & TFS_BDEV_RDONLY)) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		d->host_page = page > 0 ? (u64)page : 4096;
 		d->cached_fd = open(path, oflags);
 		if (d->cached_fd < 0) {
 			int err = -errno; /* before fprintf can change it */

@@ -175,8 +175,9 @@ enum tfs_bdev_open_flags {
 	TFS_BDEV_EXCL = 1 << 2,	    /* O_EXCL on block devices */
 	/*
 	 * Image files opened O_DIRECT: small writes of file data and journal
-	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX) go
-	 * through the host's page cache instead (lib/bdev.c, host_cached()).
+	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX, whole
+	 * host pages) go through the host's page cache instead (lib/bdev.c,
+	 * host_cached()).
 	 */
 	TFS_BDEV_HOST_CACHE = 1 << 3,
 };
