@@ -26,6 +26,7 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <liburing.h>
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -930,6 +931,97 @@ static void test_host_cache_shared_page(void **state)
 }
 
 /*
+ * Makes the host record a write-back error on img (errseq, reported once
+ * to each open file's next fsync), the way a failed write-back of a cached
+ * page does: part-page buffered writes racing direct writes to the rest of
+ * their pages, through a ring of its own, until the kernel reports the
+ * collision (EIO, dio_warn_stale_pagecache).  It takes pages written
+ * before, so 16 slots of 256 KiB from `from` on, several times over.
+ * Returns whether it got one.
+ */
+static bool inject_wb_error(u64 from)
+{
+	const size_t big = (128 << 10) + 4096, slot = 256 << 10;
+	int bfd = open(img, O_RDWR), dfd = open(img, O_RDWR | O_DIRECT);
+	void *sb = NULL, *db = NULL;
+	struct io_uring ring;
+	bool got = false;
+
+	assert_true(bfd >= 0 && dfd >= 0);
+	assert_true(from + 16 * slot <= IMG_SIZE);
+	assert_int_equal(posix_memalign(&sb, 4096, 4096), 0);
+	assert_int_equal(posix_memalign(&db, 4096, big), 0);
+	memset(sb, 0x5a, 4096);
+	memset(db, 0xa5, big);
+	assert_int_equal(io_uring_queue_init(4, &ring, 0), 0);
+	for (unsigned round = 0; round < 256 && !got; round++) {
+		u64 off = from + (round % 16) * slot;
+		bool ok = true;
+
+		for (unsigned k = 0; k < 2; k++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+			if ((k == 0) == (round & 1))
+				io_uring_prep_write(sqe, dfd, db, big - 512, off + 512);
+			else
+				io_uring_prep_write(sqe, bfd, sb, 512, off);
+			assert_int_equal(io_uring_submit(&ring), 1);
+		}
+		for (unsigned k = 0; k < 2; k++) {
+			struct io_uring_cqe *cqe;
+
+			assert_int_equal(io_uring_wait_cqe(&ring, &cqe), 0);
+			ok &= cqe->res > 0;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		if (!ok)
+			break; /* no 512-byte O_DIRECT here */
+		got = fdatasync(bfd) && errno == EIO;
+	}
+	io_uring_queue_exit(&ring);
+	close(bfd);
+	close(dfd);
+	free(sb);
+	free(db);
+	return got;
+}
+
+/*
+ * A write-back error of a cached write reaches only the first flush after
+ * it (the kernel reports it once per open file): a btree checkpoint's
+ * flush may take it, and the journal's next flush would then succeed and
+ * count lost data as durable.  With cached writes, every flush after a
+ * failed one fails too; without them (no cached descriptor), a flush
+ * reports what the host reports.
+ */
+static void test_host_cache_flush_error_sticks(void **state)
+{
+	struct tfs_bdev *b = open_img(TFS_BDEV_HOST_CACHE);
+	u8 *w = tfs_bdev_alloc_buf(b, 4096);
+
+	if (b->logical_block_size > 512 || sysconf(_SC_PAGESIZE) <= 512) {
+		tfs_bdev_close(b);
+		free(w);
+		skip(); /* the injection needs 512-byte O_DIRECT inside a page */
+	}
+	fill(w, 4096, 61);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, IMG_SIZE - 4096, 0, TFS_TAG_data), 0);
+	assert_int_equal(to_text_number(b, "host-cached writes"), 1);
+	if (!inject_wb_error(0)) {
+		tfs_bdev_close(b);
+		free(w);
+		skip(); /* the host never reported the collision */
+	}
+	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the checkpoint's" */
+	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the journal's": not durable */
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_FUA, TFS_TAG_journal), -EIO);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_PREFLUSH, TFS_TAG_journal),
+			 -EIO);
+	tfs_bdev_close(b);
+	free(w);
+}
+
+/*
  * tfs_bio_submit_inline(): the I/O and the bio's own end_io (with its
  * private) run in the calling thread -- on the io_uring device (pwrite,
  * fdatasync), and on a device without rw_wait (the fault device), which
@@ -1107,6 +1199,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_host_cache),
 		cmocka_unit_test(test_submit_inline),
 		cmocka_unit_test(test_host_cache_shared_page),
+		cmocka_unit_test(test_host_cache_flush_error_sticks),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
