@@ -325,6 +325,7 @@ struct uring_dev {
 	int fd;
 	int cached_fd;		/* the image file without O_DIRECT (host_cached()); -1: none */
 	u64 host_page;		/* the host's page size: cached writes cover whole pages */
+	int flush_err;		/* with cached_fd: the first failed flush's error (atomic) */
 	u64 host_cached_writes; /* writes that went through cached_fd */
 	struct io_uring ring;
 	unsigned depth;
@@ -384,6 +385,29 @@ static bool host_cached(const struct uring_dev *d, const struct tfs_bio *bio)
 	       (bio->tag == TFS_TAG_data || bio->tag == TFS_TAG_journal) &&
 	       bio->len <= TFS_BDEV_HOST_CACHE_MAX && !(bio->offset % d->host_page) &&
 	       !(bio->len % d->host_page);
+}
+
+/*
+ * The result of a flush (a preflush, a FUA write) of d, res.  A cached
+ * write whose write-back failed is reported once per open file, by
+ * whichever sync comes first (the kernel's errseq) -- a btree checkpoint's
+ * flush, say -- and the page is dropped as if written: a later flush then
+ * succeeds, and the journal would count as durable file data the host
+ * lost.  So with cached writes the first failure sticks: every later
+ * flush of d fails with it.
+ */
+static int uring_flush_result(struct uring_dev *d, int res)
+{
+	int none = 0;
+
+	if (d->cached_fd < 0)
+		return res;
+	if (res < 0) {
+		__atomic_compare_exchange_n(&d->flush_err, &none, res, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+		return res;
+	}
+	return __atomic_load_n(&d->flush_err, __ATOMIC_SEQ_CST) ?: res;
 }
 
 /* Queues the SQEs for bio's remainder (from bio->done_internal). Locked. */
@@ -652,6 +676,8 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 			break;
 		}
 	}
+	if (bio->op == TFS_OP_flush)
+		err = uring_flush_result(d, err);
 	while (!err && done < bio->len) {
 		ssize_t n = bio->op == TFS_OP_read
 				    ? pread(d->fd, (char *)bio->buf + done, bio->len - done,
@@ -719,10 +745,13 @@ static void uring_handle_cqe(struct uring_dev *d, u64 ud, int res)
 		return;
 	case UD_PREFLUSH:
 		/* Its write follows (cancelled if this failed); remember why. */
+		res = uring_flush_result(d, res);
 		if (res < 0)
 			bio->result = res;
 		return;
 	}
+	if (bio->op == TFS_OP_flush || (bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA)))
+		res = uring_flush_result(d, res);
 
 	if (bio->result) /* the preflush failed: the write was cancelled */
 		return uring_fail(d, bio, bio->result, "preflush failed, write not issued");
