@@ -919,12 +919,22 @@ static void test_host_cache_shared_page(void **state)
 		fill(small, bs, 2 * round + 1);
 		fill(large, big, 2 * round + 2);
 		/* A small (cached) write of the page's first block, a large (direct) one after it. */
-		bios[0] = (struct tfs_bio){ .bdev = b, .op = TFS_OP_write, .tag = TFS_TAG_data,
-					    .offset = base, .buf = small, .len = bs,
-					    .end_io = async_end_io, .private = &c };
-		bios[1] = (struct tfs_bio){ .bdev = b, .op = TFS_OP_write, .tag = TFS_TAG_data,
-					    .offset = base + bs, .buf = large, .len = big - bs,
-					    .end_io = async_end_io, .private = &c };
+		bios[0] = (struct tfs_bio){ .bdev = b,
+					    .op = TFS_OP_write,
+					    .tag = TFS_TAG_data,
+					    .offset = base,
+					    .buf = small,
+					    .len = bs,
+					    .end_io = async_end_io,
+					    .private = &c };
+		bios[1] = (struct tfs_bio){ .bdev = b,
+					    .op = TFS_OP_write,
+					    .tag = TFS_TAG_data,
+					    .offset = base + bs,
+					    .buf = large,
+					    .len = big - bs,
+					    .end_io = async_end_io,
+					    .private = &c };
 		if (round & 1) {
 			tfs_bio_submit(&bios[1]);
 			tfs_bio_submit(&bios[0]);
@@ -1038,8 +1048,7 @@ static void test_host_cache_flush_error_sticks(void **state)
 	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the checkpoint's" */
 	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the journal's": not durable */
 	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_FUA, TFS_TAG_journal), -EIO);
-	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_PREFLUSH, TFS_TAG_journal),
-			 -EIO);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_PREFLUSH, TFS_TAG_journal), -EIO);
 	tfs_bdev_close(b);
 	free(w);
 }
