@@ -1009,6 +1009,15 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
 			return err;
 		}
+		/*
+		 * A write-back error nobody saw is kept for the next opener's
+		 * first sync (errseq): an earlier open's cached writes, never
+		 * flushed (that sync would have seen it), so never counted
+		 * durable.  Taken here, it cannot fail this open's first flush
+		 * and, through uring_flush_result(), every later one.
+		 */
+		while (fdatasync(d->fd) && errno == EINTR)
+			;
 	}
 	return 0;
 }
