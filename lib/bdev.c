@@ -324,6 +324,8 @@ struct uring_dev {
 	struct tfs_bdev bdev;
 	int fd;
 	int cached_fd; /* the image file without O_DIRECT (host_cached()); -1: none */
+	u64 host_page; /* the host's page size: cached I/O covers whole pages */
+	int flush_err; /* with cached_fd: the first failed flush's error (atomic) */
 	u64 host_cached_writes, host_cached_reads; /* bios that went through cached_fd */
 	struct io_uring ring;
 	unsigned depth;
@@ -375,10 +377,18 @@ static struct uring_dev *to_uring(struct tfs_bdev *bdev)
  * cache (the kernel writes dirty pages back before them and drops cached
  * ones after a direct write).  Metadata and FUA/PREFLUSH writes stay
  * direct.
+ *
+ * Only whole host pages: a cached write of part of a page reads the rest
+ * first, and a direct write to that rest in flight meanwhile (blocks
+ * smaller than a page: the next journal entry, a neighbouring extent)
+ * leaves a dirty page the kernel cannot invalidate -- it fails the next
+ * fsync (EIO, "collision with buffered I/O"), and its write-back may put
+ * the old bytes over the direct write's.  Reads keep the same rule.
  */
 static bool host_cached(const struct uring_dev *d, const struct tfs_bio *bio)
 {
-	if (d->cached_fd < 0 || bio->len > TFS_BDEV_HOST_CACHE_MAX)
+	if (d->cached_fd < 0 || bio->len > TFS_BDEV_HOST_CACHE_MAX || bio->offset % d->host_page ||
+	    bio->len % d->host_page)
 		return false;
 	if (bio->op == TFS_OP_read)
 		return bio->tag == TFS_TAG_data && bio->len <= TFS_BDEV_HOST_CACHE_READ_MAX;
@@ -396,6 +406,29 @@ static int rw_fd(struct uring_dev *d, const struct tfs_bio *bio, bool count)
 							  : &d->host_cached_writes,
 				   1, __ATOMIC_RELAXED);
 	return d->cached_fd;
+}
+
+/*
+ * The result of a flush (a preflush, a FUA write) of d, res.  A cached
+ * write whose write-back failed is reported once per open file, by
+ * whichever sync comes first (the kernel's errseq) -- a btree checkpoint's
+ * flush, say -- and the page is dropped as if written: a later flush then
+ * succeeds, and the journal would count as durable file data the host
+ * lost.  So with cached writes the first failure sticks: every later
+ * flush of d fails with it.
+ */
+static int uring_flush_result(struct uring_dev *d, int res)
+{
+	int none = 0;
+
+	if (d->cached_fd < 0)
+		return res;
+	if (res < 0) {
+		__atomic_compare_exchange_n(&d->flush_err, &none, res, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+		return res;
+	}
+	return __atomic_load_n(&d->flush_err, __ATOMIC_SEQ_CST) ?: res;
 }
 
 /* Queues the SQEs for bio's remainder (from bio->done_internal). Locked. */
@@ -663,6 +696,8 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 			break;
 		}
 	}
+	if (bio->op == TFS_OP_flush)
+		err = uring_flush_result(d, err);
 	while (!err && done < bio->len) {
 		ssize_t n = bio->op == TFS_OP_read
 				    ? pread(fd, (char *)bio->buf + done, bio->len - done,
@@ -729,10 +764,13 @@ static void uring_handle_cqe(struct uring_dev *d, u64 ud, int res)
 		return;
 	case UD_PREFLUSH:
 		/* Its write follows (cancelled if this failed); remember why. */
+		res = uring_flush_result(d, res);
 		if (res < 0)
 			bio->result = res;
 		return;
 	}
+	if (bio->op == TFS_OP_flush || (bio->op == TFS_OP_write && (bio->flags & TFS_BIO_FUA)))
+		res = uring_flush_result(d, res);
 
 	if (bio->result) /* the preflush failed: the write was cancelled */
 		return uring_fail(d, bio, bio->result, "preflush failed, write not issued");
@@ -988,6 +1026,9 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 	/* Only image files: a block device has no space to allocate (host_cached()). */
 	if ((flags & TFS_BDEV_HOST_CACHE) && d->bdev.direct && !d->bdev.is_blockdev &&
 	    !(flags & TFS_BDEV_RDONLY)) {
+		long page = sysconf(_SC_PAGESIZE);
+
+		d->host_page = page > 0 ? (u64)page : 4096;
 		d->cached_fd = open(path, oflags);
 		if (d->cached_fd < 0) {
 			int err = -errno; /* before fprintf can change it */
@@ -995,6 +1036,15 @@ static int open_fd(struct uring_dev *d, const char *path, unsigned flags)
 			fprintf(stderr, "tinyfs: %s: cannot open: %s\n", path, tfs_err_str(err));
 			return err;
 		}
+		/*
+		 * A write-back error nobody saw is kept for the next opener's
+		 * first sync (errseq): an earlier open's cached writes, never
+		 * flushed (that sync would have seen it), so never counted
+		 * durable.  Taken here, it cannot fail this open's first flush
+		 * and, through uring_flush_result(), every later one.
+		 */
+		while (fdatasync(d->fd) && errno == EINTR)
+			;
 	}
 	return 0;
 }

@@ -176,8 +176,9 @@ enum tfs_bdev_open_flags {
 	/*
 	 * Image files opened O_DIRECT: small writes of file data and journal
 	 * entries without FUA or PREFLUSH (up to TFS_BDEV_HOST_CACHE_MAX), and
-	 * small reads of file data (TFS_BDEV_HOST_CACHE_READ_MAX), go through
-	 * the host's page cache instead (lib/bdev.c, host_cached()).
+	 * small reads of file data (TFS_BDEV_HOST_CACHE_READ_MAX), whole host
+	 * pages only, go through the host's page cache instead (lib/bdev.c,
+	 * host_cached()).
 	 */
 	TFS_BDEV_HOST_CACHE = 1 << 3,
 };

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <liburing.h>
 
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -217,26 +218,49 @@ static void test_checks(void **state)
 	tfs_bdev_close(b);
 }
 
+static unsigned long to_text_number(struct tfs_bdev *b, const char *field);
+
+/*
+ * A discard punches a hole; with TFS_BDEV_HOST_CACHE the write before it
+ * is still a dirty page of the host's cache: the punch must drop it, so
+ * neither the read nor a flush after it brings the bytes back (the range
+ * stays a hole in the image).
+ */
 static void test_discard(void **state)
 {
-	struct tfs_bdev *b = open_img(0);
-	size_t len = 128 << 10;
-	u8 *w = tfs_bdev_alloc_buf(b, len), *r = tfs_bdev_alloc_buf(b, len);
-	u8 *zero = calloc(1, len);
+	static const unsigned flags[] = { 0, TFS_BDEV_HOST_CACHE };
 
-	memset(w, 0xa5, len);
-	assert_int_equal(tfs_bdev_write(b, w, len, 1 << 20, 0, TFS_TAG_data), 0);
-	assert_int_equal(tfs_bdev_discard(b, (1 << 20) + 4096, 64 << 10), 0);
-	assert_int_equal(tfs_bdev_read(b, r, len, 1 << 20, TFS_TAG_data), 0);
-	assert_memory_equal(r, w, 4096);
-	assert_memory_equal(r + 4096, zero, 64 << 10);
-	assert_memory_equal(r + 4096 + (64 << 10), w, len - 4096 - (64 << 10));
-	assert_int_equal(b->counters.ios[TFS_OP_discard], 1);
-	assert_int_equal(b->counters.bytes[TFS_OP_discard], 64 << 10);
-	free(w);
-	free(r);
-	free(zero);
-	tfs_bdev_close(b);
+	for (unsigned k = 0; k < 2; k++) {
+		struct tfs_bdev *b = open_img(flags[k]);
+		size_t len = 128 << 10;
+		u8 *w = tfs_bdev_alloc_buf(b, len), *r = tfs_bdev_alloc_buf(b, len);
+		u8 *zero = calloc(1, len);
+		int fd;
+
+		memset(w, 0xa5, len);
+		assert_int_equal(tfs_bdev_write(b, w, len, 1 << 20, 0, TFS_TAG_data), 0);
+		if (flags[k])
+			assert_int_equal(to_text_number(b, "host-cached writes"), 1);
+		assert_int_equal(tfs_bdev_discard(b, (1 << 20) + 4096, 64 << 10), 0);
+		assert_int_equal(tfs_bdev_read(b, r, len, 1 << 20, TFS_TAG_data), 0);
+		assert_memory_equal(r, w, 4096);
+		assert_memory_equal(r + 4096, zero, 64 << 10);
+		assert_memory_equal(r + 4096 + (64 << 10), w, len - 4096 - (64 << 10));
+		assert_int_equal(b->counters.ios[TFS_OP_discard], 1);
+		assert_int_equal(b->counters.bytes[TFS_OP_discard], 64 << 10);
+		assert_int_equal(tfs_bdev_flush(b), 0);
+		tfs_bdev_close(b);
+		check_file((1 << 20) + 4096, zero, 64 << 10);
+		fd = open(img, O_RDONLY);
+		assert_true(fd >= 0);
+		assert_int_equal(lseek(fd, (1 << 20) + 4096, SEEK_HOLE), (1 << 20) + 4096);
+		close(fd);
+		assert_int_equal(truncate(img, 0), 0); /* the next round starts sparse */
+		assert_int_equal(truncate(img, IMG_SIZE), 0);
+		free(w);
+		free(r);
+		free(zero);
+	}
 }
 
 /* ---- asynchronous ---- */
@@ -870,6 +894,214 @@ static void test_host_cache(void **state)
 }
 
 /*
+ * A host page shared by a cached write and a concurrent direct one (a
+ * block size below the host's page size: journal entries and data extents
+ * of 512-byte blocks sit side by side in one page).  The cached write
+ * reads the page first when it covers only part of it; if that read comes
+ * before the direct write lands, the dirty page holds the old bytes of the
+ * direct write's blocks, the kernel cannot invalidate it after the direct
+ * write, and its write-back puts the old bytes over the new ones.  Neither
+ * write may be lost, whatever the order: each round writes fresh patterns
+ * to a fresh page and reads both back past the page cache after a flush.
+ */
+static void test_host_cache_shared_page(void **state)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE), stride = 256 << 10;
+	const size_t big = TFS_BDEV_HOST_CACHE_MAX + page;
+	struct tfs_bdev *b = open_img(TFS_BDEV_HOST_CACHE);
+	unsigned bs = b->logical_block_size, bad = 0;
+	int ret;
+	u8 *small = tfs_bdev_alloc_buf(b, bs), *large = tfs_bdev_alloc_buf(b, big);
+	u8 *r = tfs_bdev_alloc_buf(b, page);
+	struct async_ctx c = { .lock = PTHREAD_MUTEX_INITIALIZER, .submitter = pthread_self() };
+
+	if (bs >= page) {
+		tfs_bdev_close(b);
+		free(small);
+		free(large);
+		free(r);
+		skip(); /* no page is shared between two blocks here */
+	}
+	for (unsigned round = 0; round < 400 && !bad; round++) {
+		u64 base = (u64)(round % (IMG_SIZE / stride)) * stride;
+		struct tfs_bio bios[2];
+
+		fill(small, bs, 2 * round + 1);
+		fill(large, big, 2 * round + 2);
+		/* A small (cached) write of the page's first block, a large (direct) one after it. */
+		bios[0] = (struct tfs_bio){ .bdev = b,
+					    .op = TFS_OP_write,
+					    .tag = TFS_TAG_data,
+					    .offset = base,
+					    .buf = small,
+					    .len = bs,
+					    .end_io = async_end_io,
+					    .private = &c };
+		bios[1] = (struct tfs_bio){ .bdev = b,
+					    .op = TFS_OP_write,
+					    .tag = TFS_TAG_data,
+					    .offset = base + bs,
+					    .buf = large,
+					    .len = big - bs,
+					    .end_io = async_end_io,
+					    .private = &c };
+		if (round & 1) {
+			tfs_bio_submit(&bios[1]);
+			tfs_bio_submit(&bios[0]);
+		} else {
+			tfs_bio_submit(&bios[0]);
+			tfs_bio_submit(&bios[1]);
+		}
+		tfs_bdev_drain(b);
+		assert_int_equal(c.errors, 0);
+		/* The kernel fails the next fsync (EIO) when it saw the collision. */
+		if ((ret = tfs_bdev_flush(b))) {
+			fprintf(stderr, "round %u: flush failed: %s\n", round, tfs_err_str(ret));
+			bad++;
+		}
+		assert_int_equal(tfs_bdev_read(b, r, page, base, TFS_TAG_data), 0);
+		if (memcmp(r, small, bs) || memcmp(r + bs, large, page - bs)) {
+			fprintf(stderr, "round %u: page at %llu lost a write\n", round,
+				(unsigned long long)base);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+	tfs_bdev_close(b);
+	free(small);
+	free(large);
+	free(r);
+}
+
+/*
+ * Makes the host record a write-back error on img (errseq, reported once
+ * to each open file's next fsync), the way a failed write-back of a cached
+ * page does: part-page buffered writes racing direct writes to the rest of
+ * their pages, through a ring of its own, until the kernel reports the
+ * collision (EIO, dio_warn_stale_pagecache).  It takes pages written
+ * before, so 16 slots of 256 KiB from `from` on, several times over.
+ * Returns whether it got one.  With keep_fd, it does not look (a sync
+ * would take the error from the next opener) and leaves in *keep_fd an
+ * open file whose next fdatasync tells.
+ */
+static bool inject_wb_error(u64 from, int *keep_fd)
+{
+	const size_t big = (128 << 10) + 4096, slot = 256 << 10;
+	int bfd = open(img, O_RDWR), dfd = open(img, O_RDWR | O_DIRECT);
+	void *sb = NULL, *db = NULL;
+	struct io_uring ring;
+	bool got = false;
+
+	assert_true(bfd >= 0 && dfd >= 0);
+	assert_true(from + 16 * slot <= IMG_SIZE);
+	assert_int_equal(posix_memalign(&sb, 4096, 4096), 0);
+	assert_int_equal(posix_memalign(&db, 4096, big), 0);
+	memset(sb, 0x5a, 4096);
+	memset(db, 0xa5, big);
+	assert_int_equal(io_uring_queue_init(4, &ring, 0), 0);
+	for (unsigned round = 0; round < 256 && !got; round++) {
+		u64 off = from + (round % 16) * slot;
+		bool ok = true;
+
+		for (unsigned k = 0; k < 2; k++) {
+			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+
+			if ((k == 0) == (round & 1))
+				io_uring_prep_write(sqe, dfd, db, big - 512, off + 512);
+			else
+				io_uring_prep_write(sqe, bfd, sb, 512, off);
+			assert_int_equal(io_uring_submit(&ring), 1);
+		}
+		for (unsigned k = 0; k < 2; k++) {
+			struct io_uring_cqe *cqe;
+
+			assert_int_equal(io_uring_wait_cqe(&ring, &cqe), 0);
+			ok &= cqe->res > 0;
+			io_uring_cqe_seen(&ring, cqe);
+		}
+		if (!ok)
+			break; /* no 512-byte O_DIRECT here */
+		if (!keep_fd)
+			got = fdatasync(bfd) && errno == EIO;
+		else if (round == 63)
+			break;
+	}
+	io_uring_queue_exit(&ring);
+	if (keep_fd)
+		*keep_fd = dup(bfd);
+	close(bfd);
+	close(dfd);
+	free(sb);
+	free(db);
+	return got;
+}
+
+/*
+ * A write-back error of a cached write reaches only the first flush after
+ * it (the kernel reports it once per open file): a btree checkpoint's
+ * flush may take it, and the journal's next flush would then succeed and
+ * count lost data as durable.  With cached writes, every flush after a
+ * failed one fails too; without them (no cached descriptor), a flush
+ * reports what the host reports.
+ */
+static void test_host_cache_flush_error_sticks(void **state)
+{
+	struct tfs_bdev *b = open_img(TFS_BDEV_HOST_CACHE);
+	u8 *w = tfs_bdev_alloc_buf(b, 4096);
+
+	if (b->logical_block_size > 512 || sysconf(_SC_PAGESIZE) <= 512) {
+		tfs_bdev_close(b);
+		free(w);
+		skip(); /* the injection needs 512-byte O_DIRECT inside a page */
+	}
+	fill(w, 4096, 61);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, IMG_SIZE - 4096, 0, TFS_TAG_data), 0);
+	assert_int_equal(to_text_number(b, "host-cached writes"), 1);
+	if (!inject_wb_error(0, NULL)) {
+		tfs_bdev_close(b);
+		free(w);
+		skip(); /* the host never reported the collision */
+	}
+	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the checkpoint's" */
+	assert_int_equal(tfs_bdev_flush(b), -EIO); /* "the journal's": not durable */
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_FUA, TFS_TAG_journal), -EIO);
+	assert_int_equal(tfs_bdev_write(b, w, 4096, 8192, TFS_BIO_PREFLUSH, TFS_TAG_journal), -EIO);
+	tfs_bdev_close(b);
+	free(w);
+}
+
+/*
+ * The host keeps a write-back error nobody has seen for the next open of
+ * the file (errseq): a daemon killed between a cached write's failed
+ * write-back and its flush leaves one.  Those writes were never flushed,
+ * so never counted durable (replay checks what a post-flush entry refers
+ * to); a new open must not fail its first flush for them -- with
+ * TFS_BDEV_HOST_CACHE that would fail every later flush too.
+ */
+static void test_host_cache_stale_error_at_open(void **state)
+{
+	struct tfs_bdev *b = open_img(0);
+	int probe = -1;
+	bool small = b->logical_block_size <= 512 && sysconf(_SC_PAGESIZE) > 512;
+
+	tfs_bdev_close(b);
+	if (!small)
+		skip(); /* the injection needs 512-byte O_DIRECT inside a page */
+	inject_wb_error(0, &probe);
+	assert_true(probe >= 0);
+	b = open_img(TFS_BDEV_HOST_CACHE);
+	assert_int_equal(tfs_bdev_flush(b), 0);
+	assert_int_equal(tfs_bdev_flush(b), 0);
+	tfs_bdev_close(b);
+	/* The injection worked: a file open before it sees the error. */
+	if (!(fdatasync(probe) && errno == EIO)) {
+		close(probe);
+		skip(); /* the host never reported the collision */
+	}
+	close(probe);
+}
+
+/*
  * tfs_bio_submit_inline(): the I/O and the bio's own end_io (with its
  * private) run in the calling thread -- on the io_uring device (pwrite,
  * fdatasync), and on a device without rw_wait (the fault device), which
@@ -1046,6 +1278,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_write_error_in_caller),
 		cmocka_unit_test(test_host_cache),
 		cmocka_unit_test(test_submit_inline),
+		cmocka_unit_test(test_host_cache_shared_page),
+		cmocka_unit_test(test_host_cache_flush_error_sticks),
+		cmocka_unit_test(test_host_cache_stale_error_at_open),
 	};
 	const struct CMUnitTest loop_tests[] = {
 		cmocka_unit_test(test_loop_device),
