@@ -3413,6 +3413,39 @@ static void t_acl_sgid(void)
 			}
 }
 
+/*
+ * An access ACL with a mask entry but no named user or group says more
+ * than a mode (posix_acl_equiv_mode()): ext4 and tmpfs keep it (setfacl
+ * -x of the last named entry leaves user::, group::, mask::, other::),
+ * and the group bits show the mask.
+ */
+static void t_acl_mask_only(void)
+{
+	/* user::rw-, group::r--, mask::---, other::r-- */
+	static const unsigned char acl[4 + 4 * 8] = {
+		2, 0, 0, 0,
+		0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	};
+	unsigned char buf[256];
+	ssize_t n;
+
+	area("xattr");
+	setup(put("maskonly", 0644, NULL, 0), "maskonly");
+	if (setxattr("maskonly", "system.posix_acl_access", acl, sizeof(acl), 0)) {
+		check(errno == EOPNOTSUPP, "ACL with a mask and no named entry",
+		      "%s", errname(errno));
+		return;
+	}
+	mode_is("ACL with a mask and no named entry: mode", "maskonly", S_IFREG | 0604);
+	n = getxattr("maskonly", "system.posix_acl_access", buf, sizeof(buf));
+	check(n == (ssize_t)sizeof(acl) && !memcmp(buf, acl, sizeof(acl)),
+	      "ACL with a mask and no named entry is kept", "%zd bytes%s", n,
+	      n < 0 ? nm(" (%s)", errname(errno)) : "");
+}
+
 /* ---- main ---- */
 
 static const struct {
@@ -3444,6 +3477,7 @@ static const struct {
 	{ "fallocate", t_fallocate_more },
 	{ "xattr", t_xattr },
 	{ "xattr", t_acl_sgid },
+	{ "xattr", t_acl_mask_only },
 	{ "statvfs", t_statvfs },
 	{ "readdir", t_readdir },
 	{ "readdir", t_readdir_seek_removed },
