@@ -210,10 +210,11 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		int a;
 
 		need_value();
-		a = tfs_error_action_parse(v);
+		/* ext4's name for ro: fstab lines copied from ext4 mount. */
+		a = tfs_error_action_parse(strcmp(v, "remount-ro") ? v : "ro");
 		if (a < 0) {
-			fprintf(stderr, "%s: -o errors=%s: expected continue, ro or panic\n", prog,
-				v);
+			fprintf(stderr, "%s: -o errors=%s: expected continue, ro (remount-ro) or panic\n",
+				prog, v);
 			return -EINVAL;
 		}
 		o->fs.error_action = a;
@@ -470,7 +471,7 @@ void tfs_mount_options_help(FILE *f)
 		"Options (-o, comma-separated):\n"
 		"  ro, rw               read-only (nothing is written, not even journal replay)\n"
 		"  degraded             mount with members missing, when replicas allow\n"
-		"  errors=continue|ro|panic\n"
+		"  errors=continue|ro|panic (remount-ro: ro)\n"
 		"                       what a metadata error does (default: the superblock's)\n"
 		"  cache_mb=N           memory budget of the node and key caches, MiB\n"
 		"  fsync=flush|preflush|none\n"
