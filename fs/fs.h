@@ -365,7 +365,7 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st);
 
 enum tfs_xattr_flags {
 	TFS_XATTR_CREATE = 1 << 0,  /* -EEXIST if present */
-	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
+	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent (both: one or the other) */
 };
 
 /*

@@ -591,9 +591,8 @@ int tfs_setxattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino,
 		return ret;
 	if (size > TFS_XATTR_SIZE_MAX)
 		return -E2BIG;
-	if ((flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ||
-	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
-		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
+	/* Both CREATE and REPLACE: each applies, so it always fails (ext4, tmpfs). */
+	if (flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
 		return -EINVAL;
 	if (n.type == TFS_XATTR_posix_acl_access) {
 		perm = acl_perm(value, size, &extended);

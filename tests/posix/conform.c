@@ -2066,6 +2066,14 @@ static void t_xattr(void)
 	       .val = "longer value", .flags = XATTR_REPLACE);
 	n = getxattr("f", "user.a", buf, sizeof(buf));
 	check(n == 12 && !memcmp(buf, "longer value", 12), "XATTR_REPLACE value", "%zd", n);
+	/* Both flags: each applies (ext4, tmpfs), not EINVAL; nothing changes. */
+	EXPECT("XATTR_CREATE|XATTR_REPLACE on existing", ROOT, EEXIST, OP_SETXATTR, "f", "user.a",
+	       .val = "both", .flags = XATTR_CREATE | XATTR_REPLACE);
+	EXPECT("XATTR_CREATE|XATTR_REPLACE on missing", ROOT, ENODATA, OP_SETXATTR, "f",
+	       "user.none", .val = "both", .flags = XATTR_CREATE | XATTR_REPLACE);
+	n = getxattr("f", "user.a", buf, sizeof(buf));
+	check(n == 12 && !memcmp(buf, "longer value", 12), "XATTR_CREATE|XATTR_REPLACE changes nothing",
+	      "%zd", n);
 	EXPECT("getxattr missing", ROOT, ENODATA, OP_GETXATTR, "f", "user.none");
 	n = listxattr("f", buf, sizeof(buf));
 	seen_a = seen_b = false;
