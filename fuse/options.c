@@ -88,17 +88,8 @@ static const char *const fuse_flag_opts[] = {
  * change nothing: times are committed with the change that sets them).
  */
 static const char *const atime_opts[] = {
-	"atime",
-	"noatime",
-	"relatime",
-	"norelatime",
-	"strictatime",
-	"nostrictatime",
-	"diratime",
-	"nodiratime",
-	"lazytime",
-	"nolazytime",
-	NULL,
+	"atime",    "noatime",	  "relatime", "norelatime", "strictatime", "nostrictatime",
+	"diratime", "nodiratime", "lazytime", "nolazytime", NULL,
 };
 
 static const char *const fuse_value_opts[] = {
@@ -213,7 +204,8 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		/* ext4's name for ro: fstab lines copied from ext4 mount. */
 		a = tfs_error_action_parse(strcmp(v, "remount-ro") ? v : "ro");
 		if (a < 0) {
-			fprintf(stderr, "%s: -o errors=%s: expected continue, ro (remount-ro) or panic\n",
+			fprintf(stderr,
+				"%s: -o errors=%s: expected continue, ro (remount-ro) or panic\n",
 				prog, v);
 			return -EINVAL;
 		}

@@ -2072,8 +2072,8 @@ static void t_xattr(void)
 	EXPECT("XATTR_CREATE|XATTR_REPLACE on missing", ROOT, ENODATA, OP_SETXATTR, "f",
 	       "user.none", .val = "both", .flags = XATTR_CREATE | XATTR_REPLACE);
 	n = getxattr("f", "user.a", buf, sizeof(buf));
-	check(n == 12 && !memcmp(buf, "longer value", 12), "XATTR_CREATE|XATTR_REPLACE changes nothing",
-	      "%zd", n);
+	check(n == 12 && !memcmp(buf, "longer value", 12),
+	      "XATTR_CREATE|XATTR_REPLACE changes nothing", "%zd", n);
 	EXPECT("getxattr missing", ROOT, ENODATA, OP_GETXATTR, "f", "user.none");
 	n = listxattr("f", buf, sizeof(buf));
 	seen_a = seen_b = false;
@@ -3429,7 +3429,8 @@ static void t_acl_sgid(void)
  */
 static void t_acl_mask_only(void)
 {
-	/* user::rw-, group::r--, mask::---, other::r-- */
+	/* user::rw-, group::r--, mask::---, other::r-- (tag, perm, id: none) */
+	/* clang-format off */
 	static const unsigned char acl[4 + 4 * 8] = {
 		2, 0, 0, 0,
 		0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
@@ -3437,14 +3438,15 @@ static void t_acl_mask_only(void)
 		0x10, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
 		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
 	};
+	/* clang-format on */
 	unsigned char buf[256];
 	ssize_t n;
 
 	area("xattr");
 	setup(put("maskonly", 0644, NULL, 0), "maskonly");
 	if (setxattr("maskonly", "system.posix_acl_access", acl, sizeof(acl), 0)) {
-		check(errno == EOPNOTSUPP, "ACL with a mask and no named entry",
-		      "%s", errname(errno));
+		check(errno == EOPNOTSUPP, "ACL with a mask and no named entry", "%s",
+		      errname(errno));
 		return;
 	}
 	mode_is("ACL with a mask and no named entry: mode", "maskonly", S_IFREG | 0604);
