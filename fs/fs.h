@@ -223,11 +223,12 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
  * A read of ino (file data, a directory listing): updates atime to now
  * under the relatime rule (ext4's default: only when atime is not after
  * mtime or ctime, or is 24 hours old), so most reads change nothing and
- * commit nothing.  Returns 1 when atime changed (the caller's caches of
- * the attributes are stale), 0 when not (read-only filesystems never), or
- * a code.
+ * commit nothing; with strict (mount -o strictatime), whenever it is not
+ * now already.  Returns 1 when atime changed (the caller's caches of the
+ * attributes are stale), 0 when not (read-only filesystems never), or a
+ * code.
  */
-int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino);
+int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino, bool strict);
 
 /* --- names --- */
 
@@ -383,7 +384,7 @@ int tfs_statfs(struct tfs_fs *fs, struct statvfs *st);
 
 enum tfs_xattr_flags {
 	TFS_XATTR_CREATE = 1 << 0,  /* -EEXIST if present */
-	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent */
+	TFS_XATTR_REPLACE = 1 << 1, /* -ENODATA if absent (both: one or the other) */
 };
 
 /*

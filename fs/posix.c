@@ -164,14 +164,19 @@ out:
 	return ret;
 }
 
-/* relatime (fs/namespace.c's relatime_need_update()): atime <= mtime or ctime, or a day old. */
-static bool atime_needs_update(const struct tfs_inode_unpacked *ui, s64 now)
+/*
+ * relatime (fs/namespace.c's relatime_need_update()): atime <= mtime or
+ * ctime, or a day old; strict: any atime but now.
+ */
+static bool atime_needs_update(const struct tfs_inode_unpacked *ui, s64 now, bool strict)
 {
+	if (strict)
+		return ui->atime != now;
 	return ui->atime <= ui->mtime || ui->atime <= ui->ctime ||
 	       now - ui->atime >= 24LL * 3600 * 1000000000;
 }
 
-int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino)
+int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino, bool strict)
 {
 	struct tfs_inode_mem *im;
 	struct tfs_inode_unpacked ui;
@@ -186,7 +191,7 @@ int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino)
 	ret = tfs_iget_locked(fs, ino, false, &im);
 	if (ret)
 		return ret;
-	need = atime_needs_update(&im->ui, tfs_now_ns());
+	need = atime_needs_update(&im->ui, tfs_now_ns(), strict);
 	tfs_iunlock(im);
 	if (!need) {
 		tfs_iput(fs, im);
@@ -199,7 +204,7 @@ int tfs_touch_atime(struct tfs_fs *fs, tfs_ino_t ino)
 	}
 	ui = im->ui;
 	ui.atime = tfs_now_ns();
-	if (atime_needs_update(&im->ui, ui.atime)) {
+	if (atime_needs_update(&im->ui, ui.atime, strict)) {
 		/* Times only: fdatasync need not cover it. */
 		tfs_posix_trans_init(&trans, fs);
 		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);

@@ -490,7 +490,7 @@ static int commit_ctime(struct tfs_btree_trans *trans, struct tfs_inode_mem *im)
  * access ACL must do here what it does on ext4 (posix_acl_update_mode()):
  * the permission bits follow the ACL (owner, mask or group, other),
  * S_ISGID goes when the caller may not keep it (acl_kills_sgid()), and
- * an ACL a mode says all of (no named user or group) is not stored.
+ * an ACL a mode says all of (no named user or group, no mask) is not stored.
  * `cp -a` and `cp -p` set permissions this way, after creating the file
  * 0600.
  */
@@ -551,7 +551,8 @@ static int acl_perm(const void *value, size_t size, bool *extended)
 	if (counts[ACL_USER_OBJ] != 1 || counts[ACL_GROUP_OBJ] != 1 || counts[ACL_OTHER] != 1 ||
 	    counts[ACL_MASK] > 1 || ((counts[ACL_USER] || counts[ACL_GROUP]) && !counts[ACL_MASK]))
 		return -EINVAL;
-	*extended = counts[ACL_USER] || counts[ACL_GROUP];
+	/* A mask alone says more than a mode too (posix_acl_equiv_mode()): kept. */
+	*extended = counts[ACL_USER] || counts[ACL_GROUP] || counts[ACL_MASK];
 	/* With a mask, the group bits show the mask (what named entries get at most). */
 	return (int)(user << 6 | (counts[ACL_MASK] ? mask : group) << 3 | other);
 }
@@ -590,9 +591,8 @@ int tfs_setxattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino,
 		return ret;
 	if (size > TFS_XATTR_SIZE_MAX)
 		return -E2BIG;
-	if ((flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ||
-	    (flags & (TFS_XATTR_CREATE | TFS_XATTR_REPLACE)) ==
-		    (TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
+	/* Both CREATE and REPLACE: each applies, so it always fails (ext4, tmpfs). */
+	if (flags & ~(TFS_XATTR_CREATE | TFS_XATTR_REPLACE))
 		return -EINVAL;
 	if (n.type == TFS_XATTR_posix_acl_access) {
 		perm = acl_perm(value, size, &extended);

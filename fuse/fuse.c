@@ -667,7 +667,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 /* --- files --- */
 
 /*
- * ino is read: atime per relatime (tfs_touch_atime()).  FUSE inodes are
+ * ino is read: atime per relatime or strictatime (tfs_touch_atime()).  FUSE inodes are
  * S_NOATIME in the kernel, and reads of cached pages never reach the
  * daemon, so a file counts as read when it is opened read-only (and a
  * directory when listed from its start).  When atime moved, the kernel's
@@ -678,7 +678,7 @@ static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir)
 {
 	if (tf->opts->noatime || (dir && tf->opts->nodiratime))
 		return;
-	if (tfs_touch_atime(tf->fs, ino) == 1)
+	if (tfs_touch_atime(tf->fs, ino, tf->opts->strictatime) == 1)
 		fuse_lowlevel_notify_inval_inode(tf->se, ino, -1, 0);
 }
 

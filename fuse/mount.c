@@ -483,6 +483,9 @@ static int serve(struct tfs_mount_opts *o, const char *prog, int notify_fd)
 		prt_str(&fopts, ",suid,dev");
 	if (o->fs.read_only)
 		prt_str(&fopts, ",ro");
+	/* The daemon's atime rule; noatime shows in /proc/mounts too. */
+	if (o->noatime)
+		prt_str(&fopts, ",noatime");
 	if (o->fuse_opts.pos)
 		prt_printf(&fopts, ",%s", printbuf_str(&o->fuse_opts));
 	if (fopts.allocation_failure) {

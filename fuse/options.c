@@ -63,14 +63,6 @@ static const char *const fuse_flag_opts[] = {
 	"async",
 	"sync",
 	"dirsync",
-	"atime",
-	"noatime",
-	"nodiratime",
-	"relatime",
-	"norelatime",
-	"strictatime",
-	"lazytime",
-	"nolazytime",
 	"allow_root",
 	"auto_unmount",
 	"async_read",
@@ -90,6 +82,15 @@ static const char *const fuse_flag_opts[] = {
 	"async_dio",
 	"no_async_dio",
 	NULL,
+};
+
+/*
+ * atime words: the daemon's (lazytime and nolazytime are accepted and
+ * change nothing: times are committed with the change that sets them).
+ */
+static const char *const atime_opts[] = {
+	"atime",    "noatime",	  "relatime", "norelatime", "strictatime", "nostrictatime",
+	"diratime", "nodiratime", "lazytime", "nolazytime", NULL,
 };
 
 static const char *const fuse_value_opts[] = {
@@ -201,10 +202,12 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		int a;
 
 		need_value();
-		a = tfs_error_action_parse(v);
+		/* ext4's name for ro: fstab lines copied from ext4 mount. */
+		a = tfs_error_action_parse(strcmp(v, "remount-ro") ? v : "ro");
 		if (a < 0) {
-			fprintf(stderr, "%s: -o errors=%s: expected continue, ro or panic\n", prog,
-				v);
+			fprintf(stderr,
+				"%s: -o errors=%s: expected continue, ro (remount-ro) or panic\n",
+				prog, v);
 			return -EINVAL;
 		}
 		o->fs.error_action = a;
@@ -304,13 +307,24 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 	} else if (is("clone_fd") || is("noclone_fd")) {
 		flag_only();
 		o->clone_fd = is("clone_fd");
+	} else if (in_list(atime_opts, opt)) {
+		flag_only();
+		/*
+		 * The daemon keeps atime (fuse.c's accessed(); FUSE inodes are
+		 * S_NOATIME in the kernel), so these are its own: libfuse 3.14
+		 * refuses all but noatime.  As the kernel's mount flags:
+		 * relatime unless noatime or strictatime, norelatime and
+		 * nostrictatime mean relatime, the last word wins.
+		 */
+		if (is("noatime") || is("atime") || is("relatime") || is("norelatime") ||
+		    is("strictatime") || is("nostrictatime")) {
+			o->noatime = is("noatime");
+			o->strictatime = is("strictatime");
+		}
+		if (is("nodiratime") || is("diratime"))
+			o->nodiratime = is("nodiratime");
 	} else if (in_list(fuse_flag_opts, opt)) {
 		flag_only();
-		/* The daemon keeps atime (fuse.c's accessed()): it must know. */
-		if (is("noatime") || is("atime") || is("relatime") || is("strictatime"))
-			o->noatime = is("noatime");
-		if (is("nodiratime"))
-			o->nodiratime = true;
 		fuse_opt_add(o, opt);
 	} else if (in_list(fuse_value_opts, opt)) {
 		need_value();
@@ -464,7 +478,7 @@ void tfs_mount_options_help(FILE *f)
 		"Options (-o, comma-separated):\n"
 		"  ro, rw               read-only (nothing is written, not even journal replay)\n"
 		"  degraded             mount with members missing, when replicas allow\n"
-		"  errors=continue|ro|panic\n"
+		"  errors=continue|ro|panic (remount-ro: ro)\n"
 		"                       what a metadata error does (default: the superblock's)\n"
 		"  cache_mb=N           memory budget of the node and key caches, MiB\n"
 		"  fsync=flush|preflush|none\n"
@@ -501,7 +515,10 @@ void tfs_mount_options_help(FILE *f)
 		"  cache_readdir, no_cache_readdir        kernel caching of listings (on)\n"
 		"  killpriv             the daemon clears set-ID bits (HANDLE_KILLPRIV v1; off)\n"
 		"  kernel_lseek         SEEK_DATA/SEEK_HOLE answered by the kernel (no holes)\n"
-		"  libfuse's: exec, noexec, sync, dirsync, noatime, relatime, allow_root,\n"
+		"  relatime (default), strictatime, noatime, nodiratime; atime, norelatime,\n"
+		"                       nostrictatime: relatime; diratime; lazytime, nolazytime\n"
+		"                       (accepted, no effect)\n"
+		"  libfuse's: exec, noexec, sync, dirsync, allow_root,\n"
 		"  auto_unmount, max_read=, max_write=, max_readahead=, max_background=,\n"
 		"  congestion_threshold=, readdirplus=yes|no|auto (yes), splice_read, splice_write,\n"
 		"  splice_move, async_dio, time_gran=, ...\n"

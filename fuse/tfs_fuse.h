@@ -59,8 +59,11 @@ struct tfs_mount_opts {
 	bool kernel_lseek;  /* SEEK_DATA/HOLE answered by the kernel (default off) */
 	bool cache_readdir; /* let the kernel cache directory listings */
 
-	/* Reads never update atime (of directories): noatime, nodiratime. */
-	bool noatime, nodiratime;
+	/*
+	 * Reads never update atime (of directories): noatime, nodiratime;
+	 * always (not only per relatime): strictatime.
+	 */
+	bool noatime, nodiratime, strictatime;
 	double entry_timeout, attr_timeout, negative_timeout;
 	unsigned max_threads, max_idle_threads;
 	bool clone_fd;

@@ -36,7 +36,9 @@
  *    journal are errors (EROFS class).  Every reason has a counter.
  *  - Entries close when full, when older than write_delay_ms, or on demand
  *    (flush_seq).  An entry nobody waits on is written NO_FLUSH; one a flush
- *    waits on (or the first after flush_delay_ms) is a flush entry: it is
+ *    waits on (or the first after flush_delay_ms) is a flush entry, and
+ *    when none follows NO_FLUSH ones (the commits stopped) the write thread
+ *    adds an empty one flush_delay_ms after the last.  A flush entry is
  *    written (FUA) only after every older entry completed *and is durable on
  *    some member* -- by a PREFLUSH on its own write when each member it goes
  *    to holds every older unflushed entry (no PREFLUSH on a member with

@@ -644,6 +644,38 @@ again:
 	}
 }
 
+/*
+ * Durability is bounded when commits stop too.  Closing an entry makes it
+ * a flush entry once flush_delay_ms passed since the last one, but the
+ * entries of a burst that then stops went out NO_FLUSH with none after
+ * them to carry the flush, and replay trusts nothing past the newest flush
+ * entry: they stayed undurable until the next fsync or unmount, however
+ * long the mount sat idle.  So once flush_delay_ms passed since the last
+ * flush entry, the newest closed entry gets one after it (an empty one, or
+ * the open empty entry made a flush entry), as ext4's commit interval
+ * does; on FUSE nothing else would (sync(2) and syncfs(2) reach no daemon).
+ * Returns the time until that is due, UINT64_MAX when there is nothing to do.
+ */
+static u64 journal_idle_flush_locked(struct tfs_journal *j, u64 now)
+{
+	struct tfs_journal_buf *b = j->cur_open ? journal_seq_buf(j, j->cur_seq) : NULL;
+	/* An open entry with keys closes on its own, as a flush entry when due. */
+	u64 newest = b ? j->cur_seq - 1 : j->cur_seq;
+	u64 due = j->last_flush_ns + (u64)j->opts.flush_delay_ms * 1000000;
+
+	if (j->halted || j->stopping || newest <= journal_durable_base(j) ||
+	    (b && (b->u64s_used || b->must_flush)) ||
+	    tfs_journal_nr_writable(j) < j->opts.metadata_replicas_required)
+		return UINT64_MAX;
+	/* One on its way covers what is older; what follows it is looked at after. */
+	if (tfs_journal_flush_in_flight_locked(j, j->cur_seq + 1))
+		return UINT64_MAX;
+	if (now < due)
+		return due - now;
+	tfs_journal_want_flush_locked(j, newest, 0, false);
+	return UINT64_MAX;
+}
+
 void *tfs_journal_write_thread(void *arg)
 {
 	struct tfs_journal *j = arg;
@@ -698,6 +730,7 @@ void *tfs_journal_write_thread(void *arg)
 					min_t(u64, timeout, (u64)j->opts.write_delay_ms * 1000000);
 			}
 		}
+		timeout = min_t(u64, timeout, journal_idle_flush_locked(j, now));
 		tfs_journal_write_ready_locked(j);
 		/*
 		 * Woken while awake (write_ready drops the lock to submit): the

@@ -39,7 +39,7 @@ refused 1 "No such file or directory" "$tinyfs" mount "$img" "$tmp/nowhere"
 refused 1 "not a directory" "$tinyfs" mount "$img" "$img"
 refused 1 "No such file or directory" "$tinyfs" mount "$tmp/none.img" "$mnt"
 refused 2 "unknown option" "$tinyfs" mount -o frobnicate "$img" "$mnt"
-refused 2 "expected continue, ro or panic" "$tinyfs" mount -o errors=maybe "$img" "$mnt"
+refused 2 "expected continue, ro (remount-ro) or panic" "$tinyfs" mount -o errors=maybe "$img" "$mnt"
 refused 2 "expected" "$tinyfs" mount "$img"
 refused 2 "unknown option" "$mount_helper" "$img" "$mnt" -o frobnicate
 # What that message points to: --help (and -h) print the usage, exit 0.
@@ -48,6 +48,14 @@ for h in --help -h; do
 	grep -q "^usage: mount.tinyfs" "$tmp/out" || fail "mount.tinyfs $h: $(head -2 "$tmp/out")"
 done
 [ "$(md5sum <"$img")" = "$sum" ] || fail "a refused mount wrote to the image"
+# ext4's spelling of errors=ro (an fstab line copied from ext4) mounts, as errors=ro.
+if tfs_mount -o verbose,errors=remount-ro "$img" "$mnt" 2>"$tmp/err"; then
+	grep -Eq "^errors: +ro$" "$tmp/err" || fail "-o errors=remount-ro: $(grep errors: "$tmp/err")"
+	tfs_umount "$mnt"
+	sum=$(md5sum <"$img") # what the refusals below must leave
+else
+	fail "-o errors=remount-ro: $(head -1 "$tmp/err")"
+fi
 
 # A busy mount point: something else is mounted there.
 mkdir -p "$tmp/busy"

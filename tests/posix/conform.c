@@ -2066,6 +2066,14 @@ static void t_xattr(void)
 	       .val = "longer value", .flags = XATTR_REPLACE);
 	n = getxattr("f", "user.a", buf, sizeof(buf));
 	check(n == 12 && !memcmp(buf, "longer value", 12), "XATTR_REPLACE value", "%zd", n);
+	/* Both flags: each applies (ext4, tmpfs), not EINVAL; nothing changes. */
+	EXPECT("XATTR_CREATE|XATTR_REPLACE on existing", ROOT, EEXIST, OP_SETXATTR, "f", "user.a",
+	       .val = "both", .flags = XATTR_CREATE | XATTR_REPLACE);
+	EXPECT("XATTR_CREATE|XATTR_REPLACE on missing", ROOT, ENODATA, OP_SETXATTR, "f",
+	       "user.none", .val = "both", .flags = XATTR_CREATE | XATTR_REPLACE);
+	n = getxattr("f", "user.a", buf, sizeof(buf));
+	check(n == 12 && !memcmp(buf, "longer value", 12),
+	      "XATTR_CREATE|XATTR_REPLACE changes nothing", "%zd", n);
 	EXPECT("getxattr missing", ROOT, ENODATA, OP_GETXATTR, "f", "user.none");
 	n = listxattr("f", buf, sizeof(buf));
 	seen_a = seen_b = false;
@@ -3413,6 +3421,41 @@ static void t_acl_sgid(void)
 			}
 }
 
+/*
+ * An access ACL with a mask entry but no named user or group says more
+ * than a mode (posix_acl_equiv_mode()): ext4 and tmpfs keep it (setfacl
+ * -x of the last named entry leaves user::, group::, mask::, other::),
+ * and the group bits show the mask.
+ */
+static void t_acl_mask_only(void)
+{
+	/* user::rw-, group::r--, mask::---, other::r-- (tag, perm, id: none) */
+	/* clang-format off */
+	static const unsigned char acl[4 + 4 * 8] = {
+		2, 0, 0, 0,
+		0x01, 0, 6, 0, 0xff, 0xff, 0xff, 0xff,
+		0x04, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+		0x10, 0, 0, 0, 0xff, 0xff, 0xff, 0xff,
+		0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff,
+	};
+	/* clang-format on */
+	unsigned char buf[256];
+	ssize_t n;
+
+	area("xattr");
+	setup(put("maskonly", 0644, NULL, 0), "maskonly");
+	if (setxattr("maskonly", "system.posix_acl_access", acl, sizeof(acl), 0)) {
+		check(errno == EOPNOTSUPP, "ACL with a mask and no named entry", "%s",
+		      errname(errno));
+		return;
+	}
+	mode_is("ACL with a mask and no named entry: mode", "maskonly", S_IFREG | 0604);
+	n = getxattr("maskonly", "system.posix_acl_access", buf, sizeof(buf));
+	check(n == (ssize_t)sizeof(acl) && !memcmp(buf, acl, sizeof(acl)),
+	      "ACL with a mask and no named entry is kept", "%zd bytes%s", n,
+	      n < 0 ? nm(" (%s)", errname(errno)) : "");
+}
+
 /* ---- main ---- */
 
 static const struct {
@@ -3444,6 +3487,7 @@ static const struct {
 	{ "fallocate", t_fallocate_more },
 	{ "xattr", t_xattr },
 	{ "xattr", t_acl_sgid },
+	{ "xattr", t_acl_mask_only },
 	{ "statvfs", t_statvfs },
 	{ "readdir", t_readdir },
 	{ "readdir", t_readdir_seek_removed },

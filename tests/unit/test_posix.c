@@ -680,8 +680,9 @@ static void test_read_only(void **state)
 
 /*
  * tfs_touch_atime: relatime.  A read updates atime when it is not after
- * mtime/ctime (or is a day old), once; the next read commits nothing; the
- * new atime survives a reopen; read-only changes nothing.
+ * mtime/ctime (or is a day old), once; the next read commits nothing (but
+ * strictatime updates it); the new atime survives a reopen; read-only
+ * changes nothing.
  */
 static void test_touch_atime(void **state)
 {
@@ -691,7 +692,7 @@ static void test_touch_atime(void **state)
 
 	ino = create_empty(1, "t");
 	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
-	assert_int_equal(tfs_touch_atime(T.fs, ino), 1);
+	assert_int_equal(tfs_touch_atime(T.fs, ino, false), 1);
 	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
 	assert_true(b.atime.tv_sec > a.atime.tv_sec ||
 		    (b.atime.tv_sec == a.atime.tv_sec && b.atime.tv_nsec > a.atime.tv_nsec));
@@ -699,17 +700,23 @@ static void test_touch_atime(void **state)
 		    !memcmp(&a.ctime, &b.ctime, sizeof(a.ctime)));
 	/* atime is after mtime and ctime now: nothing to do, nothing committed. */
 	seq = tfs_journal_cur_seq(T.fs->j);
-	assert_int_equal(tfs_touch_atime(T.fs, ino), 0);
+	assert_int_equal(tfs_touch_atime(T.fs, ino, false), 0);
 	assert_int_equal(tfs_journal_cur_seq(T.fs->j), seq);
 	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
 	assert_memory_equal(&a.atime, &b.atime, sizeof(a.atime));
+	/* strictatime: every read updates it. */
+	assert_int_equal(tfs_touch_atime(T.fs, ino, true), 1);
+	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
+	assert_true(b.atime.tv_sec > a.atime.tv_sec ||
+		    (b.atime.tv_sec == a.atime.tv_sec && b.atime.tv_nsec > a.atime.tv_nsec));
+	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
 	/* A day old: updated again. */
 	struct tfs_setattr sa = { .valid = TFS_SETATTR_ATIME | TFS_SETATTR_CTIME };
 
 	sa.atime.tv_sec = a.ctime.tv_sec - 2 * 86400;
 	sa.ctime = a.ctime;
 	assert_int_equal(tfs_setattr(T.fs, ino, NULL, &sa, NULL), 0);
-	assert_int_equal(tfs_touch_atime(T.fs, ino), 1);
+	assert_int_equal(tfs_touch_atime(T.fs, ino, false), 1);
 	assert_int_equal(tfs_getattr(T.fs, ino, &b), 0);
 	assert_true(b.atime.tv_sec >= a.ctime.tv_sec);
 	assert_int_equal(pt_stop(&T), 0);
@@ -717,7 +724,7 @@ static void test_touch_atime(void **state)
 	assert_int_equal(pt_open(&T), 0);
 	assert_int_equal(tfs_getattr(T.fs, ino, &a), 0);
 	assert_memory_equal(&a.atime, &b.atime, sizeof(a.atime));
-	assert_int_equal(tfs_touch_atime(T.fs, ino), 0);
+	assert_int_equal(tfs_touch_atime(T.fs, ino, false), 0);
 	assert_int_equal(pt_stop(&T), 0);
 	T.opts.read_only = false;
 	assert_int_equal(pt_open(&T), 0);

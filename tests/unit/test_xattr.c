@@ -72,6 +72,12 @@ static void test_basic(void **state)
 	assert_int_equal(tfs_getxattr(T.fs, F, "user.a", buf, 4), -ERANGE);
 	assert_int_equal(tfs_setxattr(T.fs, F, "user.a", "x", 1, TFS_XATTR_CREATE), -EEXIST);
 	assert_int_equal(tfs_setxattr(T.fs, F, "user.b", "x", 1, TFS_XATTR_REPLACE), -ENODATA);
+	assert_int_equal(
+		tfs_setxattr(T.fs, F, "user.a", "x", 1, TFS_XATTR_CREATE | TFS_XATTR_REPLACE),
+		-EEXIST);
+	assert_int_equal(
+		tfs_setxattr(T.fs, F, "user.b", "x", 1, TFS_XATTR_CREATE | TFS_XATTR_REPLACE),
+		-ENODATA);
 	assert_int_equal(tfs_setxattr(T.fs, F, "user.a", "bye", 3, TFS_XATTR_REPLACE), 0);
 	assert_int_equal(tfs_setxattr(T.fs, F, "user.empty", "", 0, TFS_XATTR_CREATE), 0);
 	assert_int_equal(tfs_getxattr(T.fs, F, "user.empty", buf, sizeof(buf)), 0);
@@ -103,7 +109,7 @@ static void test_basic(void **state)
 		longer[256] = 0;
 		assert_int_equal(tfs_setxattr(T.fs, F, longer, "x", 1, 0), -ERANGE);
 	}
-	assert_int_equal(tfs_setxattr(T.fs, F, "user.f", "x", 1, 3), -EINVAL);
+	assert_int_equal(tfs_setxattr(T.fs, F, "user.f", "x", 1, 4), -EINVAL);
 	assert_int_equal(tfs_setxattr(T.fs, 987654, "user.f", "x", 1, 0), -ENOENT);
 
 	/* List. */
