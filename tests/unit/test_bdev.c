@@ -285,6 +285,22 @@ static void async_end_io(struct tfs_bio *bio)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* A bio of len bytes at offset, completed by async_end_io() into c. */
+static struct tfs_bio async_bio(struct tfs_bdev *b, enum tfs_bio_op op, enum tfs_bio_tag tag,
+				u64 offset, void *buf, size_t len, struct async_ctx *c)
+{
+	return (struct tfs_bio){
+		.bdev = b,
+		.op = op,
+		.tag = tag,
+		.offset = offset,
+		.buf = buf,
+		.len = len,
+		.end_io = async_end_io,
+		.private = c,
+	};
+}
+
 #define NR_BIOS 300 /* several times the queue depth */
 
 struct submitter_arg {
@@ -770,16 +786,7 @@ static void test_write_error_in_caller(void **state)
 		/* Synchronous: pwrite in this thread. */
 		ret = tfs_bdev_write(b, w, 8192, 8192, 0, TFS_TAG_data);
 		/* Asynchronous: the ring's completion. */
-		bio = (struct tfs_bio){
-			.bdev = b,
-			.op = TFS_OP_write,
-			.tag = TFS_TAG_data,
-			.offset = 8192,
-			.buf = w,
-			.len = 8192,
-			.end_io = async_end_io,
-			.private = &c,
-		};
+		bio = async_bio(b, TFS_OP_write, TFS_TAG_data, 8192, w, 8192, &c);
 		tfs_bio_submit(&bio);
 		tfs_bdev_drain(b);
 		assert_int_equal(c.completed, 1);
@@ -832,16 +839,7 @@ static void test_host_cache(void **state)
 	assert_true(to_text_has(b, "host page cache"));
 	fill(w, big, 41);
 	assert_int_equal(tfs_bdev_write(b, w, 4096, 0, 0, TFS_TAG_data), 0);
-	bio = (struct tfs_bio){
-		.bdev = b,
-		.op = TFS_OP_write,
-		.tag = TFS_TAG_journal,
-		.offset = 65536,
-		.buf = w + 4096,
-		.len = 8192,
-		.end_io = async_end_io,
-		.private = &c,
-	};
+	bio = async_bio(b, TFS_OP_write, TFS_TAG_journal, 65536, w + 4096, 8192, &c);
 	tfs_bio_submit(&bio);
 	tfs_bdev_drain(b);
 	assert_int_equal(c.completed, 1);
@@ -1122,16 +1120,7 @@ static void test_submit_inline(void **state)
 			assert_int_equal(tfs_faultdev_create(lower, true, &b), 0);
 		w = tfs_bdev_alloc_buf(b, 4096);
 		fill(w, 4096, 51 + k);
-		bio = (struct tfs_bio){
-			.bdev = b,
-			.op = TFS_OP_write,
-			.tag = TFS_TAG_journal,
-			.offset = 12288,
-			.buf = w,
-			.len = 4096,
-			.end_io = async_end_io,
-			.private = &c,
-		};
+		bio = async_bio(b, TFS_OP_write, TFS_TAG_journal, 12288, w, 4096, &c);
 		tfs_bio_submit_inline(&bio);
 		assert_int_equal(c.completed, 1);
 		assert_int_equal(c.errors, 0);

@@ -1646,6 +1646,50 @@ static u64 blocks_in_use_but_free(void)
 }
 
 /*
+ * The alloc leaves (or node) lines[0..nr) name were damaged, every copy: a
+ * read-only open fails on them; fsck's open replaces them (nothing in use
+ * is free in the allocator it builds) and fsck -n names each (exit 4, in
+ * *res; what it printed in captured).  Returns the images' hash, for the
+ * caller to check -n wrote nothing once it stopped the filesystem.
+ */
+static u64 lost_alloc_fsck_n(const struct printbuf *lines, unsigned nr, struct tfs_fsck_result *res)
+{
+	u64 before;
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.read_only = true;
+	/* The open reads the whole alloc btree (the allocator is built from it). */
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	before = images_hash();
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	/* Nothing in use is free in the allocator the open built. */
+	assert_int_equal(blocks_in_use_but_free(), 0);
+	assert_int_equal(fsck_capture(false, res), 0);
+	for (unsigned l = 0; l < nr; l++)
+		assert_non_null(strstr(captured, printbuf_str(&lines[l])));
+	return before;
+}
+
+/*
+ * Read back from the disk: every old file (alloc_file("old", ...)) and the
+ * nr_new new ones of new_bytes intact, and fsck -n clean.
+ */
+static void alloc_files_intact_clean(const tfs_ino_t *inos, const tfs_ino_t *news, unsigned nr_new,
+				     size_t new_bytes)
+{
+	struct tfs_fsck_result res;
+
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < ALLOC_FILES; i++)
+		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
+	for (unsigned i = 0; i < nr_new; i++)
+		alloc_file_intact(news[i], new_bytes, 90000 + i);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+}
+
+/*
  * Alloc leaves lost (every copy): the middle one (alloc keys of file data)
  * and the one holding the first btree alloc key (node space, counters).
  * The open loads the alloc btree whole, so a plain open fails; fsck's open
@@ -1689,18 +1733,7 @@ static void test_damaged_leaf_alloc(void **state)
 	for (unsigned l = 0; l < nr_loc; l++)
 		damage_node(&loc[l]);
 
-	T.opts.error_action = TFS_ON_ERROR_continue;
-	T.opts.read_only = true;
-	/* The open reads the whole alloc btree (the allocator is built from it). */
-	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
-	before = images_hash();
-	T.opts.replace_lost_leaves = true;
-	assert_int_equal(pt_open(&T), 0);
-	/* Nothing in use is free in the allocator the open built. */
-	assert_int_equal(blocks_in_use_but_free(), 0);
-	assert_int_equal(fsck_capture(false, &res), 0);
-	for (unsigned l = 0; l < nr_loc; l++)
-		assert_non_null(strstr(captured, printbuf_str(&line[l])));
+	before = lost_alloc_fsck_n(line, nr_loc, &res);
 	assert_non_null(strstr(captured, "no alloc key, but extent "));
 	assert_non_null(strstr(captured, "checked as an empty node"));
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
@@ -1735,13 +1768,7 @@ static void test_damaged_leaf_alloc(void **state)
 	/* And after the repair, from the rewritten keys. */
 	for (unsigned i = nr_new; i < 2 * nr_new; i++)
 		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
-	assert_int_equal(pt_reopen(&T), 0); /* read back from the disk */
-	for (unsigned i = 0; i < ALLOC_FILES; i++)
-		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
-	for (unsigned i = 0; i < 2 * nr_new; i++)
-		alloc_file_intact(news[i], NEW_BYTES, 90000 + i);
-	assert_int_equal(fsck_capture(false, &res), 0);
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	alloc_files_intact_clean(inos, news, 2 * nr_new, NEW_BYTES);
 	T.opts.error_action = -1;
 	for (unsigned l = 0; l < nr_loc; l++)
 		printbuf_exit(&line[l]);
@@ -1857,15 +1884,7 @@ static void test_damaged_interior_alloc(void **state)
 	assert_int_equal(pt_stop(&T), 0);
 	damage_node(&loc);
 
-	T.opts.error_action = TFS_ON_ERROR_continue;
-	T.opts.read_only = true;
-	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
-	before = images_hash();
-	T.opts.replace_lost_leaves = true;
-	assert_int_equal(pt_open(&T), 0);
-	assert_int_equal(blocks_in_use_but_free(), 0);
-	assert_int_equal(fsck_capture(false, &res), 0);
-	assert_non_null(strstr(captured, printbuf_str(&line)));
+	before = lost_alloc_fsck_n(&line, 1, &res);
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
 	assert_int_equal(pt_stop(&T), 0);
 	assert_true(images_hash() == before); /* -n wrote nothing */
@@ -1885,13 +1904,7 @@ static void test_damaged_interior_alloc(void **state)
 	assert_true(nr_new > ALLOC_FILES / 4);
 	for (unsigned i = 0; i < nr_new; i++)
 		news[i] = alloc_file("new", i, NEW_BYTES, 90000);
-	assert_int_equal(pt_reopen(&T), 0);
-	for (unsigned i = 0; i < ALLOC_FILES; i++)
-		alloc_file_intact(inos[i], ALLOC_FILE_BYTES, 7000 + i);
-	for (unsigned i = 0; i < nr_new; i++)
-		alloc_file_intact(news[i], NEW_BYTES, 90000 + i);
-	assert_int_equal(fsck_capture(false, &res), 0);
-	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	alloc_files_intact_clean(inos, news, nr_new, NEW_BYTES);
 	T.opts.error_action = -1;
 	printbuf_exit(&line);
 }

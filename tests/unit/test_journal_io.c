@@ -1293,6 +1293,20 @@ static void pf_commit_flush(struct jt *t, u64 id)
 }
 
 /*
+ * One member on the fault device, post-flush entries on (64 KiB of data),
+ * no timer closing or flushing entries: started, one flush entry written.
+ */
+static void pf_start(struct jt *t)
+{
+	jt_images(t, 1, 8, 64 << 10);
+	t->opts.write_delay_ms = 100000;
+	t->opts.flush_delay_ms = 1000000;
+	t->opts.post_flush_max_bytes = 64 << 10;
+	assert_int_equal(jt_start_fault(t), 0);
+	pf_commit_flush(t, 1);
+}
+
+/*
  * Post-flush entries (journal_io.c, journal_post_flush_ok()): a flush entry
  * an fsync waits on, after a data write, is written plain and flushed once
  * after -- unless a btree node (or superblock) write or a discard went to
@@ -1307,12 +1321,7 @@ static void test_post_flush_fallback_meta_write(void **state)
 	unsigned mark;
 	struct jt_ops o;
 
-	jt_images(&t, 1, 8, 64 << 10);
-	t.opts.write_delay_ms = 100000;
-	t.opts.flush_delay_ms = 1000000;
-	t.opts.post_flush_max_bytes = 64 << 10;
-	assert_int_equal(jt_start_fault(&t), 0);
-	pf_commit_flush(&t, 1);
+	pf_start(&t);
 
 	/* Data, then the commit: one plain journal write, one flush after it. */
 	for (unsigned round = 0; round < 2; round++) {
@@ -1383,12 +1392,7 @@ static void test_post_flush_inline(void **state)
 	unsigned mark;
 	u64 inl, seq;
 
-	jt_images(&t, 1, 8, 64 << 10);
-	t.opts.write_delay_ms = 100000;
-	t.opts.flush_delay_ms = 1000000;
-	t.opts.post_flush_max_bytes = 64 << 10;
-	assert_int_equal(jt_start_fault(&t), 0);
-	pf_commit_flush(&t, 1);
+	pf_start(&t);
 
 	for (unsigned round = 0; round < 2; round++) {
 		c0 = pf_counts(t.j);
