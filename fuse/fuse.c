@@ -366,6 +366,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	count_timed(tf, TFS_FUSE_OP_lookup);
 	ret = tfs_lookup(tf->fs, parent, name, strlen(name), &st);
+	/*
+	 * Writes of it still behind: the kernel may make a new inode from
+	 * these attributes, and with the writeback cache it never takes a
+	 * size from us again (the file would read as short as it was).
+	 */
+	if (!ret && S_ISREG(st.mode) && tfs_wbehind_busy(tf->wbehind, st.ino)) {
+		tfs_wbehind_wait(tf->wbehind, st.ino, false);
+		ret = tfs_getattr(tf->fs, st.ino, &st);
+	}
 	if (ret == -ENOENT && tf->opts->negative_timeout > 0) {
 		/* A negative entry the kernel caches (ino 0). */
 		struct fuse_entry_param e = { .entry_timeout = tf->opts->negative_timeout };
@@ -1119,11 +1128,18 @@ static int readdir_add_plus(struct readdir_ctx *c, const struct tfs_rdahead_ent 
 {
 	struct fuse_entry_param e = { 0 };
 	char nm[TFS_NAME_MAX + 1];
+	bool behind;
 	size_t n;
 
 	memcpy(nm, x->name, x->len);
 	nm[x->len] = '\0';
-	if (x->attrs) {
+	/*
+	 * A file with writes behind: its size may be short, and a new kernel
+	 * inode made from it would keep that size (see op_lookup()).  The
+	 * name only: the kernel looks it up, and the lookup waits for them.
+	 */
+	behind = x->attrs && S_ISREG(x->st.mode) && tfs_wbehind_busy(c->tf->wbehind, x->ino);
+	if (x->attrs && !behind) {
 		entry_of(c->tf, &x->st, &e);
 	} else {
 		/* ino 0: the name only (".", "..", or see tfs_stat.links_dropped). */
@@ -1147,7 +1163,7 @@ static int readdir_add_plus(struct readdir_ctx *c, const struct tfs_rdahead_ent 
 		c->full = true;
 		return 1;
 	}
-	if (x->withheld)
+	if (x->withheld || behind)
 		atomic_fetch_add_explicit(&c->tf->nr_plus_withheld, 1, memory_order_relaxed);
 	if (e.ino) {
 		c->inos[c->nr_inos++] = e.ino;

@@ -78,6 +78,11 @@ struct tfs_wbehind {
 	struct wb_inode *hash[WB_HASH];
 	struct wb_queue q[WB_QUEUES];
 	u64 bytes, max_bytes;
+	/*
+	 * Jobs queued or running, all inodes: changed under lock, read without
+	 * it by tfs_wbehind_busy() (the common case: nothing behind at all).
+	 */
+	u64 nr_pending;
 	u32 block_size; /* the filesystem's (0: appends are not queued) */
 	bool stopping;
 	u64 space_checked_ns;
@@ -110,6 +115,7 @@ static void wb_put_locked(struct tfs_wbehind *wb, u64 ino, int err)
 
 	if (err && !e->err)
 		e->err = err;
+	__atomic_fetch_sub(&wb->nr_pending, 1, __ATOMIC_RELEASE);
 	if (--e->pending)
 		return;
 	/* Kept while it has an error to report or fsyncs counted on it. */
@@ -286,6 +292,7 @@ static int wb_queue_locked(struct tfs_wbehind *wb, struct wb_job *j)
 		*p = e;
 	}
 	e->pending++;
+	__atomic_fetch_add(&wb->nr_pending, 1, __ATOMIC_RELEASE);
 	wb->bytes += j->len;
 	wb->nr_queued++;
 	*q->tail = j;
@@ -415,7 +422,11 @@ bool tfs_wbehind_busy(struct tfs_wbehind *wb, u64 ino)
 	struct wb_inode *e;
 	bool busy;
 
-	if (!wb)
+	/*
+	 * A job is counted before its request is answered, so any request
+	 * the kernel sends after that answer sees it.
+	 */
+	if (!wb || !__atomic_load_n(&wb->nr_pending, __ATOMIC_ACQUIRE))
 		return false;
 	pthread_mutex_lock(&wb->lock);
 	e = *wb_slot(wb, ino);

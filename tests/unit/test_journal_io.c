@@ -1690,6 +1690,49 @@ static void test_magic_mixes_uuid(void **state)
 	assert_int_equal(tfs_jset_magic(a), TFS_JSET_MAGIC ^ ((u64)hi << 32 | lo));
 }
 
+/*
+ * The idle flush entry (journal_idle_flush_locked()) comes once after the
+ * last NO_FLUSH entries, then the journal stays quiet: with both members,
+ * and with one of two failed (replicas 2, required 1), it must not write a
+ * flush entry every flush_delay_ms forever.
+ */
+static void idle_quiet_one(bool fail_member)
+{
+	struct jt t;
+	s64 s = 0;
+
+	jt_images(&t, 2, 8, 64 << 10);
+	t.opts.metadata_replicas = 2;
+	t.opts.metadata_replicas_required = 1;
+	t.opts.flush_delay_ms = 20;
+	assert_int_equal(jt_start_fault(&t), 0);
+	if (fail_member)
+		assert_int_equal(jt_add_rule(t.bdev[1], "write tag=journal every=1 fail=EIO"), 0);
+	for (unsigned i = 0; i < 5; i++) {
+		s = jt_commit(t.j, i, i, 0);
+		assert_true(s > 0);
+		jt_pin_log(&t, s);
+		usleep(5000);
+	}
+	/* The idle flush entry makes s durable without anyone asking. */
+	assert_true(jt_poll(tfs_journal_flushed_seq_ondisk(t.j) >= (u64)s, 2000));
+	usleep(100 * 1000);
+	u64 w0 = writes_submitted(t.bdev[0]), seq0 = tfs_journal_seq_ondisk(t.j);
+
+	/* 25 flush_delay_ms of idleness: nothing more to write. */
+	usleep(500 * 1000);
+	assert_int_equal(writes_submitted(t.bdev[0]), w0);
+	assert_int_equal(tfs_journal_seq_ondisk(t.j), seq0);
+	assert_int_equal(tfs_journal_err_seq(t.j), 0);
+	jt_stop(&t);
+	jt_cleanup(&t);
+}
+
+static void test_idle_flush_then_quiet(void **state)
+{
+	idle_quiet_one(false);
+	idle_quiet_one(true);
+}
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1715,6 +1758,7 @@ int main(void)
 		cmocka_unit_test(test_post_flush_read_check),
 		cmocka_unit_test(test_group_commit_shares_flushes),
 		cmocka_unit_test(test_start_flush_fails),
+		cmocka_unit_test(test_idle_flush_then_quiet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
