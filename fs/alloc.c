@@ -6,6 +6,14 @@
  * commit is durable and settled (settled_seq_ondisk), and are released
  * lazily by the next call that looks.  A reserve of blocks per member is kept for
  * metadata, so node write-back never fails for space data took.
+ *
+ * Small allocations reuse space released lately before taking new space at
+ * the cursor.  On an image file, a block never written is a hole of the
+ * host's file: writing it makes the host allocate, and the fdatasync that
+ * makes it durable then commits the host's journal too (about 220 us against
+ * 135 us for a block written before, on this VM's ext4).  A copy-on-write
+ * overwrite (an append to a file's last block, a 4 KiB random write) frees
+ * the block it replaces, so the next one can land there.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -175,6 +183,82 @@ static u64 dev_free(const struct tfs_alloc_dev *d)
 	return d->capacity - d->used - d->waiting;
 }
 
+/* Remembers a released run, dropping the oldest when the list is full. */
+static void reuse_push_one(struct tfs_alloc_dev *d, u64 start, u64 nr)
+{
+	if (d->nr_reuse == TFS_ALLOC_REUSE_SLOTS) {
+		memmove(d->reuse, d->reuse + 1, (TFS_ALLOC_REUSE_SLOTS - 1) * sizeof(d->reuse[0]));
+		d->nr_reuse--;
+	}
+	d->reuse[d->nr_reuse++] = (struct tfs_alloc_reuse){ .start = start, .nr = nr };
+}
+
+/*
+ * A released run may cross buckets (an extent written by several
+ * allocations that happened to be contiguous), a run handed out must not:
+ * one entry per bucket piece, the first few pieces only.
+ */
+static void reuse_push(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 start, u64 nr)
+{
+	u64 per_bucket = d->bucket_size / a->block_size;
+
+	for (unsigned i = 0; nr && i < 4; i++) {
+		u64 n = min_t(u64, nr, per_bucket - start % per_bucket); /* start: bucket-aligned */
+
+		reuse_push_one(d, start, n);
+		start += n;
+		nr -= n;
+	}
+}
+
+static void reuse_drop(struct tfs_alloc_dev *d, unsigned i)
+{
+	memmove(d->reuse + i, d->reuse + i + 1, (d->nr_reuse - i - 1) * sizeof(d->reuse[0]));
+	d->nr_reuse--;
+}
+
+/*
+ * A run of want blocks from the newest released run that still has want
+ * free blocks at its start (what is left of it stays on the list); 0 if
+ * none.  Entries whose first block was taken since are dropped.  With
+ * spare, a run inside a free node run is left alone (dev_find_run()).
+ */
+static u64 reuse_take(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, bool spare,
+		      u64 *start)
+{
+	for (unsigned i = d->nr_reuse; i-- > 0;) {
+		struct tfs_alloc_reuse *r = &d->reuse[i];
+		u64 n = 0, cb = a->chunk_blocks;
+
+		while (n < r->nr && n < want && !bit_test(d->bits, r->start + n))
+			n++;
+		if (!n) {
+			reuse_drop(d, i);
+			continue;
+		}
+		if (n < want)
+			continue;
+		if (spare) {
+			bool in_free_chunk = false;
+
+			for (u64 c = r->start / cb; c <= (r->start + n - 1) / cb; c++)
+				in_free_chunk |= chunk_free(a, d, c);
+			if (in_free_chunk)
+				continue;
+		}
+		*start = r->start;
+		if (r->nr > n) {
+			r->start += n;
+			r->nr -= n;
+		} else {
+			reuse_drop(d, i);
+		}
+		a->nr_reused++;
+		return n;
+	}
+	return 0;
+}
+
 /* Releases the waiting runs whose commit is durable now. */
 static void alloc_release_locked(struct tfs_fs *fs)
 {
@@ -198,6 +282,7 @@ static void alloc_release_locked(struct tfs_fs *fs)
 			dev_set(a, d, blk, nr, false);
 			d->waiting -= nr;
 			a->nr_released++;
+			reuse_push(a, d, blk, nr);
 		} else {
 			a->waiting[k++] = *w;
 		}
@@ -207,11 +292,12 @@ static void alloc_release_locked(struct tfs_fs *fs)
 
 /*
  * The longest free run of at most want blocks (and at least min) on d,
- * next-fit from the cursor, never crossing a bucket boundary.  Returns its
- * length (0: none) and its first block in *start.
+ * next-fit from the cursor, never crossing a bucket boundary; a small one
+ * comes from the reuse list if it can (*reused).  Returns its length (0:
+ * none) and its first block in *start.
  */
 static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, bool spare,
-			u64 *start)
+			u64 *start, bool *reused)
 {
 	u64 per_bucket = d->bucket_size / a->block_size, nb = d->nr_blocks;
 	u64 best = 0, best_start = 0, run = 0, run_start = 0, s;
@@ -222,6 +308,13 @@ static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, 
 	 * 1 MiB write or fallocate with 256 KiB buckets: seconds per GiB).
 	 */
 	want = min_t(u64, want, per_bucket);
+	if (want <= TFS_ALLOC_REUSE_MAX_BLOCKS && want >= min) {
+		u64 n = reuse_take(a, d, want, spare, start);
+
+		*reused = n;
+		if (n)
+			return n;
+	}
 	for (s = 0; s < nb; s++) {
 		u64 i = (d->cursor + s) % nb;
 
@@ -290,12 +383,13 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 		}
 
 	unsigned chosen[TFS_MAX_REPLICAS], nr_chosen = 0;
+	bool reused[TFS_MAX_REPLICAS] = { false };
 
 	for (unsigned i = 0; i < nr && nr_chosen < nr_replicas; i++) {
 		struct tfs_alloc_dev *d = &a->devs[order[i]];
 		u64 s, n = dev_find_run(a, d, min_t(u64, want, dev_free(d) - reserve), min_b,
 					(flags & TFS_ALLOC_SPARE_NODE_RUNS) && a->chunk_blocks > 1,
-					&s);
+					&s, &reused[nr_chosen]);
 
 		if (!n)
 			continue;
@@ -313,7 +407,8 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 
 		dev_set(a, d, got_start[r], want, true);
 		d->used += want;
-		d->cursor = (got_start[r] + want) % d->nr_blocks;
+		if (!reused[r]) /* the cursor stays where fresh space starts */
+			d->cursor = (got_start[r] + want) % d->nr_blocks;
 		out[r] = (struct tfs_alloc_run){
 			.dev = chosen[r],
 			.offset = d->start + got_start[r] * a->block_size,
@@ -457,10 +552,11 @@ void tfs_alloc_to_text(struct printbuf *out, struct tfs_fs *fs)
 	}
 	prt_printf(out,
 		   "allocs:\t%llu (%llu failed); freed now %llu, after a commit %llu "
-		   "(%llu released, %zu waiting)\n",
+		   "(%llu released, %zu waiting); %llu from space released lately\n",
 		   (unsigned long long)a->nr_allocs, (unsigned long long)a->nr_alloc_fail,
 		   (unsigned long long)a->nr_freed_now, (unsigned long long)a->nr_freed_after,
-		   (unsigned long long)a->nr_released, a->nr_waiting);
+		   (unsigned long long)a->nr_released, a->nr_waiting,
+		   (unsigned long long)a->nr_reused);
 	pthread_mutex_unlock(&a->lock);
 	/* The on-disk counters: btree lookups, so not under the allocator's lock. */
 	tfs_acct_to_text(out, fs);

@@ -14,6 +14,19 @@
 #include "lib/types.h"
 #include "super/super_format.h"
 
+/*
+ * Runs released lately on a member (alloc.c's reuse list): small
+ * allocations take one of these before searching from the cursor.
+ */
+#define TFS_ALLOC_REUSE_SLOTS 128
+/* Allocations of at most this many blocks look at the reuse list. */
+#define TFS_ALLOC_REUSE_MAX_BLOCKS 32
+
+struct tfs_alloc_reuse {
+	u64 start; /* block */
+	u64 nr;
+};
+
 /* One member: a bitmap of its blocks from `start` on. */
 struct tfs_alloc_dev {
 	bool present;	 /* a member the allocator may use */
@@ -26,6 +39,9 @@ struct tfs_alloc_dev {
 	u64 waiting;	 /* blocks freed by a commit not durable yet */
 	u64 cursor;	 /* next-fit: block to search from */
 	u64 free_chunks; /* free node runs (alloc.c's dev_set()) */
+	/* Released runs, oldest first; entries may have been taken since. */
+	struct tfs_alloc_reuse reuse[TFS_ALLOC_REUSE_SLOTS];
+	unsigned nr_reuse;
 };
 
 /* A run freed by the commit at seq: reusable once seq is durable. */
@@ -45,6 +61,7 @@ struct tfs_alloc {
 	u32 chunk_blocks; /* blocks per node: the unit of free_chunks */
 	u64 nr_allocs, nr_alloc_fail, nr_freed_now, nr_freed_after, nr_released;
 	u64 nr_scanned; /* blocks dev_find_run() looked at (tests bound the search) */
+	u64 nr_reused;	/* allocations served from a reuse list */
 };
 
 struct tfs_fs;

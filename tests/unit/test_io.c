@@ -603,6 +603,133 @@ static void test_alloc_search_bounded(void **state)
 	assert_int_equal(pt_fsck(T.fs), 0);
 }
 
+/*
+ * A copy-on-write overwrite lands in the block the previous overwrite freed
+ * once that commit is durable: on an image file that block is written in
+ * the host already, so the fsync costs no host allocation (fs/alloc.c).
+ * Big writes still take fresh space from the cursor, contiguous.
+ */
+static void test_small_write_reuses_freed_space(void **state)
+{
+	struct tfs_file *f = new_file("tail"), *g = new_file("big");
+	struct tfs_bkey_buf kb;
+	struct tfs_ext e1, e2, e3, eg;
+	static u8 w[16 * BS];
+	u64 reused = T.fs->alloc.nr_reused;
+
+	pt_fill(w, sizeof(w), 21, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, BS, 0), BS);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(f), 0, 1, &kb, &e1), 0);
+	assert_int_equal(tfs_write(T.fs, f, w + 1, 100, 0), 100);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(f), 0, 1, &kb, &e2), 0);
+	assert_true(e2.ptrs[0].offset != e1.ptrs[0].offset);
+	assert_int_equal(tfs_syncfs(T.fs), 0); /* e1's release is settled */
+	assert_int_equal(tfs_write(T.fs, f, w + 2, 100, 0), 100);
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(f), 0, 1, &kb, &e3), 0);
+	assert_int_equal(e3.ptrs[0].offset, e1.ptrs[0].offset);
+	assert_true(T.fs->alloc.nr_reused > reused);
+
+	/* 16 blocks: one extent from the cursor, not the holes left behind. */
+	assert_int_equal(tfs_write(T.fs, g, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_ext_find(T.fs, tfs_file_ino(g), 0, 1, &kb, &eg), 0);
+	assert_int_equal(eg.start, 0);
+	assert_int_equal(eg.len, 16);
+	assert_true(eg.ptrs[0].offset > e2.ptrs[0].offset);
+
+	assert_int_equal(tfs_read(T.fs, f, w, BS, 0), BS);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(tfs_release(T.fs, g), 0);
+	assert_int_equal(pt_fsck(T.fs), 0);
+}
+
+/*
+ * The reuse list gives back what was released, newest first, but a data
+ * allocation that must spare free node runs takes no block of one from it.
+ */
+static void test_alloc_reuse_list(void **state)
+{
+	struct tfs_alloc *a = &T.fs->alloc;
+	struct tfs_alloc_dev *d = &a->devs[0];
+	u64 cb = a->chunk_blocks, settled = tfs_journal_settled_seq_ondisk(T.fs->j);
+	struct tfs_alloc_run big, chunk, pair, one, got;
+
+	assert_true(cb > 2);
+	assert_int_equal(tfs_alloc(T.fs, 2 * cb * BS, 2 * cb * BS, 1, 0, &big), (s64)(2 * cb * BS));
+	assert_int_equal(tfs_alloc(T.fs, 2 * BS, 2 * BS, 1, 0, &pair), 2 * BS);
+
+	/* One block whose neighbour stays in use: never part of a free chunk. */
+	one = (struct tfs_alloc_run){ .dev = 0, .offset = pair.offset, .len = BS };
+	/* The node-aligned chunk inside big. */
+	u64 blk = (big.offset - d->start) / BS, first = round_up(blk, cb);
+
+	chunk = (struct tfs_alloc_run){ .dev = 0, .offset = d->start + first * BS, .len = cb * BS };
+	/* Freed by commits already settled: released at once, chunk the newest. */
+	tfs_alloc_free_after(T.fs, &one, settled);
+	tfs_alloc_free_after(T.fs, &chunk, settled);
+
+	u64 free_chunks = d->free_chunks;
+
+	assert_true(free_chunks > 0);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, TFS_ALLOC_SPARE_NODE_RUNS, &got), BS);
+	assert_int_equal(got.offset, one.offset);
+	assert_int_equal(d->free_chunks, free_chunks);
+
+	/* Without the flag the chunk is taken from its start, the rest kept for later. */
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &got), BS);
+	assert_int_equal(got.offset, chunk.offset);
+	assert_int_equal(tfs_alloc(T.fs, 2 * BS, 2 * BS, 1, 0, &got), 2 * BS);
+	assert_int_equal(got.offset, chunk.offset + BS);
+	/* An entry with fewer free blocks than asked is passed over. */
+	assert_int_equal(tfs_alloc(T.fs, cb * BS, cb * BS, 1, 0, &got), (s64)(cb * BS));
+	assert_true(got.offset >= chunk.offset + chunk.len || got.offset + got.len <= chunk.offset);
+
+	/*
+	 * Taking from the list leaves the cursor alone: space freed behind it
+	 * (the never-committed run below) is not searched before fresh space.
+	 */
+	struct tfs_alloc_run x, behind;
+
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &x), BS);
+	assert_int_equal(tfs_alloc(T.fs, 2 * cb * BS, 2 * cb * BS, 1, 0, &behind),
+			 (s64)(2 * cb * BS));
+	tfs_alloc_free_now(T.fs, &behind);
+	tfs_alloc_free_after(T.fs, &x, settled);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &got), BS);
+	assert_int_equal(got.offset, x.offset);
+	assert_int_equal(tfs_alloc(T.fs, cb * BS, cb * BS, 1, 0, &got), (s64)(cb * BS));
+	assert_true(got.offset >= behind.offset + behind.len);
+}
+
+/*
+ * A released run that crosses a bucket boundary (an extent made of two
+ * contiguous allocations) is never handed out across it: a btree node
+ * there made the alloc keys lose its blocks (fsck: "no alloc key, but a
+ * btree node uses blocks of the bucket").
+ */
+static void test_alloc_reuse_within_bucket(void **state)
+{
+	struct tfs_alloc_dev *d = &T.fs->alloc.devs[0];
+	u64 bucket = d->bucket_size, settled = tfs_journal_settled_seq_ondisk(T.fs->j);
+	struct tfs_alloc_run x, y, across, got;
+
+	/* Two whole buckets, then a run across the boundary between them. */
+	assert_int_equal(tfs_alloc(T.fs, bucket, bucket, 1, 0, &x), (s64)bucket);
+	assert_int_equal(tfs_alloc(T.fs, bucket, bucket, 1, 0, &y), (s64)bucket);
+	assert_int_equal(y.offset, x.offset + bucket);
+	across = (struct tfs_alloc_run){ .dev = 0, .offset = y.offset - 2 * BS, .len = 4 * BS };
+	tfs_alloc_free_after(T.fs, &across, settled);
+	assert_int_equal(tfs_alloc(T.fs, 4 * BS, 4 * BS, 1, TFS_ALLOC_METADATA, &got), 4 * BS);
+	assert_int_equal((got.offset - d->start) / bucket,
+			 (got.offset + got.len - 1 - d->start) / bucket);
+	/* Each piece is still reused whole. */
+	assert_int_equal(tfs_alloc(T.fs, 2 * BS, 2 * BS, 1, 0, &got), 2 * BS);
+	assert_int_equal(got.offset, y.offset);
+	assert_int_equal(tfs_alloc(T.fs, 2 * BS, 2 * BS, 1, 0, &got), 2 * BS);
+	assert_int_equal(got.offset, y.offset - 2 * BS);
+}
+
 /* --- ENOSPC --- */
 
 static u64 avail_blocks(void)
@@ -874,6 +1001,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_freed_space_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_search_bounded, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_small_write_reuses_freed_space, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_reuse_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_reuse_within_bucket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_many_files, setup_small, teardown),
