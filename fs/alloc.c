@@ -218,13 +218,14 @@ static void reuse_drop(struct tfs_alloc_dev *d, unsigned i)
 }
 
 /*
- * A run of want blocks from the newest released run that still has want
- * free blocks at its start (what is left of it stays on the list); 0 if
- * none.  Entries whose first block was taken since are dropped.  With
- * spare, a run inside a free node run is left alone (dev_find_run()).
+ * The newest released run that still has want free blocks at its start:
+ * its slot, or -1 if none.  Entries whose first block was taken since are
+ * dropped (all newer than the slot returned).  With spare, a run inside a
+ * free node run is left alone (dev_find_run()).  The entry is not taken
+ * yet: the allocation may still fail, or shrink to what another replica
+ * got (reuse_consume()).
  */
-static u64 reuse_take(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, bool spare,
-		      u64 *start)
+static int reuse_find(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, bool spare)
 {
 	for (unsigned i = d->nr_reuse; i-- > 0;) {
 		struct tfs_alloc_reuse *r = &d->reuse[i];
@@ -246,17 +247,23 @@ static u64 reuse_take(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, bo
 			if (in_free_chunk)
 				continue;
 		}
-		*start = r->start;
-		if (r->nr > n) {
-			r->start += n;
-			r->nr -= n;
-		} else {
-			reuse_drop(d, i);
-		}
-		a->nr_reused++;
-		return n;
+		return (int)i;
 	}
-	return 0;
+	return -1;
+}
+
+/* The first nr blocks of reuse slot i were handed out: what is left of it stays. */
+static void reuse_consume(struct tfs_alloc *a, struct tfs_alloc_dev *d, int i, u64 nr)
+{
+	struct tfs_alloc_reuse *r = &d->reuse[i];
+
+	if (r->nr > nr) {
+		r->start += nr;
+		r->nr -= nr;
+	} else {
+		reuse_drop(d, (unsigned)i);
+	}
+	a->nr_reused++;
 }
 
 /* Releases the waiting runs whose commit is durable now. */
@@ -293,11 +300,12 @@ static void alloc_release_locked(struct tfs_fs *fs)
 /*
  * The longest free run of at most want blocks (and at least min) on d,
  * next-fit from the cursor, never crossing a bucket boundary; a small one
- * comes from the reuse list if it can (*reused).  Returns its length (0:
- * none) and its first block in *start.
+ * comes from the reuse list if it can (*reuse_slot: its slot, which the
+ * caller consumes once the run is handed out; else -1).  Returns its
+ * length (0: none) and its first block in *start.
  */
 static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, u64 min, bool spare,
-			u64 *start, bool *reused)
+			u64 *start, int *reuse_slot)
 {
 	u64 per_bucket = d->bucket_size / a->block_size, nb = d->nr_blocks;
 	u64 best = 0, best_start = 0, run = 0, run_start = 0, s;
@@ -308,12 +316,13 @@ static u64 dev_find_run(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, 
 	 * 1 MiB write or fallocate with 256 KiB buckets: seconds per GiB).
 	 */
 	want = min_t(u64, want, per_bucket);
+	*reuse_slot = -1;
 	if (want <= TFS_ALLOC_REUSE_MAX_BLOCKS && want >= min) {
-		u64 n = reuse_take(a, d, want, spare, start);
-
-		*reused = n;
-		if (n)
-			return n;
+		*reuse_slot = reuse_find(a, d, want, spare);
+		if (*reuse_slot >= 0) {
+			*start = d->reuse[*reuse_slot].start;
+			return want;
+		}
 	}
 	for (s = 0; s < nb; s++) {
 		u64 i = (d->cursor + s) % nb;
@@ -383,13 +392,13 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 		}
 
 	unsigned chosen[TFS_MAX_REPLICAS], nr_chosen = 0;
-	bool reused[TFS_MAX_REPLICAS] = { false };
+	int reuse_slot[TFS_MAX_REPLICAS];
 
 	for (unsigned i = 0; i < nr && nr_chosen < nr_replicas; i++) {
 		struct tfs_alloc_dev *d = &a->devs[order[i]];
 		u64 s, n = dev_find_run(a, d, min_t(u64, want, dev_free(d) - reserve), min_b,
 					(flags & TFS_ALLOC_SPARE_NODE_RUNS) && a->chunk_blocks > 1,
-					&s, &reused[nr_chosen]);
+					&s, &reuse_slot[nr_chosen]);
 
 		if (!n)
 			continue;
@@ -407,7 +416,9 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 
 		dev_set(a, d, got_start[r], want, true);
 		d->used += want;
-		if (!reused[r]) /* the cursor stays where fresh space starts */
+		if (reuse_slot[r] >= 0) /* the cursor stays where fresh space starts */
+			reuse_consume(a, d, reuse_slot[r], want);
+		else
 			d->cursor = (got_start[r] + want) % d->nr_blocks;
 		out[r] = (struct tfs_alloc_run){
 			.dev = chosen[r],

@@ -730,6 +730,38 @@ static void test_alloc_reuse_within_bucket(void **state)
 	assert_int_equal(got.offset, y.offset - 2 * BS);
 }
 
+/*
+ * An allocation that fails, or whose run shrinks to what another replica
+ * got, takes nothing from the reuse list: the released run is still the
+ * next one handed out, and only allocations served count.  A degraded
+ * mount asks for every data replica first (one member: that fails) and
+ * then for fewer; the failed attempt used to drop the entry, so overwrites
+ * there went to fresh space and the counter said twice what was reused.
+ */
+static void test_alloc_reuse_kept_when_not_taken(void **state)
+{
+	struct tfs_alloc *a = &T.fs->alloc;
+	u64 settled = tfs_journal_settled_seq_ondisk(T.fs->j);
+	struct tfs_alloc_run x, keep, got[2];
+	u64 reused;
+
+	assert_int_equal(tfs_alloc(T.fs, 2 * BS, 2 * BS, 1, 0, &x), 2 * BS);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &keep), BS);
+	tfs_alloc_free_after(T.fs, &x, settled);
+	reused = a->nr_reused;
+
+	/* Two replicas on one member: refused, the list untouched. */
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 2, 0, got), -TFS_ERR_alloc_no_space);
+	assert_int_equal(a->nr_reused, reused);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, got), BS);
+	assert_int_equal(got[0].offset, x.offset);
+	assert_int_equal(a->nr_reused, reused + 1);
+	/* What is left of the run comes next. */
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, got), BS);
+	assert_int_equal(got[0].offset, x.offset + BS);
+	assert_int_equal(a->nr_reused, reused + 2);
+}
+
 /* --- ENOSPC --- */
 
 static u64 avail_blocks(void)
@@ -1005,6 +1037,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_reuse_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_reuse_within_bucket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_reuse_kept_when_not_taken, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_fsx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_one_file, setup_small, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc_many_files, setup_small, teardown),
