@@ -253,7 +253,7 @@ static int reuse_find(struct tfs_alloc *a, struct tfs_alloc_dev *d, u64 want, bo
 }
 
 /* The first nr blocks of reuse slot i were handed out: what is left of it stays. */
-static void reuse_consume(struct tfs_alloc *a, struct tfs_alloc_dev *d, int i, u64 nr)
+static void reuse_consume(struct tfs_alloc_dev *d, int i, u64 nr)
 {
 	struct tfs_alloc_reuse *r = &d->reuse[i];
 
@@ -263,7 +263,6 @@ static void reuse_consume(struct tfs_alloc *a, struct tfs_alloc_dev *d, int i, u
 	} else {
 		reuse_drop(d, (unsigned)i);
 	}
-	a->nr_reused++;
 }
 
 /* Releases the waiting runs whose commit is durable now. */
@@ -411,15 +410,19 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 		pthread_mutex_unlock(&a->lock);
 		return -TFS_ERR_alloc_no_space;
 	}
+	bool reused = false;
+
 	for (unsigned r = 0; r < nr_replicas; r++) {
 		struct tfs_alloc_dev *d = &a->devs[chosen[r]];
 
 		dev_set(a, d, got_start[r], want, true);
 		d->used += want;
-		if (reuse_slot[r] >= 0) /* the cursor stays where fresh space starts */
-			reuse_consume(a, d, reuse_slot[r], want);
-		else
+		if (reuse_slot[r] >= 0) { /* the cursor stays where fresh space starts */
+			reuse_consume(d, reuse_slot[r], want);
+			reused = true;
+		} else {
 			d->cursor = (got_start[r] + want) % d->nr_blocks;
+		}
 		out[r] = (struct tfs_alloc_run){
 			.dev = chosen[r],
 			.offset = d->start + got_start[r] * a->block_size,
@@ -427,6 +430,7 @@ s64 tfs_alloc(struct tfs_fs *fs, u64 len, u64 min, unsigned nr_replicas, unsigne
 		};
 	}
 	a->nr_allocs++;
+	a->nr_reused += reused; /* allocations, as nr_allocs: not replicas */
 	pthread_mutex_unlock(&a->lock);
 	return (s64)(want * a->block_size);
 }

@@ -61,7 +61,7 @@ struct tfs_alloc {
 	u32 chunk_blocks; /* blocks per node: the unit of free_chunks */
 	u64 nr_allocs, nr_alloc_fail, nr_freed_now, nr_freed_after, nr_released;
 	u64 nr_scanned; /* blocks dev_find_run() looked at (tests bound the search) */
-	u64 nr_reused;	/* allocations served from a reuse list */
+	u64 nr_reused;	/* allocations with a replica from a reuse list */
 };
 
 struct tfs_fs;

@@ -179,6 +179,45 @@ static void test_member_vanishing(void **state)
 }
 
 /*
+ * With both members, an overwrite after a settled one lands in the blocks
+ * it freed on each member, and counts as one allocation from space
+ * released lately, as `tinyfs stats MNT alloc` lists it next to the
+ * allocations (it counted one per replica: more than were made).
+ */
+static void test_overwrite_reuses_freed_space_on_each_member(void **state)
+{
+	struct tfs_file *f;
+	struct tfs_ext e1, e2, e3;
+	static u8 buf[BS];
+	tfs_ino_t ino;
+	u64 reused, allocs;
+
+	assert_int_equal(pt_create(&T, 1, "tail", &f), 0);
+	ino = tfs_file_ino(f);
+	pt_fill(buf, BS, 8, 0);
+	assert_int_equal(tfs_write(T.fs, f, buf, BS, 0), BS);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(nr_copies(ino, 0, &e1), 2);
+	assert_int_equal(tfs_write(T.fs, f, buf + 1, 100, 0), 100);
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(nr_copies(ino, 0, &e2), 2);
+	assert_int_equal(tfs_syncfs(T.fs), 0); /* e1's release is settled */
+	reused = T.fs->alloc.nr_reused;
+	allocs = T.fs->alloc.nr_allocs;
+	assert_int_equal(tfs_write(T.fs, f, buf + 2, 100, 0), 100);
+	assert_int_equal(nr_copies(ino, 0, &e3), 2);
+	for (unsigned i = 0; i < 2; i++) {
+		unsigned j = e1.ptrs[0].dev == e3.ptrs[i].dev ? 0 : 1;
+
+		assert_int_equal(e3.ptrs[i].dev, e1.ptrs[j].dev);
+		assert_int_equal(e3.ptrs[i].offset, e1.ptrs[j].offset);
+	}
+	assert_int_equal(T.fs->alloc.nr_allocs, allocs + 1);
+	assert_int_equal(T.fs->alloc.nr_reused, reused + 1);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/*
  * Degraded (one member of two), an overwrite lands in the block the one
  * before it freed once that commit is settled, as with every member there
  * (fs/alloc.c).  Each data allocation asks for both replicas first, which
@@ -243,6 +282,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_member_failing_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_member_vanishing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_few_members, setup_two_required, teardown),
+		cmocka_unit_test_setup_teardown(test_overwrite_reuses_freed_space_on_each_member,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_overwrite_reuses_freed_space, setup,
 						teardown),
 	};
