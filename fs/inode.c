@@ -13,6 +13,7 @@
 
 #include "fs/extents.h"
 #include "fs/posix.h"
+#include "lib/bdev.h"
 #include "lib/errcode.h"
 #include "lib/fault_point.h"
 #include "lib/printbuf.h"
@@ -541,10 +542,13 @@ int tfs_ilock(struct tfs_fs *fs, struct tfs_inode_mem *im, bool excl)
 	int ret;
 
 	for (;;) {
-		if (excl)
+		if (excl) {
 			pthread_rwlock_wrlock(&im->lock);
-		else
+		} else if (pthread_rwlock_tryrdlock(&im->lock)) {
+			/* A writer holds it, maybe while it waits for the device. */
+			tfs_bdev_will_wait();
 			pthread_rwlock_rdlock(&im->lock);
+		}
 		if (im->deleted) {
 			pthread_rwlock_unlock(&im->lock);
 			return -ENOENT;

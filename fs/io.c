@@ -76,6 +76,7 @@ static void submit_wait(struct tfs_bio *bios, unsigned nr)
 		pthread_mutex_unlock(&w.lock);
 		tfs_bio_submit(&bios[i]);
 	}
+	tfs_bdev_will_wait();
 	pthread_mutex_lock(&w.lock);
 	w.pending--;
 	pthread_mutex_unlock(&w.lock);

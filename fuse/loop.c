@@ -16,7 +16,11 @@
  * wait for the device or for the kernel (read, write, fsync, lseek's page
  * flush, a truncating setattr, ...) the leader hands the reading to a
  * follower (waking or starting one, up to max_threads) and serves the
- * request in parallel with the others, as libfuse's loop would.
+ * request in parallel with the others, as libfuse's loop would.  A small
+ * read is served by the leader until it would wait for the device (data
+ * not in the host's page cache, a btree node to read, an inode a writer
+ * holds): only there it hands the reading off (read_tried()), so a read
+ * the host's cache answers costs no thread's wake-up.
  *
  * Polling.  On an idle machine, and above all in a VM, a thread asleep in
  * read() is woken through an idle CPU: the kernel queues the request, the
@@ -58,6 +62,7 @@
 #include <unistd.h>
 
 #include "fuse/tfs_fuse.h"
+#include "lib/bdev.h"
 
 struct loop {
 	struct fuse_session *se;
@@ -186,9 +191,33 @@ static bool poll_again(struct loop *l, u64 *since)
 	return false;
 }
 
+/* The most a read the leader tries to serve itself asks for. */
+#define READ_TRY_MAX (64u << 10)
+
+/*
+ * A small FUSE_READ: the leader serves it itself until it would wait for
+ * the device (tfs_bdev_set_wait_hook(): a btree node or data not in the
+ * host's page cache), where it hands the reading off (read_waits()) and
+ * goes on as a follower.  A read of the host's page cache is a copy: the
+ * hand-off before it woke a follower for nothing, through a halted CPU on
+ * the VM.  Bigger reads (the kernel's readahead, 128 KiB and more) go
+ * straight to a follower: they read the device direct, and their
+ * parallelism is the sequential stream's speed.
+ */
+static bool read_tried(struct loop *l, const struct fuse_buf *buf)
+{
+	const struct fuse_in_header *in = buf->mem;
+	const struct fuse_read_in *r = (const void *)(in + 1);
+
+	return !(buf->flags & FUSE_BUF_IS_FD) && buf->size >= sizeof(*in) + sizeof(*r) &&
+	       in->opcode == FUSE_READ && r->size <= READ_TRY_MAX &&
+	       (!l->busy || !l->busy(l->arg, in->nodeid));
+}
+
 /*
  * May the leader serve this request itself?  Those that can wait for the
  * device or the kernel are handed to a follower instead.  Unknown: no.
+ * (A small read is tried first: read_tried().)
  */
 static bool served_inline(struct loop *l, const struct fuse_buf *buf)
 {
@@ -331,6 +360,43 @@ static void loop_hand_off(struct loop *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* A read the leader serves itself (read_tried()). */
+struct read_try {
+	struct loop *l;
+	bool waited; /* it handed the reading off */
+};
+
+/* The wait hook of a tried read: the read waits for the device, the reading goes on. */
+static void read_waits(void *arg)
+{
+	struct read_try *t = arg;
+
+	t->waited = true;
+	atomic_fetch_add(&t->l->handed_off, 1);
+	atomic_fetch_add(&t->l->poll->handed_off, 1);
+	atomic_fetch_add(&t->l->poll->reads_waited, 1);
+	loop_hand_off(t->l);
+}
+
+/*
+ * Serves a tried read as the leader; returns whether the thread is still
+ * the leader (false: it handed the reading off and is a follower now).
+ */
+static bool loop_try_read(struct loop *l, struct fuse_buf *buf)
+{
+	struct read_try t = { .l = l };
+
+	atomic_fetch_add(&l->poll->reads_tried, 1);
+	tfs_bdev_set_wait_hook(read_waits, &t);
+	fuse_session_process_buf(l->se, buf);
+	tfs_bdev_set_wait_hook(NULL, NULL);
+	if (!t.waited)
+		return true;
+	if (atomic_fetch_sub(&l->handed_off, 1) == 1 && l->poll->max_us)
+		copoll(l, buf);
+	return false;
+}
+
 static void *loop_thread(void *p)
 {
 	struct loop *l = p;
@@ -381,6 +447,10 @@ static void *loop_thread(void *p)
 			fuse_session_exit(l->se);
 			break;
 		}
+		if (read_tried(l, &buf)) {
+			leader = loop_try_read(l, &buf);
+			continue;
+		}
 		if (!served_inline(l, &buf)) {
 			atomic_fetch_add(&l->handed_off, 1);
 			atomic_fetch_add(&l->poll->handed_off, 1);
@@ -405,6 +475,11 @@ void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p)
 {
 	prt_printf(out, "requests handed to a follower:\t%llu\n",
 		   (unsigned long long)atomic_load(&p->handed_off));
+	prt_printf(
+		out,
+		"small reads served by the reader:\t%llu tried, %llu handed off at a device wait\n",
+		(unsigned long long)atomic_load(&p->reads_tried),
+		(unsigned long long)atomic_load(&p->reads_waited));
 	prt_printf(out, "poll of /dev/fuse:\t");
 	if (!p->max_us) {
 		prt_printf(out, "off\n");

@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,6 +214,25 @@ static void sync_end_io(struct tfs_bio *bio)
 	pthread_mutex_unlock(&w->lock);
 }
 
+static __thread void (*wait_hook)(void *arg);
+static __thread void *wait_hook_arg;
+
+void tfs_bdev_set_wait_hook(void (*fn)(void *arg), void *arg)
+{
+	wait_hook = fn;
+	wait_hook_arg = arg;
+}
+
+void tfs_bdev_will_wait(void)
+{
+	void (*fn)(void *arg) = wait_hook;
+
+	if (fn) {
+		wait_hook = NULL;
+		fn(wait_hook_arg);
+	}
+}
+
 int tfs_bio_submit_wait(struct tfs_bio *bio)
 {
 	struct sync_wait w = {
@@ -222,6 +242,7 @@ int tfs_bio_submit_wait(struct tfs_bio *bio)
 
 	if (bio->bdev->ops->rw_wait && tfs_bio_in_caller(bio))
 		return bio->bdev->ops->rw_wait(bio->bdev, bio);
+	tfs_bdev_will_wait();
 	bio->end_io = sync_end_io;
 	bio->private = &w;
 	tfs_bio_submit(bio);
@@ -689,6 +710,13 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	d->sync_ios++;
 	pthread_mutex_unlock(&d->lock);
 	fd = rw_fd(d, bio, true);
+	/*
+	 * With a wait hook (a read the FUSE leader serves itself): a read of
+	 * the cached descriptor first takes what the page cache has, without
+	 * waiting; anything else, or the rest, waits after the hook ran.
+	 */
+	if (wait_hook && (bio->op != TFS_OP_read || fd != d->cached_fd))
+		tfs_bdev_will_wait();
 	/* Every write completed before: the ring's and the page cache's (same file). */
 	while (bio->op == TFS_OP_flush && fdatasync(d->fd)) {
 		if (errno != EINTR) {
@@ -699,12 +727,22 @@ static int uring_rw_wait(struct tfs_bdev *bdev, struct tfs_bio *bio)
 	if (bio->op == TFS_OP_flush)
 		err = uring_flush_result(d, err);
 	while (!err && done < bio->len) {
-		ssize_t n = bio->op == TFS_OP_read
-				    ? pread(fd, (char *)bio->buf + done, bio->len - done,
-					    (off_t)(bio->offset + done))
-				    : pwrite(fd, (const char *)bio->buf + done, bio->len - done,
-					     (off_t)(bio->offset + done));
+		struct iovec iov = { (char *)bio->buf + done, bio->len - done };
+		ssize_t n;
 
+		if (wait_hook && bio->op == TFS_OP_read) {
+			n = preadv2(fd, &iov, 1, (off_t)(bio->offset + done), RWF_NOWAIT);
+			if (n <= 0) {
+				/* EAGAIN: not cached; any other error shows again below. */
+				tfs_bdev_will_wait();
+				continue;
+			}
+		} else {
+			n = bio->op == TFS_OP_read ? pread(fd, iov.iov_base, iov.iov_len,
+							   (off_t)(bio->offset + done))
+						   : pwrite(fd, iov.iov_base, iov.iov_len,
+							    (off_t)(bio->offset + done));
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {

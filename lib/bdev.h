@@ -225,6 +225,19 @@ void tfs_bdev_drain(struct tfs_bdev *bdev);
 int tfs_bio_submit_wait(struct tfs_bio *bio);
 
 /*
+ * The calling thread's wait hook: fn(arg) is called once, then cleared,
+ * before the thread first waits for a device -- a bio that is not a read
+ * the host's page cache has whole (tried with RWF_NOWAIT on the io_uring
+ * device's cached descriptor; a partial hit waits for the rest) -- or for
+ * an inode a writer holds (tfs_ilock()).  The FUSE
+ * session's leader serving a read itself hands the reading of requests to
+ * another thread there (fuse/loop.c).  NULL clears it.  Thread-local.
+ */
+void tfs_bdev_set_wait_hook(void (*fn)(void *arg), void *arg);
+/* The caller is about to wait for a device: runs the thread's hook, if any. */
+void tfs_bdev_will_wait(void);
+
+/*
  * Runs bio, a tfs_bio_in_caller() one, and then its own end_io, both in the
  * calling thread (where the device allows; else it waits for the
  * completion thread): for a caller that would only wait for it anyway, and
