@@ -985,9 +985,17 @@ static int flush_kernel_pages(struct tfs_fuse *tf, fuse_ino_t ino, u64 generatio
 			_exit(errno);
 		_exit(0);
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -errno;
+	/* The child's open and write-back are requests other threads must serve. */
+	tfs_fuse_loop_kernel_wait(true);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			int err = -errno;
+
+			tfs_fuse_loop_kernel_wait(false);
+			return err;
+		}
+	}
+	tfs_fuse_loop_kernel_wait(false);
 	if (!WIFEXITED(status))
 		return -EIO;
 	return -WEXITSTATUS(status);

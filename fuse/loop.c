@@ -360,6 +360,30 @@ static void loop_hand_off(struct loop *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/* The loop the calling thread serves, if any (tfs_fuse_loop_kernel_wait()). */
+static __thread struct loop *thread_loop;
+
+void tfs_fuse_loop_kernel_wait(bool begin)
+{
+	struct loop *l = thread_loop;
+
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	if (begin) {
+		/*
+		 * This thread's slot is lent: with max_threads 1 it was the
+		 * only thread, and no one read the requests it waits for.
+		 */
+		l->max++;
+		if (!l->reading)
+			loop_spawn_locked(l);
+	} else {
+		l->max--;
+	}
+	pthread_mutex_unlock(&l->lock);
+}
+
 /* A read the leader serves itself (read_tried()). */
 struct read_try {
 	struct loop *l;
@@ -405,6 +429,7 @@ static void *loop_thread(void *p)
 	u64 since = 0; /* polling since (ns), 0: not polling */
 	int ret;
 
+	thread_loop = l;
 	for (;;) {
 		if (!leader) {
 			pthread_mutex_lock(&l->lock);

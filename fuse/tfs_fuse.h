@@ -366,6 +366,14 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf);
 int tfs_fuse_loop(struct fuse_session *se, unsigned max_threads, bool (*busy)(void *arg, u64 ino),
 		  bool (*queues)(void *arg, u64 fh, u64 off, u32 len), void *arg,
 		  struct tfs_fuse_poll *poll);
+/*
+ * The calling thread, serving a request of tfs_fuse_loop(), begins (true)
+ * or ends (false) a wait for the kernel to send other requests and have
+ * them answered (lseek's page flush): meanwhile it does not count against
+ * max_threads, so a thread is left (started if need be) to read and serve
+ * them.  No-op in any other thread.
+ */
+void tfs_fuse_loop_kernel_wait(bool begin);
 /* For tfs_fuse_loop(): tf (a struct tfs_fuse) has writes of ino behind. */
 bool tfs_fuse_ino_busy(void *tf, u64 ino);
 /*
