@@ -360,6 +360,25 @@ static void loop_hand_off(struct loop *l)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/*
+ * The leader is about to serve a request that may wait: it gives up the
+ * reading role, and the request counts as handed off until
+ * handed_off_done().
+ */
+static void loop_hand_off_request(struct loop *l)
+{
+	atomic_fetch_add(&l->handed_off, 1);
+	atomic_fetch_add(&l->poll->handed_off, 1);
+	loop_hand_off(l);
+}
+
+/* A handed-off request is answered: the thread of the last one copolls. */
+static void handed_off_done(struct loop *l, struct fuse_buf *buf)
+{
+	if (atomic_fetch_sub(&l->handed_off, 1) == 1 && l->poll->max_us)
+		copoll(l, buf);
+}
+
 /* The loop the calling thread serves, if any (tfs_fuse_loop_kernel_wait()). */
 static __thread struct loop *thread_loop;
 
@@ -396,10 +415,8 @@ static void read_waits(void *arg)
 	struct read_try *t = arg;
 
 	t->waited = true;
-	atomic_fetch_add(&t->l->handed_off, 1);
-	atomic_fetch_add(&t->l->poll->handed_off, 1);
 	atomic_fetch_add(&t->l->poll->reads_waited, 1);
-	loop_hand_off(t->l);
+	loop_hand_off_request(t->l);
 }
 
 /*
@@ -416,8 +433,7 @@ static bool loop_try_read(struct loop *l, struct fuse_buf *buf)
 	tfs_bdev_set_wait_hook(NULL, NULL);
 	if (!t.waited)
 		return true;
-	if (atomic_fetch_sub(&l->handed_off, 1) == 1 && l->poll->max_us)
-		copoll(l, buf);
+	handed_off_done(l, buf);
 	return false;
 }
 
@@ -477,13 +493,10 @@ static void *loop_thread(void *p)
 			continue;
 		}
 		if (!served_inline(l, &buf)) {
-			atomic_fetch_add(&l->handed_off, 1);
-			atomic_fetch_add(&l->poll->handed_off, 1);
-			loop_hand_off(l);
+			loop_hand_off_request(l);
 			leader = false;
 			fuse_session_process_buf(l->se, &buf);
-			if (atomic_fetch_sub(&l->handed_off, 1) == 1 && l->poll->max_us)
-				copoll(l, &buf);
+			handed_off_done(l, &buf);
 			continue;
 		}
 		fuse_session_process_buf(l->se, &buf);
