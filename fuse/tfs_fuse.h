@@ -215,6 +215,8 @@ bool tfs_wbehind_release(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, vo
 /*
  * Waits until no write of ino is queued or running.  With take_error, returns
  * (once) a failure of one of them other than EIO (fs/ keeps EIO for fsync).
+ * Before it blocks it calls the thread's wait hook (tfs_bdev_will_wait()), as
+ * a device wait does.
  */
 int tfs_wbehind_wait(struct tfs_wbehind *wb, u64 ino, bool take_error);
 /*

@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "fuse/tfs_fuse.h"
+#include "lib/bdev.h"
 #include "lib/errcode.h"
 
 #define WB_QUEUES 4
@@ -373,7 +374,7 @@ bool tfs_wbehind_release(struct tfs_wbehind *wb, u64 ino, struct tfs_file *f, vo
 static int wb_wait(struct tfs_wbehind *wb, u64 ino, bool take_error, int fsync)
 {
 	struct wb_inode **p, *e;
-	bool counted = false;
+	bool counted = false, hooked = false;
 	int err = 0;
 
 	if (!wb)
@@ -389,6 +390,20 @@ static int wb_wait(struct tfs_wbehind *wb, u64 ino, bool take_error, int fsync)
 			e->datasync = e->fsyncs ? e->datasync && fsync == 2 : fsync == 2;
 			e->fsyncs++;
 			counted = true;
+		}
+		if (!hooked) {
+			/*
+			 * The daemon's reader serving a read itself (fuse/loop.c)
+			 * hands /dev/fuse off here, as before a device wait: a
+			 * write queued after it found the inode idle would hold
+			 * every other request for as long as the device takes.
+			 * Unlocked: the hook takes the loop's lock.
+			 */
+			hooked = true;
+			pthread_mutex_unlock(&wb->lock);
+			tfs_bdev_will_wait();
+			pthread_mutex_lock(&wb->lock);
+			continue;
 		}
 		wb->nr_waits++;
 		pthread_cond_wait(&wb->done, &wb->lock);
