@@ -431,6 +431,39 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &s, tf->opts->attr_timeout);
 }
 
+static bool caller_keeps_sgid(void *arg, u32 gid);
+
+/*
+ * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
+ * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
+ * caller outside the file's group without CAP_FSETID, as ext4 shows, but
+ * FUSE's fuse_setattr() (without HANDLE_KILLPRIV) decides again with the
+ * older rule (only when group-executable) and sends no mode.  What it sends
+ * is a setattr in the caller's context: with the size (truncate), the
+ * owner (chown), or nothing at all (a write's file_remove_privs()).  For
+ * those the rule is applied here; *mode is the mode to set (the one the
+ * kernel sent, if any).  Returns whether S_ISGID goes.
+ */
+static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
+			   mode_t *mode)
+{
+	const int kill_paths = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
+	struct tfs_stat st;
+
+	if (tf->killpriv || (to_set && !(to_set & kill_paths)))
+		return false;
+	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode))
+		return false;
+	if (!(to_set & FUSE_SET_ATTR_MODE))
+		*mode = st.mode & 07777;
+	if ((*mode & (S_ISGID | S_IXGRP)) != S_ISGID)
+		return false;
+	if (fuse_req_ctx(req)->gid == st.gid || caller_keeps_sgid(req, st.gid))
+		return false;
+	*mode &= ~(mode_t)S_ISGID;
+	return true;
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -474,6 +507,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_CTIME) {
 		sa.valid |= TFS_SETATTR_CTIME;
 		sa.ctime = attr->st_ctim;
+	}
+	{
+		mode_t mode = attr->st_mode & 07777;
+
+		if (kill_sgid_nogx(tf, req, ino, to_set, &mode)) {
+			sa.valid |= TFS_SETATTR_MODE;
+			sa.mode = mode;
+		}
 	}
 	/* HANDLE_KILLPRIV (v1): chown and truncate clear the bits here. */
 	if (tf->killpriv && (sa.valid & (TFS_SETATTR_UID | TFS_SETATTR_GID | TFS_SETATTR_SIZE)) &&

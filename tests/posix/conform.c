@@ -1813,6 +1813,30 @@ static void t_rw(void)
 	EXPECT("read with permission", U1, 0, OP_READ, "f");
 	setup(chmod("f", 0), "chmod 0");
 	EXPECT("read without permission", U1, EACCES, OP_READ, "f");
+
+	/*
+	 * S_ISGID without group exec: Linux (setattr_should_drop_sgid(), 6.x)
+	 * drops it too when the writer, truncater or chowner is outside the
+	 * file's group and lacks CAP_FSETID (found by difftest against ext4).
+	 */
+	setup(chmod("f", 02666), "chmod 02666");
+	EXPECT("write to S_ISGID without group exec by a non-member", U1, 0, OP_WRITE, "f");
+	mode_is("write by a non-member clears S_ISGID without group exec", "f", S_IFREG | 0666);
+	setup(chmod("f", 02666), "chmod 02666");
+	EXPECT("truncate of S_ISGID without group exec by a non-member", U1, 0, OP_TRUNCATE, "f",
+	       .n = 1);
+	mode_is("truncate by a non-member clears S_ISGID without group exec", "f", S_IFREG | 0666);
+	setup(chown("f", 0, U1_ID) ?: chmod("f", 02666), "chgrp U1, chmod 02666");
+	EXPECT("write to S_ISGID without group exec by a member", U3, 0, OP_WRITE, "f");
+	mode_is("write by a group member keeps S_ISGID without group exec", "f", S_IFREG | 02666);
+	setup(chown("f", U1_ID, G4_ID) ?: chmod("f", 02646), "chown U1:G4, chmod 02646");
+	EXPECT("owner chgrps S_ISGID without group exec from a foreign group", U1, 0, OP_CHOWN, "f",
+	       .n = -1, .m = U1_ID);
+	mode_is("chgrp by a non-member owner clears S_ISGID without group exec", "f",
+		S_IFREG | 0646);
+	setup(chown("f", 0, 0) ?: chmod("f", 02666), "chown 0:0, chmod 02666");
+	EXPECT("write to S_ISGID without group exec by root", ROOT, 0, OP_WRITE, "f");
+	mode_is("write by root keeps S_ISGID without group exec", "f", S_IFREG | 02666);
 }
 
 /* ---- utimensat ---- */
