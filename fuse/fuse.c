@@ -432,6 +432,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 static bool caller_keeps_sgid(void *arg, u32 gid);
+static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 
 /*
  * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
@@ -561,6 +562,13 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		return;
 	}
 	buf[n] = '\0';
+	/*
+	 * Read: atime per relatime, as ext4 does on every follow and readlink.
+	 * The kernel caches the target (CACHE_SYMLINKS) and asks again only
+	 * after the symlink left its cache, but the read relatime counts is
+	 * the first after a change, which always reaches here.
+	 */
+	accessed(tf, ino, false);
 	fuse_reply_readlink(req, buf);
 }
 
