@@ -282,7 +282,8 @@ static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
 int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f)
 {
 	struct tfs_inode_mem *im;
-	bool trunc = (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY;
+	/* O_TRUNC truncates whatever the access mode, as open(2) on Linux does */
+	bool trunc = flags & O_TRUNC;
 	int ret = tfs_iget_locked(fs, ino, trunc, &im);
 
 	if (ret)

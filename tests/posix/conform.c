@@ -3152,6 +3152,35 @@ static void t_open_modes(void)
 	setup(mkdir("pdir", 0755), "pdir");
 	EXPECT("O_RDONLY|O_TRUNC on a dir", ROOT, EISDIR, OP_OPEN, "pdir",
 	       .flags = O_RDONLY | O_TRUNC);
+
+	/*
+	 * O_RDONLY|O_TRUNC truncates (Linux: with write permission); the old
+	 * bytes must be gone below the kernel's cache too: the hole before a
+	 * later write reads as zeros, SEEK_DATA finds no data before it
+	 * (found by difftest).
+	 */
+	setup(put("ptr", 0644, "0123456789abcdef", 16), "ptr");
+	EXPECT("O_RDONLY|O_TRUNC on a file", ROOT, 0, OP_OPEN, "ptr", .flags = O_RDONLY | O_TRUNC);
+	size_is("O_RDONLY|O_TRUNC truncates", "ptr", 0);
+	{
+		char b[32] = { 0 };
+		int fd = open("ptr", O_RDWR);
+		ssize_t n = -1;
+		off_t d = -1;
+
+		if (fd >= 0 && pwrite(fd, "y", 1, 8192) == 1) {
+			n = pread(fd, b, sizeof(b), 0);
+			d = lseek(fd, 0, SEEK_DATA);
+		}
+		check(n == sizeof(b) && all_zero(b, sizeof(b)), "O_RDONLY|O_TRUNC: old bytes gone",
+		      "read %zd bytes: \"%.16s\"", n, b);
+		check(d == 4096 || d == 8192, "O_RDONLY|O_TRUNC: SEEK_DATA skips the old bytes",
+		      "SEEK_DATA at %lld", (long long)d);
+		if (fd >= 0)
+			close(fd);
+	}
+	EXPECT("O_RDONLY|O_TRUNC without write permission", U1, EACCES, OP_OPEN, "ptr",
+	       .flags = O_RDONLY | O_TRUNC);
 }
 
 /*
