@@ -441,14 +441,17 @@ static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
  * FUSE's fuse_setattr() (without HANDLE_KILLPRIV) decides again with the
  * older rule (only when group-executable) and sends no mode.  What it sends
  * is a setattr in the caller's context: with the size (truncate), the
- * owner (chown), or nothing at all (a write's file_remove_privs()).  For
- * those the rule is applied here; *mode is the mode to set (the one the
- * kernel sent, if any).  Returns whether S_ISGID goes.
+ * owner (chown), the mode without S_ISUID (a write, fallocate or chown of
+ * a set-user-ID file) or nothing at all (a write's file_remove_privs()).
+ * For those the rule is applied here; *mode is the mode to set (the one
+ * the kernel sent, if any).  A chmod by a non-member reaches here without
+ * S_ISGID already (setattr_prepare()).  Returns whether S_ISGID goes.
  */
 static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
 			   mode_t *mode)
 {
-	const int kill_paths = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID;
+	const int kill_paths = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+			       FUSE_SET_ATTR_MODE;
 	struct tfs_stat st;
 
 	if (tf->killpriv || (to_set && !(to_set & kill_paths)))

@@ -1830,6 +1830,11 @@ static void t_rw(void)
 	EXPECT("truncate of S_ISGID without group exec by a non-member", U1, 0, OP_TRUNCATE, "f",
 	       .n = 1);
 	mode_is("truncate by a non-member clears S_ISGID without group exec", "f", S_IFREG | 0666);
+	setup(chmod("f", 06666), "chmod 06666");
+	EXPECT("write to S_ISUID and S_ISGID without group exec by a non-member", U1, 0, OP_WRITE,
+	       "f");
+	mode_is("write by a non-member clears S_ISUID and S_ISGID without group exec", "f",
+		S_IFREG | 0666);
 	setup(chown("f", 0, U1_ID) ?: chmod("f", 02666), "chgrp U1, chmod 02666");
 	EXPECT("write to S_ISGID without group exec by a member", U3, 0, OP_WRITE, "f");
 	mode_is("write by a group member keeps S_ISGID without group exec", "f", S_IFREG | 02666);
