@@ -432,6 +432,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 static bool caller_keeps_sgid(void *arg, u32 gid);
+static bool caller_has_fsetid(const struct fuse_ctx *c);
 static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 
 /*
@@ -466,6 +467,31 @@ static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, 
 		return false;
 	*mode &= ~(mode_t)S_ISGID;
 	return true;
+}
+
+/*
+ * open(O_TRUNC) of a set-id file by a caller without CAP_FSETID: the
+ * kernel's do_truncate() asks to clear the bits as truncate(2) does
+ * (should_remove_suid()), but with atomic_o_trunc FUSE leaves the
+ * truncation to the daemon's open and drops that request.  So the bits
+ * go here, by the opener's identity: S_ISUID, and S_ISGID when group-
+ * executable or when the opener is outside the file's group.  A failure
+ * leaves them (the open itself still decides).
+ */
+static void open_trunc_kill_suidgid(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE };
+	struct tfs_stat st;
+
+	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode) ||
+	    !(st.mode & (S_ISUID | S_ISGID)) || caller_has_fsetid(c))
+		return;
+	sa.mode = st.mode & 07777 & ~(u32)S_ISUID;
+	if ((st.mode & S_IXGRP) || (c->gid != st.gid && !caller_keeps_sgid(req, st.gid)))
+		sa.mode &= ~(u32)S_ISGID;
+	if (sa.mode != (st.mode & 07777))
+		tfs_setattr(tf->fs, ino, NULL, &sa, &st);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -751,8 +777,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_open);
-	if (fi->flags & O_TRUNC)
+	if (fi->flags & O_TRUNC) {
 		tfs_wbehind_wait(tf->wbehind, ino, false);
+		open_trunc_kill_suidgid(tf, req, ino);
+	}
 	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_open, ret);

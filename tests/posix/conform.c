@@ -1846,6 +1846,21 @@ static void t_rw(void)
 	setup(chown("f", 0, 0) ?: chmod("f", 02666), "chown 0:0, chmod 02666");
 	EXPECT("write to S_ISGID without group exec by root", ROOT, 0, OP_WRITE, "f");
 	mode_is("write by root keeps S_ISGID without group exec", "f", S_IFREG | 02666);
+
+	/* open(O_TRUNC) truncates as truncate(2) does: set-id bits go alike (found by difftest) */
+	setup(chmod("f", 06777), "chmod 06777");
+	EXPECT("O_WRONLY|O_TRUNC of a set-id file by other", U1, 0, OP_OPEN, "f",
+	       .flags = O_WRONLY | O_TRUNC);
+	mode_is("O_TRUNC by other clears S_ISUID and S_ISGID", "f", S_IFREG | 0777);
+	setup(chmod("f", 06766), "chmod 06766");
+	EXPECT("O_RDONLY|O_TRUNC of a set-id file by other", U1, 0, OP_OPEN, "f",
+	       .flags = O_RDONLY | O_TRUNC);
+	mode_is("O_RDONLY|O_TRUNC by other clears S_ISUID and S_ISGID without group exec", "f",
+		S_IFREG | 0766);
+	setup(chmod("f", 06777), "chmod 06777");
+	EXPECT("O_WRONLY|O_TRUNC of a set-id file by root", ROOT, 0, OP_OPEN, "f",
+	       .flags = O_WRONLY | O_TRUNC);
+	mode_is("O_TRUNC by root keeps set-id bits", "f", S_IFREG | 06777);
 }
 
 /* ---- utimensat ---- */
