@@ -4,7 +4,7 @@
  * system calls runs on two directories (kernel ext4 and a tinyfs mount, say)
  * and every result is compared; the first difference stops it.
  *
- *	difftest [-v] [-u] [-T] [-a] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
+ *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
  *
  * Each side gets a scratch directory DIR/difftest.PID/work; every call works
  * relative to it (names from a pool of five, up to three components, never
@@ -16,9 +16,10 @@
  * (SEEK_END, SEEK_DATA, SEEK_HOLE), mkdir, rmdir, unlink, renameat2
  * (NOREPLACE, EXCHANGE), link, symlink, readlink, chmod, fchmod, chown,
  * fchown, utimensat and futimens (fixed times, UTIME_NOW, UTIME_OMIT), the
- * four xattr calls on user.* (XATTR_CREATE/REPLACE, values up to 1 KiB),
- * mknod, mkfifo, faccessat, fstatat, statx, getdents, fsync, fdatasync,
- * close, dup; with -u also, a quarter of the time, the call made by another
+ * four xattr calls on user.* (XATTR_CREATE/REPLACE, values up to 1 KiB; -b:
+ * to 64 KiB, for an ext4 made with ea_inode), mknod, mkfifo, faccessat,
+ * fstatat, statx, getdents, fsync, fdatasync, copy_file_range, close, dup;
+ * names of 255 and 256 bytes now and then; with -u also, a quarter of the time, the call made by another
  * user (a forked child after setgroups/setresgid/setresuid) over the tree's
  * random modes and owners.  Descriptors live in slots, the same slot on both
  * sides.
@@ -28,15 +29,18 @@
  * and rdev, and each timestamp as the operation that set it (the clock is
  * let tick between operations, so a time names one operation on both
  * sides; a time set explicitly is compared exactly); bytes read; directory
- * listings and xattr lists as sets; xattr values.  Not compared: inode
- * numbers, devices, blocks, blksize.  Every EVERY operations (default 50)
- * and at the end both trees are walked and compared whole.
+ * listings and xattr lists as sets; xattr values; SEEK_DATA/SEEK_HOLE
+ * checked (in range, only zeros skipped), not compared.  Not compared:
+ * inode numbers, devices, blocks, blksize.  After every EVERY operations
+ * (default 50; 1 finds where trees first part) and at the end both trees
+ * are walked and compared whole.
  *
  * On the first difference it prints the seed, the operation's index, both
  * results and the last 30 operations, and exits 1; 0 when all agreed, 2 on
  * bad usage, 77 when it cannot run (not root, a directory unusable).  -T
- * leaves out timestamps (and the clock ticks: about 4x faster).  -v prints
- * every operation.  -k keeps the scratch directories.
+ * leaves out timestamps (and the clock ticks: about 4x faster).  -a adds
+ * atime (tinyfs counts an open for reading as the read: it differs at
+ * once).  -v prints every operation.  -k keeps the scratch directories.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +49,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/falloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,7 +102,7 @@ enum kind {
 	K_FALLOCATE, K_LSEEK, K_MKDIR, K_RMDIR, K_UNLINK, K_RENAME, K_LINK, K_SYMLINK,
 	K_READLINK, K_CHMOD, K_FCHMOD, K_CHOWN, K_FCHOWN, K_UTIMENSAT, K_FUTIMENS, K_SETXATTR,
 	K_FSETXATTR, K_GETXATTR, K_LISTXATTR, K_REMOVEXATTR, K_MKNOD, K_ACCESS, K_STAT,
-	K_FSTAT, K_STATX, K_GETDENTS, K_FSYNC, K_CHECK, K_NKINDS
+	K_FSTAT, K_STATX, K_GETDENTS, K_FSYNC, K_COPY, K_CHECK, K_NKINDS
 };
 
 static const char *const kind_names[] = {
@@ -105,7 +110,7 @@ static const char *const kind_names[] = {
 	"fallocate", "lseek", "mkdir", "rmdir", "unlink", "renameat2", "linkat", "symlink",
 	"readlink", "fchmodat", "fchmod", "fchownat", "fchown", "utimensat", "futimens",
 	"setxattr", "fsetxattr", "getxattr", "listxattr", "removexattr", "mknod", "faccessat",
-	"fstatat", "fstat", "statx", "getdents", "fsync", "check-tree",
+	"fstatat", "fstat", "statx", "getdents", "fsync", "copy_file_range", "check-tree",
 };
 
 /* How often each kind is drawn (per mille-ish weights). */
@@ -117,12 +122,12 @@ static const unsigned kind_weight[K_NKINDS] = {
 	[K_FCHMOD] = 8, [K_CHOWN] = 15, [K_FCHOWN] = 6, [K_UTIMENSAT] = 15, [K_FUTIMENS] = 6,
 	[K_SETXATTR] = 20, [K_FSETXATTR] = 6, [K_GETXATTR] = 12, [K_LISTXATTR] = 8,
 	[K_REMOVEXATTR] = 8, [K_MKNOD] = 15, [K_ACCESS] = 12, [K_STAT] = 40, [K_FSTAT] = 15,
-	[K_STATX] = 15, [K_GETDENTS] = 15, [K_FSYNC] = 8, [K_CHECK] = 0,
+	[K_STATX] = 15, [K_GETDENTS] = 15, [K_FSYNC] = 8, [K_COPY] = 10, [K_CHECK] = 0,
 };
 
 struct op {
 	enum kind k;
-	char p1[64], p2[64];
+	char p1[600], p2[600];
 	int slot, slot2;
 	int flags;   /* open flags, AT_* flags, rename flags, xattr flags, fallocate mode */
 	mode_t mode; /* also access(2)'s mode */
@@ -157,7 +162,7 @@ struct side {
 };
 
 static struct side sides[2];
-static bool verbose, with_user, no_times, with_atime, keep;
+static bool verbose, with_user, no_times, with_atime, big_xattrs, keep;
 static long nops = 1000, check_every = 50;
 static uint64_t seed;
 static int fl_modes[8], nfl_modes; /* fallocate modes both sides take */
@@ -340,6 +345,62 @@ static int out_xlist(struct res *r, char *buf, ssize_t len, char **names)
 		out(r, "%s%s", i ? " " : "", names[i]);
 	out(r, "}");
 	return n;
+}
+
+/* Whether the bytes [from, to) of fd read as zeros (or cannot be read: not known). */
+static bool zeros(int fd, off_t from, off_t to)
+{
+	static unsigned char b[MAXIO];
+
+	while (from < to) {
+		ssize_t n = pread(fd, b, to - from < MAXIO ? to - from : MAXIO, from);
+
+		if (n <= 0)
+			return true;
+		if (!all_zero(b, n))
+			return false;
+		from += n;
+	}
+	return true;
+}
+
+/*
+ * lseek(SEEK_DATA or SEEK_HOLE): where holes are is the filesystem's own
+ * (ext4 counts an unwritten extent as data while its pages are cached, and
+ * rounds to blocks; tmpfs to pages), so the result is checked, not
+ * compared: past EOF ENXIO; else what SEEK_DATA skips must read as zeros,
+ * and what either finds must lie between the offset and EOF (a hole at EOF
+ * at the latest).  The file position is put back, so the runs go on alike.
+ */
+static void seek_data_hole(struct res *r, int fd, off_t off, int whence)
+{
+	off_t pos = lseek(fd, 0, SEEK_CUR), at;
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		out(r, "fstat:%s", errname(errno));
+		return;
+	}
+	if (!S_ISREG(st.st_mode) || off < 0 || off >= st.st_size) {
+		at = lseek(fd, off, whence);
+		out_ret(r, at);
+		if (pos >= 0)
+			lseek(fd, pos, SEEK_SET);
+		return;
+	}
+	at = lseek(fd, off, whence);
+	if (at < 0 && errno != ENXIO)
+		out(r, "%s", errname(errno));
+	else if (whence == SEEK_DATA && at < 0)
+		out(r, "%s", zeros(fd, off, st.st_size) ? "inside: ok" : "ENXIO before data");
+	else if (at < off || at > st.st_size || (whence == SEEK_DATA && at == st.st_size))
+		out(r, "%lld: out of range", (long long)at);
+	else if (whence == SEEK_DATA && !zeros(fd, off, at))
+		out(r, "%lld: skips data", (long long)at);
+	else
+		out(r, "inside: ok");
+	if (pos >= 0)
+		lseek(fd, pos, SEEK_SET);
 }
 
 /* ---- the tree, walked whole ---- */
@@ -539,6 +600,10 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 			out(r, "directory");
 			return;
 		}
+		if (o->whence == SEEK_DATA || o->whence == SEEK_HOLE) {
+			seek_data_hole(r, fd, o->off, o->whence);
+			return;
+		}
 		ret = lseek(fd, o->off, o->whence);
 		break;
 	case K_MKDIR:
@@ -585,14 +650,30 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 		ret = futimens(fd, o->ts);
 		break;
 	case K_SETXATTR:
-	case K_FSETXATTR:
+	case K_FSETXATTR: {
+		static unsigned char old[MAXIO + 1];
+		ssize_t l;
+
 		fill(buf, o->len, o->dseed);
+		/*
+		 * The value it has already: ext4 changes nothing (not ctime),
+		 * tmpfs and tinyfs set ctime: not made.
+		 */
+		if (o->k == K_FSETXATTR)
+			l = fgetxattr(fd, xnames[o->xname], old, sizeof(old));
+		else
+			l = (o->mode ? lgetxattr : getxattr)(o->p1, xnames[o->xname], old, sizeof(old));
+		if (l == o->len && !memcmp(old, buf, l) && !(o->flags & XATTR_CREATE)) {
+			out(r, "same value: not made");
+			return;
+		}
 		if (o->k == K_FSETXATTR)
 			ret = fsetxattr(fd, xnames[o->xname], buf, o->len, o->flags);
 		else
 			ret = (o->mode ? lsetxattr : setxattr)(o->p1, xnames[o->xname], buf, o->len,
 							       o->flags);
 		break;
+	}
 	case K_GETXATTR:
 		if (o->slot2)
 			ret = fgetxattr(fd, xnames[o->xname], buf, o->len);
@@ -667,6 +748,14 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 	case K_FSYNC:
 		ret = o->flags ? fdatasync(fd) : fsync(fd);
 		break;
+	case K_COPY: {
+		/* from slot's file at off to slot2's at its position or at p2off (whence) */
+		loff_t in = o->off, outpos = o->whence;
+
+		ret = copy_file_range(fd, &in, s->fd[o->slot2], o->flags ? &outpos : NULL, o->len,
+				      0);
+		break;
+	}
 	case K_CHECK:
 		out(r, "tree:");
 		walk(r, dfd, ".");
@@ -680,6 +769,7 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 /* ---- drawing an operation ---- */
 
 static const char *const pool[] = { "a", "b", "c", "d", "e" };
+static char name255[256], name256[257]; /* the longest name, and one byte more */
 
 static void gen_path(char *p, size_t size)
 {
@@ -688,6 +778,9 @@ static void gen_path(char *p, size_t size)
 
 	for (int i = 0; i < n; i++) {
 		const char *c = chance(4) ? "." : pool[rnd(5)];
+
+		if (chance(1))
+			c = chance(50) ? name255 : name256;
 
 		l += snprintf(p + l, size - l, "%s%s", i ? "/" : "", c);
 	}
@@ -845,8 +938,18 @@ static void gen_op(struct op *o)
 	case K_SETXATTR:
 	case K_FSETXATTR:
 		o->flags = rnd(4) == 0 ? XATTR_CREATE : rnd(3) == 0 ? XATTR_REPLACE : 0;
-		/* values to 1 KiB: three of them stay within ext4's one block */
+		/*
+		 * Values to 1 KiB: three of them stay within ext4's one block.
+		 * -b: to 64 KiB and one byte more (E2BIG), for an ext4 made
+		 * with ea_inode.
+		 */
 		o->len = chance(10) ? 0 : chance(30) ? rnd(1025) : rnd(64);
+		/*
+		 * tinyfs: a value must fit one journal entry, 64500 bytes with
+		 * 64 KiB btree nodes (design-notes, "Xattrs"): E2BIG beyond.
+		 */
+		if (big_xattrs && chance(30))
+			o->len = chance(10) ? 65537 : rnd(64001);
 		o->mode = chance(20); /* lsetxattr */
 		break;
 	case K_GETXATTR:
@@ -905,6 +1008,10 @@ static void gen_op(struct op *o)
 	case K_FSYNC:
 		o->flags = chance(50);
 		break;
+	case K_COPY:
+		o->flags = chance(70); /* an output offset, else the descriptor's */
+		o->whence = gen_off();
+		break;
 	default:
 		break;
 	}
@@ -922,14 +1029,38 @@ static void gen_op(struct op *o)
 	}
 }
 
+/* A path to print: the long names as <255> and <256>. */
+static const char *show(const char *path)
+{
+	static char bufs[4][64 + 2 * 600];
+	static int n;
+	char *b = bufs[n++ & 3], *o = b;
+
+	for (const char *p = path; *p;) {
+		if (!strncmp(p, name256, 256)) {
+			o += sprintf(o, "<256>");
+			p += 256;
+		} else if (!strncmp(p, name255, 255)) {
+			o += sprintf(o, "<255>");
+			p += 255;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = 0;
+	return b;
+}
+
 static void op_to_text(char *b, size_t size, const struct op *o)
 {
 	int l = snprintf(b, size, "%s", kind_names[o->k]);
 
-#define P(...) (l += snprintf(b + l, size - l > (size_t)l ? size - l : 0, __VA_ARGS__))
+#define P(...)                                                                                \
+	(l = (size_t)l < size ? l : (int)size,                                                 \
+	 l += snprintf(b + l, (size_t)l < size ? size - l : 0, __VA_ARGS__))
 	switch (o->k) {
 	case K_OPEN:
-		P(" slot%d %s flags=%#o mode=%04o", o->slot, o->p1, o->flags, o->mode);
+		P(" slot%d %s flags=%#o mode=%04o", o->slot, show(o->p1), o->flags, o->mode);
 		break;
 	case K_CLOSE:
 	case K_FSYNC:
@@ -937,6 +1068,12 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 		break;
 	case K_DUP:
 		P(" slot%d -> slot%d", o->slot, o->slot2);
+		break;
+	case K_COPY:
+		P(" slot%d off=%lld -> slot%d", o->slot, o->off, o->slot2);
+		if (o->flags)
+			P(" off=%d", o->whence);
+		P(" len=%lld", o->len);
 		break;
 	case K_READ:
 	case K_WRITE:
@@ -950,7 +1087,7 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 		P(" slot%d %lld", o->slot, o->len);
 		break;
 	case K_TRUNCATE:
-		P(" %s %lld%s", o->p1, o->len, o->flags ? " (nofollow)" : "");
+		P(" %s %lld%s", show(o->p1), o->len, o->flags ? " (nofollow)" : "");
 		break;
 	case K_FALLOCATE:
 		P(" slot%d mode=%#x off=%lld len=%lld", o->slot, o->flags, o->off, o->len);
@@ -960,30 +1097,30 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 		break;
 	case K_MKDIR:
 	case K_CHMOD:
-		P(" %s %04o", o->p1, o->mode);
+		P(" %s %04o", show(o->p1), o->mode);
 		break;
 	case K_MKNOD:
-		P(" %s %06o %u:%u", o->p1, o->mode, major(o->rdev), minor(o->rdev));
+		P(" %s %06o %u:%u", show(o->p1), o->mode, major(o->rdev), minor(o->rdev));
 		break;
 	case K_FCHMOD:
 		P(" slot%d %04o", o->slot, o->mode);
 		break;
 	case K_RMDIR:
 	case K_UNLINK:
-		P(" %s", o->p1);
+		P(" %s", show(o->p1));
 		break;
 	case K_READLINK:
-		P(" %s size=%lld", o->p1, o->len);
+		P(" %s size=%lld", show(o->p1), o->len);
 		break;
 	case K_RENAME:
 	case K_LINK:
-		P(" %s %s flags=%#x", o->p1, o->p2, o->flags);
+		P(" %s %s flags=%#x", show(o->p1), show(o->p2), o->flags);
 		break;
 	case K_SYMLINK:
-		P(" %s <- %s", o->p1, o->p2);
+		P(" %s <- %s", show(o->p1), show(o->p2));
 		break;
 	case K_CHOWN:
-		P(" %s %d:%d flags=%#x", o->p1, (int)o->uid, (int)o->gid, o->flags);
+		P(" %s %d:%d flags=%#x", show(o->p1), (int)o->uid, (int)o->gid, o->flags);
 		break;
 	case K_FCHOWN:
 		P(" slot%d %d:%d", o->slot, (int)o->uid, (int)o->gid);
@@ -991,14 +1128,14 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 	case K_UTIMENSAT:
 	case K_FUTIMENS:
 		if (o->k == K_UTIMENSAT)
-			P(" %s flags=%#x", o->p1, o->flags);
+			P(" %s flags=%#x", show(o->p1), o->flags);
 		else
 			P(" slot%d", o->slot);
 		for (int i = 0; i < 2; i++)
 			P(" %lld.%ld", (long long)o->ts[i].tv_sec, o->ts[i].tv_nsec);
 		break;
 	case K_SETXATTR:
-		P(" %s%s %s len=%lld flags=%d", o->p1, o->mode ? " (l)" : "", xnames[o->xname],
+		P(" %s%s %s len=%lld flags=%d", show(o->p1), o->mode ? " (l)" : "", xnames[o->xname],
 		  o->len, o->flags);
 		break;
 	case K_FSETXATTR:
@@ -1010,17 +1147,17 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 		if (o->slot2)
 			P(" slot%d", o->slot);
 		else
-			P(" %s%s", o->p1, o->mode ? " (l)" : "");
+			P(" %s%s", show(o->p1), o->mode ? " (l)" : "");
 		if (o->k != K_LISTXATTR)
 			P(" %s", xnames[o->xname]);
 		if (o->k != K_REMOVEXATTR)
 			P(" size=%lld", o->len);
 		break;
 	case K_ACCESS:
-		P(" %s mode=%o flags=%#x", o->p1, o->mode, o->flags);
+		P(" %s mode=%o flags=%#x", show(o->p1), o->mode, o->flags);
 		break;
 	case K_STAT:
-		P(" %s flags=%#x", o->p1, o->flags);
+		P(" %s flags=%#x", show(o->p1), o->flags);
 		break;
 	case K_FSTAT:
 		P(" slot%d", o->slot);
@@ -1029,13 +1166,13 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 		if (o->slot2)
 			P(" slot%d", o->slot);
 		else
-			P(" %s flags=%#x", o->p1, o->flags);
+			P(" %s flags=%#x", show(o->p1), o->flags);
 		break;
 	case K_GETDENTS:
 		if (o->slot2)
 			P(" slot%d", o->slot);
 		else
-			P(" %s flags=%#o", o->p1, o->flags);
+			P(" %s flags=%#o", show(o->p1), o->flags);
 		break;
 	default:
 		break;
@@ -1244,7 +1381,7 @@ static void cleanup(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difftest [-v] [-u] [-T] [-a] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B\n");
+		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B\n");
 	exit(2);
 }
 
@@ -1254,7 +1391,7 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 	bool seeded = false;
 
-	while ((c = getopt(argc, argv, "vuTaks:n:c:")) != -1) {
+	while ((c = getopt(argc, argv, "vuTabks:n:c:")) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -1267,6 +1404,9 @@ int main(int argc, char **argv)
 			break;
 		case 'a':
 			with_atime = true;
+			break;
+		case 'b':
+			big_xattrs = true;
 			break;
 		case 'k':
 			keep = true;
@@ -1298,6 +1438,9 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN); /* a fifo without a reader: EPIPE */
+	memset(name255, 'n', 255);
+	memset(name256, 'n', 256);
 	rng = seed;
 	/* absolute: the operations fchdir() into the scratch directories */
 	sides[0].dir = realpath(argv[optind], NULL);

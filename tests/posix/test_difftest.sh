@@ -6,7 +6,7 @@
 # unmounted after and the daemon waited for.  tmpfs: the program's own
 # check (its normalisation must leave no difference between two kernel
 # filesystems).  Seeds 1-4, 300 operations each, with other users' calls
-# (-u): about 10 s.  TFS_DIFFTEST_SEEDS="S..." and TFS_DIFFTEST_OPS=N choose
+# (-u) and xattr values to 64 KiB (-b): about 10 s.  TFS_DIFFTEST_SEEDS="S..." and TFS_DIFFTEST_OPS=N choose
 # others; TFS_LONG=1 runs 40 seeds of 1000.  Skips (77) with the reason
 # without root, loop devices, mkfs.ext4, or (tinyfs) FUSE.
 set -u
@@ -55,9 +55,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# ext4 on a loop device; no nodev or nosuid, as a tinyfs mount has neither
+# ext4 on a loop device; no nodev or nosuid, as a tinyfs mount has neither;
+# ea_inode: xattr values to 64 KiB, as tinyfs (difftest -b)
 truncate -s 512M "$tmp/ext4.img"
-mkfs.ext4 -q -F "$tmp/ext4.img" >"$tmp/err" 2>&1 || { echo "FAIL: mkfs.ext4: $(cat "$tmp/err")"; exit 1; }
+mkfs.ext4 -q -F -O ea_inode "$tmp/ext4.img" >"$tmp/err" 2>&1 || { echo "FAIL: mkfs.ext4: $(cat "$tmp/err")"; exit 1; }
 loop=$(losetup -f --show "$tmp/ext4.img" 2>"$tmp/err") ||
 	skip "no loop device here: $(cat "$tmp/err")"
 mount -t ext4 "$loop" "$ext4" 2>"$tmp/err" || skip "cannot mount ext4 here: $(cat "$tmp/err")"
@@ -84,7 +85,7 @@ esac
 cd "$tmp" || exit 1
 rc=0
 for s in $seeds; do
-	"$bin" -u -s "$s" -n "$ops" "$ext4" "$mnt" || rc=1
+	"$bin" -u -b -s "$s" -n "$ops" "$ext4" "$mnt" || rc=1
 done
 if [ $mounted = 1 ] && [ "$target" = tinyfs ]; then
 	if umount_busy_retry "$mnt"; then
