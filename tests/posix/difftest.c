@@ -5,6 +5,7 @@
  * and every result is compared; the first difference stops it.
  *
  *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
+ *	difftest -w KEPT_A KEPT_B
  *
  * Each side gets a scratch directory DIR/difftest.PID/work; every call works
  * relative to it (names from a pool of five, up to three components, never
@@ -40,7 +41,9 @@
  * bad usage, 77 when it cannot run (not root, a directory unusable).  -T
  * leaves out timestamps (and the clock ticks: about 4x faster).  -a adds
  * atime (tinyfs counts an open for reading as the read: it differs at
- * once).  -v prints every operation.  -k keeps the scratch directories.
+ * once).  -v prints every operation.  -k keeps the scratch directories
+ * (named at the end); -w compares two kept ones again, without times
+ * (after a remount of one side).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -162,7 +165,7 @@ struct side {
 };
 
 static struct side sides[2];
-static bool verbose, with_user, no_times, with_atime, big_xattrs, keep;
+static bool verbose, with_user, no_times, with_atime, big_xattrs, keep, walk_only;
 static long nops = 1000, check_every = 50;
 static uint64_t seed;
 static int fl_modes[8], nfl_modes; /* fallocate modes both sides take */
@@ -1378,10 +1381,54 @@ static void cleanup(void)
 	}
 }
 
+/*
+ * -w: the trees two runs kept (-k) compared again, as DIR_A/work and
+ * DIR_B/work, without times (after a remount of one side, say: what was
+ * done must have stayed done).
+ */
+static int compare_kept(void)
+{
+	static struct res r[2];
+
+	for (int i = 0; i < 2; i++) {
+		char p[PATH_MAX + 8];
+
+		snprintf(p, sizeof(p), "%s/work", sides[i].dir);
+		sides[i].dfd = open(p, O_RDONLY | O_DIRECTORY);
+		if (sides[i].dfd < 0) {
+			printf("skip: %s: %m\n", p);
+			return 77;
+		}
+		if (fchdir(sides[i].dfd))
+			return 2;
+		out(&r[i], "tree:");
+		walk(&r[i], sides[i].dfd, ".");
+		close(sides[i].dfd);
+	}
+	if (strcmp(r[0].txt, r[1].txt)) {
+		char *sa = r[0].txt, *sb = r[1].txt, *ea, *eb;
+		char *la = strtok_r(sa, "\n", &ea), *lb = strtok_r(sb, "\n", &eb);
+
+		printf("DIFFERENCE between the kept trees %s and %s\n", sides[0].dir, sides[1].dir);
+		while (la || lb) {
+			if (!la || !lb || strcmp(la, lb)) {
+				printf("  A: %s\n  B: %s\n", la ? la : "(end)", lb ? lb : "(end)");
+				break;
+			}
+			la = strtok_r(NULL, "\n", &ea);
+			lb = strtok_r(NULL, "\n", &eb);
+		}
+		return 1;
+	}
+	printf("kept trees %s and %s: no difference\n", sides[0].dir, sides[1].dir);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B\n");
+		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B\n"
+		"       difftest -w KEPT_A KEPT_B (the trees of a -k run again, no times)\n");
 	exit(2);
 }
 
@@ -1391,7 +1438,7 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 	bool seeded = false;
 
-	while ((c = getopt(argc, argv, "vuTabks:n:c:")) != -1) {
+	while ((c = getopt(argc, argv, "vuTabkws:n:c:")) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -1407,6 +1454,9 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			big_xattrs = true;
+			break;
+		case 'w':
+			walk_only = no_times = true;
 			break;
 		case 'k':
 			keep = true;
@@ -1457,6 +1507,8 @@ int main(int argc, char **argv)
 
 		umask(um[rnd(5)]);
 	}
+	if (walk_only)
+		return compare_kept();
 	if (setup_side(&sides[0]) || setup_side(&sides[1])) {
 		cleanup();
 		return 77;
@@ -1488,6 +1540,8 @@ int main(int argc, char **argv)
 	}
 	if (!rc)
 		printf("difftest seed %" PRIu64 ": %ld operations, no difference\n", seed, nops);
+	if (keep)
+		printf("kept: %s %s\n", sides[0].top, sides[1].top);
 	cleanup();
 	return rc;
 }

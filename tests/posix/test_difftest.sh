@@ -2,13 +2,15 @@
 # difftest for meson (suite `posix`): the same seeded random system calls on
 # kernel ext4 (a loop device) and on a fresh filesystem, every result compared:
 #   test_difftest.sh BUILD_DIR tinyfs|tmpfs
-# tinyfs: a new image mounted with `tinyfs mount` (as test_posix.sh does),
-# unmounted after and the daemon waited for.  tmpfs: the program's own
-# check (its normalisation must leave no difference between two kernel
-# filesystems).  Seeds 1-4, 300 operations each, with other users' calls
-# (-u) and xattr values to 64 KiB (-b): about 10 s.  TFS_DIFFTEST_SEEDS="S..." and TFS_DIFFTEST_OPS=N choose
-# others; TFS_LONG=1 runs 40 seeds of 1000.  Skips (77) with the reason
-# without root, loop devices, mkfs.ext4, or (tinyfs) FUSE.
+# tinyfs: a new image mounted with `tinyfs mount` (as test_posix.sh does);
+# the last seed's trees are compared again after an unmount and a mount
+# (-k, then -w), and it is unmounted after, the daemon waited for.  tmpfs:
+# the program's own check (its normalisation must leave no difference
+# between two kernel filesystems).  Seeds 1-4, 300 operations each, with
+# other users' calls (-u) and xattr values to 64 KiB (-b): about 10 s.
+# TFS_DIFFTEST_SEEDS="S ..." and TFS_DIFFTEST_OPS=N choose others;
+# TFS_LONG=1 runs 40 seeds of 1000.  Skips (77) with the reason without
+# root, loop devices, mkfs.ext4, or (tinyfs) FUSE.
 set -u
 build=$(cd "$1" && pwd)
 target=$2
@@ -22,7 +24,7 @@ command -v mkfs.ext4 >/dev/null || skip "mkfs.ext4 is absent (Debian package e2f
 command -v losetup >/dev/null || skip "losetup is absent (Debian package mount)"
 
 if [ "${TFS_LONG:-0}" = 1 ]; then
-	seeds=${TFS_DIFFTEST_SEEDS:-$(seq 1 40)} ops=${TFS_DIFFTEST_OPS:-1000}
+	seeds=${TFS_DIFFTEST_SEEDS:-$(seq -s " " 1 40)} ops=${TFS_DIFFTEST_OPS:-1000}
 else
 	seeds=${TFS_DIFFTEST_SEEDS:-1 2 3 4} ops=${TFS_DIFFTEST_OPS:-300}
 fi
@@ -83,17 +85,37 @@ tinyfs)
 esac
 
 cd "$tmp" || exit 1
-rc=0
+rc=0 kept=
 for s in $seeds; do
-	"$bin" -u -b -s "$s" -n "$ops" "$ext4" "$mnt" || rc=1
+	# the trees of the last seed are kept: on tinyfs compared again after a remount
+	"$bin" -u -b -k -s "$s" -n "$ops" "$ext4" "$mnt" >"$tmp/out" 2>&1 || rc=1
+	grep -v '^kept:' "$tmp/out"
+	kept=$(awk '/^kept:/ { print $2, $3 }' "$tmp/out")
+	[ "$s" = "${seeds##* }" ] || { [ -n "$kept" ] && rm -rf $kept; }
 done
-if [ $mounted = 1 ] && [ "$target" = tinyfs ]; then
+# umount_tinyfs: unmounts (all written back) and waits for the daemon
+umount_tinyfs() {
 	if umount_busy_retry "$mnt"; then
 		mounted=0
 		wait_daemon || { echo "FAIL: the daemon still runs 30 s after umount"; rc=1; }
 	else
 		echo "FAIL: cannot unmount $mnt"
 		rc=1
+	fi
+}
+if [ $mounted = 1 ] && [ "$target" = tinyfs ]; then
+	umount_tinyfs
+	if [ $mounted = 0 ] && [ -n "$kept" ]; then
+		if "$tinyfs" mount "$tmp/img" "$mnt"; then
+			mounted=1
+			pid=$(daemon_pid)
+			echo "== after unmount and mount again:"
+			"$bin" -w $kept || rc=1
+			umount_tinyfs
+		else
+			echo "FAIL: tinyfs mount again"
+			rc=1
+		fi
 	fi
 fi
 exit $rc
