@@ -451,8 +451,8 @@ static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
 			   mode_t *mode)
 {
-	const int kill_paths = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
-			       FUSE_SET_ATTR_MODE;
+	const int kill_paths =
+		FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE;
 	struct tfs_stat st;
 
 	if (tf->killpriv || (to_set && !(to_set & kill_paths)))

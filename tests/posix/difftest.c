@@ -101,31 +101,70 @@ static bool chance(unsigned percent)
 /* ---- one operation ---- */
 
 enum kind {
-	K_OPEN, K_CLOSE, K_DUP, K_READ, K_PREAD, K_WRITE, K_PWRITE, K_FTRUNCATE, K_TRUNCATE,
-	K_FALLOCATE, K_LSEEK, K_MKDIR, K_RMDIR, K_UNLINK, K_RENAME, K_LINK, K_SYMLINK,
-	K_READLINK, K_CHMOD, K_FCHMOD, K_CHOWN, K_FCHOWN, K_UTIMENSAT, K_FUTIMENS, K_SETXATTR,
-	K_FSETXATTR, K_GETXATTR, K_LISTXATTR, K_REMOVEXATTR, K_MKNOD, K_ACCESS, K_STAT,
-	K_FSTAT, K_STATX, K_GETDENTS, K_FSYNC, K_COPY, K_CHECK, K_NKINDS
+	K_OPEN,
+	K_CLOSE,
+	K_DUP,
+	K_READ,
+	K_PREAD,
+	K_WRITE,
+	K_PWRITE,
+	K_FTRUNCATE,
+	K_TRUNCATE,
+	K_FALLOCATE,
+	K_LSEEK,
+	K_MKDIR,
+	K_RMDIR,
+	K_UNLINK,
+	K_RENAME,
+	K_LINK,
+	K_SYMLINK,
+	K_READLINK,
+	K_CHMOD,
+	K_FCHMOD,
+	K_CHOWN,
+	K_FCHOWN,
+	K_UTIMENSAT,
+	K_FUTIMENS,
+	K_SETXATTR,
+	K_FSETXATTR,
+	K_GETXATTR,
+	K_LISTXATTR,
+	K_REMOVEXATTR,
+	K_MKNOD,
+	K_ACCESS,
+	K_STAT,
+	K_FSTAT,
+	K_STATX,
+	K_GETDENTS,
+	K_FSYNC,
+	K_COPY,
+	K_CHECK,
+	K_NKINDS
 };
 
 static const char *const kind_names[] = {
-	"open", "close", "dup", "read", "pread", "write", "pwrite", "ftruncate", "truncate",
-	"fallocate", "lseek", "mkdir", "rmdir", "unlink", "renameat2", "linkat", "symlink",
-	"readlink", "fchmodat", "fchmod", "fchownat", "fchown", "utimensat", "futimens",
-	"setxattr", "fsetxattr", "getxattr", "listxattr", "removexattr", "mknod", "faccessat",
-	"fstatat", "fstat", "statx", "getdents", "fsync", "copy_file_range", "check-tree",
+	"open",	     "close",		"dup",	      "read",	     "pread",
+	"write",     "pwrite",		"ftruncate",  "truncate",    "fallocate",
+	"lseek",     "mkdir",		"rmdir",      "unlink",	     "renameat2",
+	"linkat",    "symlink",		"readlink",   "fchmodat",    "fchmod",
+	"fchownat",  "fchown",		"utimensat",  "futimens",    "setxattr",
+	"fsetxattr", "getxattr",	"listxattr",  "removexattr", "mknod",
+	"faccessat", "fstatat",		"fstat",      "statx",	     "getdents",
+	"fsync",     "copy_file_range", "check-tree",
 };
 
 /* How often each kind is drawn (per mille-ish weights). */
 static const unsigned kind_weight[K_NKINDS] = {
-	[K_OPEN] = 90, [K_CLOSE] = 25, [K_DUP] = 8, [K_READ] = 25, [K_PREAD] = 30,
-	[K_WRITE] = 30, [K_PWRITE] = 35, [K_FTRUNCATE] = 15, [K_TRUNCATE] = 12,
-	[K_FALLOCATE] = 20, [K_LSEEK] = 25, [K_MKDIR] = 40, [K_RMDIR] = 20, [K_UNLINK] = 25,
-	[K_RENAME] = 40, [K_LINK] = 20, [K_SYMLINK] = 25, [K_READLINK] = 8, [K_CHMOD] = 25,
-	[K_FCHMOD] = 8, [K_CHOWN] = 15, [K_FCHOWN] = 6, [K_UTIMENSAT] = 15, [K_FUTIMENS] = 6,
-	[K_SETXATTR] = 20, [K_FSETXATTR] = 6, [K_GETXATTR] = 12, [K_LISTXATTR] = 8,
-	[K_REMOVEXATTR] = 8, [K_MKNOD] = 15, [K_ACCESS] = 12, [K_STAT] = 40, [K_FSTAT] = 15,
-	[K_STATX] = 15, [K_GETDENTS] = 15, [K_FSYNC] = 8, [K_COPY] = 10, [K_CHECK] = 0,
+	[K_OPEN] = 90,	     [K_CLOSE] = 25,	 [K_DUP] = 8,	     [K_READ] = 25,
+	[K_PREAD] = 30,	     [K_WRITE] = 30,	 [K_PWRITE] = 35,    [K_FTRUNCATE] = 15,
+	[K_TRUNCATE] = 12,   [K_FALLOCATE] = 20, [K_LSEEK] = 25,     [K_MKDIR] = 40,
+	[K_RMDIR] = 20,	     [K_UNLINK] = 25,	 [K_RENAME] = 40,    [K_LINK] = 20,
+	[K_SYMLINK] = 25,    [K_READLINK] = 8,	 [K_CHMOD] = 25,     [K_FCHMOD] = 8,
+	[K_CHOWN] = 15,	     [K_FCHOWN] = 6,	 [K_UTIMENSAT] = 15, [K_FUTIMENS] = 6,
+	[K_SETXATTR] = 20,   [K_FSETXATTR] = 6,	 [K_GETXATTR] = 12,  [K_LISTXATTR] = 8,
+	[K_REMOVEXATTR] = 8, [K_MKNOD] = 15,	 [K_ACCESS] = 12,    [K_STAT] = 40,
+	[K_FSTAT] = 15,	     [K_STATX] = 15,	 [K_GETDENTS] = 15,  [K_FSYNC] = 8,
+	[K_COPY] = 10,	     [K_CHECK] = 0,
 };
 
 struct op {
@@ -141,10 +180,10 @@ struct op {
 	dev_t rdev;
 	struct timespec ts[2];
 	int xname;
-	bool user;     /* run by another user in a child */
-	uid_t as_uid;  /* the user */
+	bool user;    /* run by another user in a child */
+	uid_t as_uid; /* the user */
 	gid_t as_gid;
-	gid_t as_sup;  /* a supplementary group, or 0 */
+	gid_t as_sup;	/* a supplementary group, or 0 */
 	uint64_t dseed; /* what write/setxattr write */
 };
 
@@ -157,9 +196,9 @@ struct res {
 };
 
 struct side {
-	const char *dir; /* the directory given */
+	const char *dir;    /* the directory given */
 	char top[PATH_MAX]; /* DIR/difftest.PID */
-	int dfd;	 /* DIR/difftest.PID/work */
+	int dfd;	    /* DIR/difftest.PID/work */
 	int fd[NSLOT];
 	char name;
 };
@@ -265,8 +304,11 @@ static void out_stat(struct res *r, const struct stat *st)
 static void out_statx(struct res *r, const struct statx *sx)
 {
 	struct stat st = {
-		.st_mode = sx->stx_mode, .st_nlink = sx->stx_nlink, .st_uid = sx->stx_uid,
-		.st_gid = sx->stx_gid, .st_size = sx->stx_size,
+		.st_mode = sx->stx_mode,
+		.st_nlink = sx->stx_nlink,
+		.st_uid = sx->stx_uid,
+		.st_gid = sx->stx_gid,
+		.st_size = sx->stx_size,
 		.st_rdev = makedev(sx->stx_rdev_major, sx->stx_rdev_minor),
 		.st_atim = { sx->stx_atime.tv_sec, sx->stx_atime.tv_nsec },
 		.st_mtim = { sx->stx_mtime.tv_sec, sx->stx_mtime.tv_nsec },
@@ -505,7 +547,7 @@ static void slot_close(struct side *s, int i)
 	s->fd[i] = -1;
 }
 
-static const char *xnames[] = { "user.a", "user.b", "user.c", "user.long_attribute_name_d",
+static const char *xnames[] = { "user.a",    "user.b", "user.c", "user.long_attribute_name_d",
 				"trusted.t", "user." };
 
 static void exec_op(const struct op *o, struct side *s, struct res *r)
@@ -665,7 +707,8 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 		if (o->k == K_FSETXATTR)
 			l = fgetxattr(fd, xnames[o->xname], old, sizeof(old));
 		else
-			l = (o->mode ? lgetxattr : getxattr)(o->p1, xnames[o->xname], old, sizeof(old));
+			l = (o->mode ? lgetxattr : getxattr)(o->p1, xnames[o->xname], old,
+							     sizeof(old));
 		if (l == o->len && !memcmp(old, buf, l) && !(o->flags & XATTR_CREATE)) {
 			out(r, "same value: not made");
 			return;
@@ -681,7 +724,8 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 		if (o->slot2)
 			ret = fgetxattr(fd, xnames[o->xname], buf, o->len);
 		else
-			ret = (o->mode ? lgetxattr : getxattr)(o->p1, xnames[o->xname], buf, o->len);
+			ret = (o->mode ? lgetxattr : getxattr)(o->p1, xnames[o->xname], buf,
+							       o->len);
 		if (ret > 0 && o->len) {
 			out(r, "%lld:%016" PRIx64, ret, fnv(buf, ret));
 			return;
@@ -791,7 +835,7 @@ static void gen_path(char *p, size_t size)
 		snprintf(p + l, size - l, "/");
 }
 
-static const mode_t modes[] = { 0644, 0755, 0600, 0700, 0777, 0444, 0555, 0000, 0711, 0640,
+static const mode_t modes[] = { 0644, 0755, 0600, 0700,	 0777,	0444,  0555,  0000, 0711,  0640,
 				0620, 0222, 0111, 01777, 02755, 04755, 06777, 0666, 01755, 02775 };
 
 static mode_t gen_mode(void)
@@ -847,7 +891,8 @@ static struct timespec gen_ts(void)
 	case 2:
 		return (struct timespec){ rnd(1000), rnd(1000000000) };
 	default:
-		return (struct timespec){ 900000000 + rnd(1000000), chance(50) ? 0 : rnd(1000000000) };
+		return (struct timespec){ 900000000 + rnd(1000000),
+					  chance(50) ? 0 : rnd(1000000000) };
 	}
 }
 
@@ -915,7 +960,11 @@ static void gen_op(struct op *o)
 		o->flags |= O_CLOEXEC;
 		break;
 	case K_RENAME: {
-		static const int rf[] = { 0, 0, 0, RENAME_NOREPLACE, RENAME_EXCHANGE,
+		static const int rf[] = { 0,
+					  0,
+					  0,
+					  RENAME_NOREPLACE,
+					  RENAME_EXCHANGE,
 					  RENAME_NOREPLACE | RENAME_EXCHANGE };
 
 		o->flags = rf[rnd(6)];
@@ -963,8 +1012,8 @@ static void gen_op(struct op *o)
 		o->slot2 = chance(20); /* through the slot's descriptor */
 		break;
 	case K_MKNOD: {
-		static const mode_t types[] = { S_IFIFO, S_IFIFO, S_IFREG, S_IFCHR, S_IFBLK,
-						S_IFSOCK, S_IFDIR };
+		static const mode_t types[] = { S_IFIFO, S_IFIFO,  S_IFREG, S_IFCHR,
+						S_IFBLK, S_IFSOCK, S_IFDIR };
 
 		o->mode = types[rnd(7)] | (gen_mode() & 07777);
 		/* devices safe to open (a FUSE mount here allows devices): null, zero,
@@ -1041,10 +1090,12 @@ static const char *show(const char *path)
 
 	for (const char *p = path; *p;) {
 		if (!strncmp(p, name256, 256)) {
-			o += sprintf(o, "<256>");
+			memcpy(o, "<256>", 5);
+			o += 5;
 			p += 256;
 		} else if (!strncmp(p, name255, 255)) {
-			o += sprintf(o, "<255>");
+			memcpy(o, "<255>", 5);
+			o += 5;
 			p += 255;
 		} else {
 			*o++ = *p++;
@@ -1058,8 +1109,8 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 {
 	int l = snprintf(b, size, "%s", kind_names[o->k]);
 
-#define P(...)                                                                                \
-	(l = (size_t)l < size ? l : (int)size,                                                 \
+#define P(...)                                 \
+	(l = (size_t)l < size ? l : (int)size, \
 	 l += snprintf(b + l, (size_t)l < size ? size - l : 0, __VA_ARGS__))
 	switch (o->k) {
 	case K_OPEN:
@@ -1138,8 +1189,8 @@ static void op_to_text(char *b, size_t size, const struct op *o)
 			P(" %lld.%ld", (long long)o->ts[i].tv_sec, o->ts[i].tv_nsec);
 		break;
 	case K_SETXATTR:
-		P(" %s%s %s len=%lld flags=%d", show(o->p1), o->mode ? " (l)" : "", xnames[o->xname],
-		  o->len, o->flags);
+		P(" %s%s %s len=%lld flags=%d", show(o->p1), o->mode ? " (l)" : "",
+		  xnames[o->xname], o->len, o->flags);
 		break;
 	case K_FSETXATTR:
 		P(" slot%d %s len=%lld flags=%d", o->slot, xnames[o->xname], o->len, o->flags);
@@ -1330,8 +1381,7 @@ static int setup_side(struct side *s)
 		return -1;
 	}
 	snprintf(p, sizeof(p), "%s/work", s->top);
-	if (mkdir(p, 0777) || chmod(p, 0777) ||
-	    (s->dfd = open(p, O_RDONLY | O_DIRECTORY)) < 0) {
+	if (mkdir(p, 0777) || chmod(p, 0777) || (s->dfd = open(p, O_RDONLY | O_DIRECTORY)) < 0) {
 		fprintf(stderr, "difftest: %s: %m\n", p);
 		return -1;
 	}
