@@ -19,9 +19,11 @@
  * (bits kept) from one by another user (bits cleared), and fstat right
  * after write(2) would still show them.  Without it the kernel decides as
  * it does for ext4 (should_remove_suid(): not for CAP_FSETID) and sends a
- * setattr with the new mode, which fs/ applies.  `-o killpriv` restores
- * the v1 behaviour: then the daemon clears the bits itself on every chown,
- * truncate and write (TFS_SETATTR_KILL_SUIDGID).
+ * setattr with the new mode, which fs/ applies; where FUSE's kernel side
+ * falls short of ext4 (S_ISGID without group exec, open with O_TRUNC) the
+ * daemon finishes it (kill_sgid_nogx(), open_trunc_kill_suidgid()).
+ * `-o killpriv` restores the v1 behaviour: then the daemon clears the bits
+ * itself on every chown, truncate and write (TFS_SETATTR_KILL_SUIDGID).
  */
 #define FUSE_USE_VERSION 312
 
