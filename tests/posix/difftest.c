@@ -4,7 +4,7 @@
  * system calls runs on two directories (kernel ext4 and a tinyfs mount, say)
  * and every result is compared; the first difference stops it.
  *
- *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
+ *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
  *	difftest -w KEPT_A KEPT_B
  *
  * Each side gets a scratch directory DIR/difftest.PID/work; every call works
@@ -43,7 +43,7 @@
  * atime (tinyfs counts an open for reading as the read: it differs at
  * once).  -v prints every operation.  -k keeps the scratch directories
  * (named at the end); -w compares two kept ones again, without times
- * (after a remount of one side).
+ * (after a remount of one side).  -S: a swarm run (set_weights()).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -204,7 +204,7 @@ struct side {
 };
 
 static struct side sides[2];
-static bool verbose, with_user, no_times, with_atime, big_xattrs, keep, walk_only;
+static bool verbose, with_user, no_times, with_atime, big_xattrs, keep, walk_only, swarm;
 static long nops = 1000, check_every = 50;
 static uint64_t seed;
 static int fl_modes[8], nfl_modes; /* fallocate modes both sides take */
@@ -896,6 +896,21 @@ static struct timespec gen_ts(void)
 	}
 }
 
+static unsigned weight[K_NKINDS]; /* this run's: kind_weight, or a swarm's (-S) */
+
+/*
+ * -S, swarm testing: each kind of call is left out of the run with
+ * probability 1/3 and the others weighted anew, so runs differ in their
+ * mix (a bug that needs many of a few calls, and none of some other, shows).
+ */
+static void set_weights(bool on)
+{
+	for (int k = 0; k < K_NKINDS; k++)
+		weight[k] = !on ? kind_weight[k] : rnd(3) ? kind_weight[k] * (1 + rnd(4)) : 0;
+	if (on) /* always some opens and creates, or nothing happens */
+		weight[K_OPEN] = weight[K_OPEN] ?: kind_weight[K_OPEN];
+}
+
 static enum kind gen_kind(void)
 {
 	static unsigned total;
@@ -903,12 +918,12 @@ static enum kind gen_kind(void)
 
 	if (!total)
 		for (int k = 0; k < K_NKINDS; k++)
-			total += kind_weight[k];
+			total += weight[k];
 	x = rnd(total);
 	for (int k = 0; k < K_NKINDS; k++) {
-		if (x < kind_weight[k])
+		if (x < weight[k])
 			return k;
-		x -= kind_weight[k];
+		x -= weight[k];
 	}
 	return K_STAT;
 }
@@ -1335,9 +1350,9 @@ static void report(long i, const struct op *o)
 		i++;
 	for (long j = i > HIST ? i - HIST : 0; j < i; j++)
 		printf("  %5ld %s\n", j, hist[j % HIST]);
-	printf("rerun: difftest%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
-	       with_user ? " -u" : "", no_times ? " -T" : "", with_atime ? " -a" : "", seed,
-	       o->k == K_CHECK ? i : i + 1);
+	printf("rerun: difftest%s%s%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
+	       with_user ? " -u" : "", no_times ? " -T" : "", with_atime ? " -a" : "",
+	       big_xattrs ? " -b" : "", swarm ? " -S" : "", seed, o->k == K_CHECK ? i : i + 1);
 }
 
 /* Runs o (op i, or the tree check after it) on both sides; 1 when they differ. */
@@ -1477,7 +1492,8 @@ static int compare_kept(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B\n"
+		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-s SEED] [-n OPS] [-c EVERY] DIR_A "
+		"DIR_B\n"
 		"       difftest -w KEPT_A KEPT_B (the trees of a -k run again, no times)\n");
 	exit(2);
 }
@@ -1488,7 +1504,7 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 	bool seeded = false;
 
-	while ((c = getopt(argc, argv, "vuTabkws:n:c:")) != -1) {
+	while ((c = getopt(argc, argv, "vuTabkwSs:n:c:")) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -1507,6 +1523,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			walk_only = no_times = true;
+			break;
+		case 'S':
+			swarm = true;
 			break;
 		case 'k':
 			keep = true;
@@ -1564,6 +1583,7 @@ int main(int argc, char **argv)
 		return 77;
 	}
 	probe_fallocate();
+	set_weights(swarm);
 	res_shared = mmap(NULL, 2 * sizeof(struct res), PROT_READ | PROT_WRITE,
 			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	op_start = calloc(nops + 2, sizeof(*op_start));
