@@ -4,7 +4,7 @@
  * system calls runs on two directories (kernel ext4 and a tinyfs mount, say)
  * and every result is compared; the first difference stops it.
  *
- *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
+ *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
  *	difftest -w KEPT_A KEPT_B
  *
  * Each side gets a scratch directory DIR/difftest.PID/work; every call works
@@ -43,7 +43,8 @@
  * atime (tinyfs counts an open for reading as the read: it differs at
  * once).  -v prints every operation.  -k keeps the scratch directories
  * (named at the end); -w compares two kept ones again, without times
- * (after a remount of one side).  -S: a swarm run (set_weights()).
+ * (after a remount of one side).  -S: a swarm run (set_weights()).  -L:
+ * offsets past 4 GiB too, to 2^41.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -392,10 +393,16 @@ static int out_xlist(struct res *r, char *buf, ssize_t len, char **names)
 	return n;
 }
 
-/* Whether the bytes [from, to) of fd read as zeros (or cannot be read: not known). */
+/*
+ * Whether the bytes [from, to) of fd read as zeros (or cannot be read: not
+ * known).  The first 16 MiB only: a hole to 2^41 (-L) is not read whole.
+ */
 static bool zeros(int fd, off_t from, off_t to)
 {
 	static unsigned char b[MAXIO];
+
+	if (to - from > (16 << 20))
+		to = from + (16 << 20);
 
 	while (from < to) {
 		ssize_t n = pread(fd, b, to - from < MAXIO ? to - from : MAXIO, from);
@@ -449,6 +456,47 @@ static void seek_data_hole(struct res *r, int fd, off_t off, int whence)
 }
 
 /* ---- the tree, walked whole ---- */
+
+/*
+ * A file's bytes as a hash of its non-zero bytes and their offsets, read
+ * from the data SEEK_DATA/SEEK_HOLE find: the same for the same contents
+ * whatever each side counts as hole, and quick for a file sparse to 2^41
+ * (-L).  Data a side hides in a "hole" shows as a difference.
+ */
+static const char *hash_content(int f, off_t size)
+{
+	static unsigned char b[MAXIO];
+	static char res[64];
+	uint64_t h = 0xcbf29ce484222325ULL;
+	off_t pos = 0, d, e;
+	ssize_t n = 0;
+
+	while (pos < size) {
+		d = lseek(f, pos, SEEK_DATA);
+		if (d < 0)
+			break; /* ENXIO: a hole to the end */
+		e = lseek(f, d, SEEK_HOLE);
+		if (e < 0 || e > size)
+			e = size;
+		for (; d < e; d += n) {
+			n = pread(f, b, e - d < MAXIO ? e - d : MAXIO, d);
+			if (n <= 0)
+				break;
+			for (ssize_t j = 0; j < n; j++)
+				if (b[j])
+					h = (h ^ b[j] ^ (uint64_t)(d + j) << 8) * 0x100000001b3ULL;
+		}
+		if (n < 0) {
+			snprintf(res, sizeof(res), "read-error %s", errname(errno));
+			return res;
+		}
+		if (n == 0 && d < e)
+			break; /* EOF before the size said */
+		pos = e;
+	}
+	snprintf(res, sizeof(res), "%016" PRIx64, h);
+	return res;
+}
 
 static void walk(struct res *r, int dfd, const char *path)
 {
@@ -511,16 +559,11 @@ static void walk(struct res *r, int dfd, const char *path)
 		}
 		if (S_ISREG(st.st_mode)) {
 			int f = openat(dfd, names[i], O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-			uint64_t h = 0xcbf29ce484222325ULL;
-			static unsigned char b[MAXIO];
 
 			if (f < 0) {
 				out(r, " open %s", errname(errno));
 			} else {
-				while ((l = read(f, b, sizeof(b))) > 0)
-					for (ssize_t j = 0; j < l; j++)
-						h = (h ^ b[j]) * 0x100000001b3ULL;
-				out(r, " data:%016" PRIx64 "%s", h, l < 0 ? " read-error" : "");
+				out(r, " data:%s", hash_content(f, st.st_size));
 				close(f);
 			}
 		}
@@ -845,9 +888,13 @@ static mode_t gen_mode(void)
 
 static const uid_t ids[] = { 0, 65534, 65533, 65532 };
 
+static bool large_offsets; /* -L */
+
 static long long gen_off(void)
 {
-	switch (rnd(8)) {
+	switch (rnd(large_offsets ? 9 : 8)) {
+	case 8: /* -L: past 4 GiB, to 2^41 (ext4 stops at 16 TiB) */
+		return (1LL << (32 + rnd(10))) + rnd(1 << 20);
 	case 0:
 		return 0;
 	case 1:
@@ -1350,9 +1397,10 @@ static void report(long i, const struct op *o)
 		i++;
 	for (long j = i > HIST ? i - HIST : 0; j < i; j++)
 		printf("  %5ld %s\n", j, hist[j % HIST]);
-	printf("rerun: difftest%s%s%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
+	printf("rerun: difftest%s%s%s%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
 	       with_user ? " -u" : "", no_times ? " -T" : "", with_atime ? " -a" : "",
-	       big_xattrs ? " -b" : "", swarm ? " -S" : "", seed, o->k == K_CHECK ? i : i + 1);
+	       big_xattrs ? " -b" : "", swarm ? " -S" : "", large_offsets ? " -L" : "", seed,
+	       o->k == K_CHECK ? i : i + 1);
 }
 
 /* Runs o (op i, or the tree check after it) on both sides; 1 when they differ. */
@@ -1492,7 +1540,8 @@ static int compare_kept(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-s SEED] [-n OPS] [-c EVERY] DIR_A "
+		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-s SEED] [-n OPS] [-c EVERY] "
+		"DIR_A "
 		"DIR_B\n"
 		"       difftest -w KEPT_A KEPT_B (the trees of a -k run again, no times)\n");
 	exit(2);
@@ -1504,7 +1553,7 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 	bool seeded = false;
 
-	while ((c = getopt(argc, argv, "vuTabkwSs:n:c:")) != -1) {
+	while ((c = getopt(argc, argv, "vuTabkwSLs:n:c:")) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -1526,6 +1575,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			swarm = true;
+			break;
+		case 'L':
+			large_offsets = true;
 			break;
 		case 'k':
 			keep = true;
