@@ -272,7 +272,8 @@ static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
 	struct tfs_inode_unpacked ui = im->ui;
 	u64 seq;
 
-	if (!S_ISREG(ui.mode) || !ui.size)
+	/* An empty file too: O_TRUNC marks mtime and ctime (POSIX) */
+	if (!S_ISREG(ui.mode))
 		return 0;
 	ui.size = 0;
 	ui.mtime = ui.ctime = tfs_now_ns();

@@ -780,6 +780,12 @@ static void t_open(void)
 	EXPECT("O_TRUNC", ROOT, 0, OP_OPEN, "t", .flags = O_TRUNC | O_WRONLY);
 	size_is("O_TRUNC empties", "t", 0);
 	times("O_TRUNC", &b, "t", "mc", "");
+	/* POSIX: O_TRUNC of an existing file marks both, empty or not (found by difftest) */
+	setup(put("t0", 0644, NULL, 0), "t0");
+	b = lst("t0");
+	tick();
+	EXPECT("O_TRUNC of an empty file", ROOT, 0, OP_OPEN, "t0", .flags = O_TRUNC | O_WRONLY);
+	times("O_TRUNC of an empty file", &b, "t0", "mc", "");
 	setup(put("t", 0644, "0123456789", 10), "t");
 	EXPECT("O_TRUNC as other without write", U1, EACCES, OP_OPEN, "t",
 	       .flags = O_TRUNC | O_WRONLY);
