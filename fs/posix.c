@@ -272,7 +272,8 @@ static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
 	struct tfs_inode_unpacked ui = im->ui;
 	u64 seq;
 
-	if (!S_ISREG(ui.mode) || !ui.size)
+	/* An empty file too: O_TRUNC marks mtime and ctime (POSIX) */
+	if (!S_ISREG(ui.mode))
 		return 0;
 	ui.size = 0;
 	ui.mtime = ui.ctime = tfs_now_ns();
@@ -282,7 +283,8 @@ static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
 int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f)
 {
 	struct tfs_inode_mem *im;
-	bool trunc = (flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY;
+	/* O_TRUNC truncates whatever the access mode, as open(2) on Linux does */
+	bool trunc = flags & O_TRUNC;
 	int ret = tfs_iget_locked(fs, ino, trunc, &im);
 
 	if (ret)

@@ -19,9 +19,11 @@
  * (bits kept) from one by another user (bits cleared), and fstat right
  * after write(2) would still show them.  Without it the kernel decides as
  * it does for ext4 (should_remove_suid(): not for CAP_FSETID) and sends a
- * setattr with the new mode, which fs/ applies.  `-o killpriv` restores
- * the v1 behaviour: then the daemon clears the bits itself on every chown,
- * truncate and write (TFS_SETATTR_KILL_SUIDGID).
+ * setattr with the new mode, which fs/ applies; where FUSE's kernel side
+ * falls short of ext4 (S_ISGID without group exec, open with O_TRUNC) the
+ * daemon finishes it (kill_sgid_nogx(), open_trunc_kill_suidgid()).
+ * `-o killpriv` restores the v1 behaviour: then the daemon clears the bits
+ * itself on every chown, truncate and write (TFS_SETATTR_KILL_SUIDGID).
  */
 #define FUSE_USE_VERSION 312
 
@@ -431,6 +433,69 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &s, tf->opts->attr_timeout);
 }
 
+static bool caller_keeps_sgid(void *arg, u32 gid);
+static bool caller_has_fsetid(const struct fuse_ctx *c);
+static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
+
+/*
+ * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
+ * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
+ * caller outside the file's group without CAP_FSETID, as ext4 shows, but
+ * FUSE's fuse_setattr() (without HANDLE_KILLPRIV) decides again with the
+ * older rule (only when group-executable) and sends no mode.  What it sends
+ * is a setattr in the caller's context: with the size (truncate), the
+ * owner (chown), the mode without S_ISUID (a write, fallocate or chown of
+ * a set-user-ID file) or nothing at all (a write's file_remove_privs()).
+ * For those the rule is applied here; *mode is the mode to set (the one
+ * the kernel sent, if any).  A chmod by a non-member reaches here without
+ * S_ISGID already (setattr_prepare()).  Returns whether S_ISGID goes.
+ */
+static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
+			   mode_t *mode)
+{
+	const int kill_paths =
+		FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE;
+	struct tfs_stat st;
+
+	if (tf->killpriv || (to_set && !(to_set & kill_paths)))
+		return false;
+	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode))
+		return false;
+	if (!(to_set & FUSE_SET_ATTR_MODE))
+		*mode = st.mode & 07777;
+	if ((*mode & (S_ISGID | S_IXGRP)) != S_ISGID)
+		return false;
+	if (fuse_req_ctx(req)->gid == st.gid || caller_keeps_sgid(req, st.gid))
+		return false;
+	*mode &= ~(mode_t)S_ISGID;
+	return true;
+}
+
+/*
+ * open(O_TRUNC) of a set-id file by a caller without CAP_FSETID: the
+ * kernel's do_truncate() asks to clear the bits as truncate(2) does
+ * (should_remove_suid()), but with atomic_o_trunc FUSE leaves the
+ * truncation to the daemon's open and drops that request.  So the bits
+ * go here, by the opener's identity: S_ISUID, and S_ISGID when group-
+ * executable or when the opener is outside the file's group.  A failure
+ * leaves them (the open itself still decides).
+ */
+static void open_trunc_kill_suidgid(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE };
+	struct tfs_stat st;
+
+	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode) ||
+	    !(st.mode & (S_ISUID | S_ISGID)) || caller_has_fsetid(c))
+		return;
+	sa.mode = st.mode & 07777 & ~(u32)S_ISUID;
+	if ((st.mode & S_IXGRP) || (c->gid != st.gid && !caller_keeps_sgid(req, st.gid)))
+		sa.mode &= ~(u32)S_ISGID;
+	if (sa.mode != (st.mode & 07777))
+		tfs_setattr(tf->fs, ino, NULL, &sa, &st);
+}
+
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
@@ -474,6 +539,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	if (to_set & FUSE_SET_ATTR_CTIME) {
 		sa.valid |= TFS_SETATTR_CTIME;
 		sa.ctime = attr->st_ctim;
+	}
+	{
+		mode_t mode = attr->st_mode & 07777;
+
+		if (kill_sgid_nogx(tf, req, ino, to_set, &mode)) {
+			sa.valid |= TFS_SETATTR_MODE;
+			sa.mode = mode;
+		}
 	}
 	/* HANDLE_KILLPRIV (v1): chown and truncate clear the bits here. */
 	if (tf->killpriv && (sa.valid & (TFS_SETATTR_UID | TFS_SETATTR_GID | TFS_SETATTR_SIZE)) &&
@@ -520,6 +593,13 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 		return;
 	}
 	buf[n] = '\0';
+	/*
+	 * Read: atime per relatime, as ext4 does on every follow and readlink.
+	 * The kernel caches the target (CACHE_SYMLINKS) and asks again only
+	 * after the symlink left its cache, but the read relatime counts is
+	 * the first after a change, which always reaches here.
+	 */
+	accessed(tf, ino, false);
 	fuse_reply_readlink(req, buf);
 }
 
@@ -699,8 +779,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret;
 
 	count_timed(tf, TFS_FUSE_OP_open);
-	if (fi->flags & O_TRUNC)
+	if (fi->flags & O_TRUNC) {
 		tfs_wbehind_wait(tf->wbehind, ino, false);
+		open_trunc_kill_suidgid(tf, req, ino);
+	}
 	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_open, ret);

@@ -780,6 +780,12 @@ static void t_open(void)
 	EXPECT("O_TRUNC", ROOT, 0, OP_OPEN, "t", .flags = O_TRUNC | O_WRONLY);
 	size_is("O_TRUNC empties", "t", 0);
 	times("O_TRUNC", &b, "t", "mc", "");
+	/* POSIX: O_TRUNC of an existing file marks both, empty or not (found by difftest) */
+	setup(put("t0", 0644, NULL, 0), "t0");
+	b = lst("t0");
+	tick();
+	EXPECT("O_TRUNC of an empty file", ROOT, 0, OP_OPEN, "t0", .flags = O_TRUNC | O_WRONLY);
+	times("O_TRUNC of an empty file", &b, "t0", "mc", "");
 	setup(put("t", 0644, "0123456789", 10), "t");
 	EXPECT("O_TRUNC as other without write", U1, EACCES, OP_OPEN, "t",
 	       .flags = O_TRUNC | O_WRONLY);
@@ -1490,8 +1496,12 @@ static void t_symlink(void)
 	nlink_is("symlink nlink 1", "l", 1);
 	times_within("symlink", "l", "amc", t0, t1);
 	times("symlink parent", &pb, ".", "mc", "");
+	s = lst("l");
+	tick();
 	n = readlink("l", buf, sizeof(buf));
 	check(n == 1 && buf[0] == 'f', "readlink", "%zd", n);
+	/* relatime: the first read of a new symlink sets its atime (found by difftest) */
+	times("readlink of a new symlink (relatime)", &s, "l", mnt_noatime ? "" : "a", "mc");
 	content_is("open follows the symlink", "l", "file");
 	check(stat("l", &s) == 0 && S_ISREG(s.st_mode) && s.st_ino == lst("f").st_ino,
 	      "stat follows the symlink", "not so");
@@ -1813,6 +1823,50 @@ static void t_rw(void)
 	EXPECT("read with permission", U1, 0, OP_READ, "f");
 	setup(chmod("f", 0), "chmod 0");
 	EXPECT("read without permission", U1, EACCES, OP_READ, "f");
+
+	/*
+	 * S_ISGID without group exec: Linux (setattr_should_drop_sgid(), 6.x)
+	 * drops it too when the writer, truncater or chowner is outside the
+	 * file's group and lacks CAP_FSETID (found by difftest against ext4).
+	 */
+	setup(chmod("f", 02666), "chmod 02666");
+	EXPECT("write to S_ISGID without group exec by a non-member", U1, 0, OP_WRITE, "f");
+	mode_is("write by a non-member clears S_ISGID without group exec", "f", S_IFREG | 0666);
+	setup(chmod("f", 02666), "chmod 02666");
+	EXPECT("truncate of S_ISGID without group exec by a non-member", U1, 0, OP_TRUNCATE, "f",
+	       .n = 1);
+	mode_is("truncate by a non-member clears S_ISGID without group exec", "f", S_IFREG | 0666);
+	setup(chmod("f", 06666), "chmod 06666");
+	EXPECT("write to S_ISUID and S_ISGID without group exec by a non-member", U1, 0, OP_WRITE,
+	       "f");
+	mode_is("write by a non-member clears S_ISUID and S_ISGID without group exec", "f",
+		S_IFREG | 0666);
+	setup(chown("f", 0, U1_ID) ?: chmod("f", 02666), "chgrp U1, chmod 02666");
+	EXPECT("write to S_ISGID without group exec by a member", U3, 0, OP_WRITE, "f");
+	mode_is("write by a group member keeps S_ISGID without group exec", "f", S_IFREG | 02666);
+	setup(chown("f", U1_ID, G4_ID) ?: chmod("f", 02646), "chown U1:G4, chmod 02646");
+	EXPECT("owner chgrps S_ISGID without group exec from a foreign group", U1, 0, OP_CHOWN, "f",
+	       .n = -1, .m = U1_ID);
+	mode_is("chgrp by a non-member owner clears S_ISGID without group exec", "f",
+		S_IFREG | 0646);
+	setup(chown("f", 0, 0) ?: chmod("f", 02666), "chown 0:0, chmod 02666");
+	EXPECT("write to S_ISGID without group exec by root", ROOT, 0, OP_WRITE, "f");
+	mode_is("write by root keeps S_ISGID without group exec", "f", S_IFREG | 02666);
+
+	/* open(O_TRUNC) truncates as truncate(2) does: set-id bits go alike (found by difftest) */
+	setup(chmod("f", 06777), "chmod 06777");
+	EXPECT("O_WRONLY|O_TRUNC of a set-id file by other", U1, 0, OP_OPEN, "f",
+	       .flags = O_WRONLY | O_TRUNC);
+	mode_is("O_TRUNC by other clears S_ISUID and S_ISGID", "f", S_IFREG | 0777);
+	setup(chmod("f", 06766), "chmod 06766");
+	EXPECT("O_RDONLY|O_TRUNC of a set-id file by other", U1, 0, OP_OPEN, "f",
+	       .flags = O_RDONLY | O_TRUNC);
+	mode_is("O_RDONLY|O_TRUNC by other clears S_ISUID and S_ISGID without group exec", "f",
+		S_IFREG | 0766);
+	setup(chmod("f", 06777), "chmod 06777");
+	EXPECT("O_WRONLY|O_TRUNC of a set-id file by root", ROOT, 0, OP_OPEN, "f",
+	       .flags = O_WRONLY | O_TRUNC);
+	mode_is("O_TRUNC by root keeps set-id bits", "f", S_IFREG | 06777);
 }
 
 /* ---- utimensat ---- */
@@ -3123,6 +3177,35 @@ static void t_open_modes(void)
 	}
 	setup(mkdir("pdir", 0755), "pdir");
 	EXPECT("O_RDONLY|O_TRUNC on a dir", ROOT, EISDIR, OP_OPEN, "pdir",
+	       .flags = O_RDONLY | O_TRUNC);
+
+	/*
+	 * O_RDONLY|O_TRUNC truncates (Linux: with write permission); the old
+	 * bytes must be gone below the kernel's cache too: the hole before a
+	 * later write reads as zeros, SEEK_DATA finds no data before it
+	 * (found by difftest).
+	 */
+	setup(put("ptr", 0644, "0123456789abcdef", 16), "ptr");
+	EXPECT("O_RDONLY|O_TRUNC on a file", ROOT, 0, OP_OPEN, "ptr", .flags = O_RDONLY | O_TRUNC);
+	size_is("O_RDONLY|O_TRUNC truncates", "ptr", 0);
+	{
+		char b[32] = { 0 };
+		int fd = open("ptr", O_RDWR);
+		ssize_t n = -1;
+		off_t d = -1;
+
+		if (fd >= 0 && pwrite(fd, "y", 1, 8192) == 1) {
+			n = pread(fd, b, sizeof(b), 0);
+			d = lseek(fd, 0, SEEK_DATA);
+		}
+		check(n == sizeof(b) && all_zero(b, sizeof(b)), "O_RDONLY|O_TRUNC: old bytes gone",
+		      "read %zd bytes: \"%.16s\"", n, b);
+		check(d == 4096 || d == 8192, "O_RDONLY|O_TRUNC: SEEK_DATA skips the old bytes",
+		      "SEEK_DATA at %lld", (long long)d);
+		if (fd >= 0)
+			close(fd);
+	}
+	EXPECT("O_RDONLY|O_TRUNC without write permission", U1, EACCES, OP_OPEN, "ptr",
 	       .flags = O_RDONLY | O_TRUNC);
 }
 
