@@ -1150,10 +1150,10 @@ int tfs_data_remove_all(struct tfs_fs *fs, struct tfs_inode_mem *im)
 /*
  * Gives the holes among blocks [b0, b1) unwritten space, in transactions
  * of at most IO_BATCH_KEYS new extents; the last one also sets the size
- * to new_size when that is larger.
+ * to new_size when that is larger.  Each commit sets mtime and ctime to now.
  */
 static int falloc_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, u64 b0, u64 b1, u64 new_size,
-			 u64 *seq)
+			 s64 now, u64 *seq)
 {
 	struct tfs_inode_unpacked ui = im->ui;
 	u32 bs = tfs_posix(fs)->block_size;
@@ -1219,11 +1219,10 @@ static int falloc_blocks(struct tfs_fs *fs, struct tfs_inode_mem *im, u64 b0, u6
 		/* What was allocated is committed even when the rest ran out of space. */
 		int err = ret;
 
-		if (b >= b1 && !err && new_size > ui.size) {
+		if (b >= b1 && !err && new_size > ui.size)
 			ui.size = new_size;
-			ui.mtime = ui.ctime = tfs_now_ns();
-		}
 		if (nr || ui.size != im->ui.size) {
+			ui.mtime = ui.ctime = now;
 			ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, seq);
 			if (ret)
 				tfs_run_list_free_now(fs, &space);
@@ -1244,6 +1243,7 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 	u32 bs = p->block_size;
 	bool keep = mode & FALLOC_FL_KEEP_SIZE;
 	u64 end, seq;
+	s64 t0;
 	int ret;
 
 	if (off > (u64)INT64_MAX || !len || len > (u64)INT64_MAX)
@@ -1263,20 +1263,26 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 		ret = S_ISDIR(im->ui.mode) ? -EISDIR : -ENODEV;
 		goto out;
 	}
+	/*
+	 * Every fallocate that succeeds sets mtime and ctime, as ext4's does:
+	 * with the first commit that changes the file, or on their own below.
+	 */
+	t0 = tfs_now_ns();
 	if (mode & (FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)) {
 		u64 fb0 = DIV_ROUND_UP(off, bs), fb1 = end >> p->block_bits;
 		struct tfs_inode_unpacked ui = im->ui;
 
+		ui.mtime = ui.ctime = t0;
 		ret = punch(fs, im, off, end, &ui, 0, &seq);
 		/* Zero range: the whole blocks get unwritten space again. */
 		if (!ret && (mode & FALLOC_FL_ZERO_RANGE) && fb0 < fb1)
-			ret = falloc_blocks(fs, im, fb0, fb1, keep ? 0 : end, &seq);
+			ret = falloc_blocks(fs, im, fb0, fb1, keep ? 0 : end, t0, &seq);
 		if (!ret && (mode & FALLOC_FL_ZERO_RANGE) && !keep && end > im->ui.size) {
 			struct tfs_btree_trans trans;
 
 			ui = im->ui;
 			ui.size = end;
-			ui.mtime = ui.ctime = tfs_now_ns();
+			ui.mtime = ui.ctime = t0;
 			tfs_posix_trans_init(&trans, fs);
 			ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
 			tfs_trans_exit(&trans);
@@ -1285,7 +1291,18 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 		}
 	} else {
 		ret = falloc_blocks(fs, im, off >> p->block_bits, DIV_ROUND_UP(end, bs),
-				    keep ? 0 : end, &seq);
+				    keep ? 0 : end, t0, &seq);
+	}
+	if (!ret && (im->ui.mtime < t0 || im->ui.ctime < t0)) {
+		struct tfs_inode_unpacked ui = im->ui;
+		struct tfs_btree_trans trans;
+
+		ui.mtime = ui.ctime = t0;
+		tfs_posix_trans_init(&trans, fs);
+		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
+		tfs_trans_exit(&trans);
+		if (!ret)
+			tfs_inode_committed(im, &ui, seq, false);
 	}
 out:
 	tfs_iunlock(im);

@@ -417,6 +417,78 @@ static void test_truncate_many_extents(void **state)
 	assert_int_equal(st.blocks, 4 * BS / 512);
 }
 
+/* Waits until the clock passes t (ns): the next change has a later time. */
+static struct timespec times_after(const struct timespec *t)
+{
+	struct timespec now;
+
+	do
+		clock_gettime(CLOCK_REALTIME, &now);
+	while (now.tv_sec < t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec <= t->tv_nsec));
+	return now;
+}
+
+static bool ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/*
+ * Every fallocate that succeeds sets mtime and ctime, as ext4 does (kernel
+ * 6.18: also with KEEP_SIZE, and where nothing new is allocated).  Through
+ * the writeback cache the kernel keeps these times itself; a mount with
+ * no_writeback_cache shows fs/'s.
+ */
+static void test_fallocate_sets_times(void **state)
+{
+	static const struct {
+		int mode;
+		u64 off, len;
+		const char *what;
+	} ops[] = {
+		{ 0, 0, 2 * BS, "allocate inside, nothing new" },
+		{ FALLOC_FL_KEEP_SIZE, 0, BS, "keep size inside" },
+		{ FALLOC_FL_KEEP_SIZE, 8 * BS, 4 * BS, "keep size past EOF" },
+		{ FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, BS, BS, "punch" },
+		{ FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, BS, BS, "punch a hole" },
+		{ FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 2 * BS, BS, "zero range" },
+		{ 0, 0, 6 * BS, "allocate, the size grows" },
+	};
+	struct tfs_file *f = new_file("times");
+	struct tfs_stat st, before;
+	u8 w[4 * BS];
+
+	pt_fill(w, sizeof(w), 9, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	for (unsigned i = 0; i < ARRAY_SIZE(ops); i++) {
+		assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &before), 0);
+		times_after(&before.ctime);
+		times_after(&before.mtime);
+		assert_int_equal(tfs_fallocate(T.fs, f, ops[i].mode, ops[i].off, ops[i].len), 0);
+		assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+		if (!ts_after(&st.ctime, &before.ctime) || !ts_after(&st.mtime, &before.mtime))
+			fail_msg(
+				"%s: mtime %lld.%09ld ctime %lld.%09ld, before %lld.%09ld %lld.%09ld",
+				ops[i].what, (long long)st.mtime.tv_sec, st.mtime.tv_nsec,
+				(long long)st.ctime.tv_sec, st.ctime.tv_nsec,
+				(long long)before.mtime.tv_sec, before.mtime.tv_nsec,
+				(long long)before.ctime.tv_sec, before.ctime.tv_nsec);
+	}
+	/* A refused one changes nothing. */
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &before), 0);
+	times_after(&before.ctime);
+	assert_int_equal(tfs_fallocate(T.fs, f, FALLOC_FL_PUNCH_HOLE, 0, BS), -EOPNOTSUPP);
+	assert_int_equal(tfs_getattr(T.fs, tfs_file_ino(f), &st), 0);
+	assert_memory_equal(&st.ctime, &before.ctime, sizeof(st.ctime));
+	/* And the times are committed: they survive a reopen. */
+	before = st;
+	assert_int_equal(tfs_release(T.fs, f), 0);
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(pt_lookup(&T, 1, "times", &st), 0);
+	assert_memory_equal(&st.mtime, &before.mtime, sizeof(st.mtime));
+	assert_memory_equal(&st.ctime, &before.ctime, sizeof(st.ctime));
+}
+
 static void test_fallocate(void **state)
 {
 	struct tfs_file *f = new_file("fa");
@@ -1029,6 +1101,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_truncate_zeroes_tail, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncate_many_extents, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fallocate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fallocate_sets_times, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_copy_on_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_freed_space_waits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_checksum, setup, teardown),
