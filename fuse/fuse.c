@@ -315,7 +315,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+	/*
+	 * Cached targets reach the daemon once: enough for relatime (the read
+	 * it counts is the first after a change), not for strictatime, where
+	 * every follow and readlink is a read (as on ext4).
+	 */
+	if ((conn->capable & FUSE_CAP_CACHE_SYMLINKS) && !o->strictatime)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	/*
 	 * POSIX ACLs as on ext4: the kernel enforces them (it reads
@@ -597,7 +602,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	 * Read: atime per relatime, as ext4 does on every follow and readlink.
 	 * The kernel caches the target (CACHE_SYMLINKS) and asks again only
 	 * after the symlink left its cache, but the read relatime counts is
-	 * the first after a change, which always reaches here.
+	 * the first after a change, which always reaches here (strictatime
+	 * mounts do not cache targets: op_init).
 	 */
 	accessed(tf, ino, false);
 	fuse_reply_readlink(req, buf);
