@@ -4,7 +4,7 @@
  * system calls runs on two directories (kernel ext4 and a tinyfs mount, say)
  * and every result is compared; the first difference stops it.
  *
- *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
+ *	difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-E] [-s SEED] [-n OPS] [-c EVERY] DIR_A DIR_B
  *	difftest -w KEPT_A KEPT_B
  *
  * Each side gets a scratch directory DIR/difftest.PID/work; every call works
@@ -44,7 +44,8 @@
  * once).  -v prints every operation.  -k keeps the scratch directories
  * (named at the end); -w compares two kept ones again, without times
  * (after a remount of one side).  -S: a swarm run (set_weights()).  -L:
- * offsets past 4 GiB too, to 2^41.
+ * offsets past 4 GiB too, to 2^41.  -E: stop (exit 0) at the first ENOSPC
+ * on either side (for nearly full filesystems).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -206,6 +207,7 @@ struct side {
 
 static struct side sides[2];
 static bool verbose, with_user, no_times, with_atime, big_xattrs, keep, walk_only, swarm;
+static bool stop_enospc; /* -E */
 static long nops = 1000, check_every = 50;
 static uint64_t seed;
 static int fl_modes[8], nfl_modes; /* fallocate modes both sides take */
@@ -1397,13 +1399,17 @@ static void report(long i, const struct op *o)
 		i++;
 	for (long j = i > HIST ? i - HIST : 0; j < i; j++)
 		printf("  %5ld %s\n", j, hist[j % HIST]);
-	printf("rerun: difftest%s%s%s%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
+	printf("rerun: difftest%s%s%s%s%s%s%s -s %" PRIu64 " -n %ld A B (-c 1: trees after each)\n",
 	       with_user ? " -u" : "", no_times ? " -T" : "", with_atime ? " -a" : "",
-	       big_xattrs ? " -b" : "", swarm ? " -S" : "", large_offsets ? " -L" : "", seed,
+	       big_xattrs ? " -b" : "", swarm ? " -S" : "", large_offsets ? " -L" : "",
+	       stop_enospc ? " -E" : "", seed,
 	       o->k == K_CHECK ? i : i + 1);
 }
 
-/* Runs o (op i, or the tree check after it) on both sides; 1 when they differ. */
+/*
+ * Runs o (op i, or the tree check after it) on both sides; 1 when they
+ * differ, 2 when -E stops the run at the first ENOSPC on either side.
+ */
 static int step(long i, const struct op *o)
 {
 	char t[512];
@@ -1412,6 +1418,19 @@ static int step(long i, const struct op *o)
 	if (verbose) {
 		op_to_text(t, sizeof(t), o);
 		printf("%5ld %s = %.300s\n", i, t, res_shared[0].txt);
+	}
+	/*
+	 * -E (a nearly full filesystem): where each side runs out differs (ext4
+	 * reserves at write(2), tinyfs's writeback cache fails the write-back,
+	 * metadata runs out on each at its own point), so from the first ENOSPC
+	 * on either side nothing more is compared.
+	 */
+	if (stop_enospc && (strstr(res_shared[0].txt, "ENOSPC") || strstr(res_shared[1].txt, "ENOSPC"))) {
+		op_to_text(t, sizeof(t), o);
+		printf("difftest seed %" PRIu64 ": stopped at op %ld, ENOSPC on %s: %s\n", seed, i,
+		       strstr(res_shared[0].txt, "ENOSPC") ?
+			       (strstr(res_shared[1].txt, "ENOSPC") ? "both" : "A") : "B", t);
+		return 2;
 	}
 	if (strcmp(res_shared[0].txt, res_shared[1].txt) ||
 	    res_shared[0].dlen != res_shared[1].dlen ||
@@ -1540,7 +1559,7 @@ static int compare_kept(void)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-s SEED] [-n OPS] [-c EVERY] "
+		"usage: difftest [-v] [-u] [-T] [-a] [-b] [-k] [-S] [-L] [-E] [-s SEED] [-n OPS] [-c EVERY] "
 		"DIR_A "
 		"DIR_B\n"
 		"       difftest -w KEPT_A KEPT_B (the trees of a -k run again, no times)\n");
@@ -1553,7 +1572,7 @@ int main(int argc, char **argv)
 	int c, rc = 0;
 	bool seeded = false;
 
-	while ((c = getopt(argc, argv, "vuTabkwSLs:n:c:")) != -1) {
+	while ((c = getopt(argc, argv, "vuTabkwSLEs:n:c:")) != -1) {
 		switch (c) {
 		case 'v':
 			verbose = true;
@@ -1581,6 +1600,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			keep = true;
+			break;
+		case 'E':
+			stop_enospc = true;
 			break;
 		case 's':
 			seed = strtoull(optarg, NULL, 0);
@@ -1660,7 +1682,9 @@ int main(int argc, char **argv)
 			rc = step(i, &o);
 		}
 	}
-	if (!rc)
+	if (rc == 2) /* -E: stopped at an ENOSPC, no difference before it */
+		rc = 0;
+	else if (!rc)
 		printf("difftest seed %" PRIu64 ": %ld operations, no difference\n", seed, nops);
 	if (keep)
 		printf("kept: %s %s\n", sides[0].top, sides[1].top);
