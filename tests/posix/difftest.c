@@ -397,6 +397,31 @@ static int out_xlist(struct res *r, char *buf, ssize_t len, char **names)
 }
 
 /*
+ * chown(-1, -1) by a caller who neither owns st nor is in its group, of a
+ * regular file with S_ISGID without group exec: ext4 (Linux 6.2+) turns
+ * the dropping of S_ISGID (setattr_should_drop_sgid()) into a mode change,
+ * which a non-owner may not make: EPERM.  FUSE's fuse_setattr() decides
+ * again with the older rule (only when group-executable), so no mode
+ * change and no EPERM reach a FUSE daemon, which sees a setattr of nothing
+ * it cannot tell from a write's (README, "Where the mount differs").
+ * Root (CAP_FOWNER) and the owner are not concerned.
+ */
+static bool chown_keeps_nogx_sgid(const struct stat *st)
+{
+	gid_t groups[64];
+	int n;
+
+	if (!S_ISREG(st->st_mode) || (st->st_mode & (S_ISGID | S_IXGRP)) != S_ISGID || !geteuid() ||
+	    geteuid() == st->st_uid || getegid() == st->st_gid)
+		return false;
+	n = getgroups(64, groups);
+	for (int i = 0; i < n; i++)
+		if (groups[i] == st->st_gid)
+			return false;
+	return true;
+}
+
+/*
  * Whether the bytes [from, to) of fd read as zeros (or cannot be read: not
  * known).  The first 16 MiB only: a hole to 2^41 (-L) is not read whole.
  */
@@ -729,10 +754,16 @@ static void exec_op(const struct op *o, struct side *s, struct res *r)
 		ret = fchmod(fd, o->mode);
 		break;
 	case K_CHOWN:
-		ret = fchownat(dfd, o->p1, o->uid, o->gid, o->flags);
-		break;
 	case K_FCHOWN:
-		ret = fchown(fd, o->uid, o->gid);
+		if (o->uid == (uid_t)-1 && o->gid == (gid_t)-1 &&
+		    !(o->k == K_CHOWN ? fstatat(dfd, o->p1, &st, o->flags & AT_SYMLINK_NOFOLLOW)
+				      : fstat(fd, &st)) &&
+		    chown_keeps_nogx_sgid(&st)) {
+			out(r, "chown -1:-1 of a set-gid file by a non-owner: not made");
+			return;
+		}
+		ret = o->k == K_CHOWN ? fchownat(dfd, o->p1, o->uid, o->gid, o->flags)
+				      : fchown(fd, o->uid, o->gid);
 		break;
 	case K_UTIMENSAT:
 		ret = utimensat(dfd, o->p1, o->ts, o->flags);
