@@ -23,7 +23,8 @@
  * falls short of ext4 (S_ISGID without group exec, open with O_TRUNC) the
  * daemon finishes it (kill_sgid_nogx(), open_trunc_kill_suidgid()).
  * `-o killpriv` restores the v1 behaviour: then the daemon clears the bits
- * itself on every chown, truncate and write (TFS_SETATTR_KILL_SUIDGID).
+ * itself at a chown, truncate or write's setattr, by the caller's identity
+ * (killpriv_mode()).
  */
 #define FUSE_USE_VERSION 312
 
@@ -315,7 +316,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
-	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+	/*
+	 * Cached targets reach the daemon once: enough for relatime (the read
+	 * it counts is the first after a change), not for strictatime, where
+	 * every follow and readlink is a read (as on ext4).
+	 */
+	if ((conn->capable & FUSE_CAP_CACHE_SYMLINKS) && !o->strictatime)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	/*
 	 * POSIX ACLs as on ext4: the kernel enforces them (it reads
@@ -441,11 +447,12 @@ static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
  * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
  * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
  * caller outside the file's group without CAP_FSETID, as ext4 shows, but
- * FUSE's fuse_setattr() (without HANDLE_KILLPRIV) decides again with the
- * older rule (only when group-executable) and sends no mode.  What it sends
- * is a setattr in the caller's context: with the size (truncate), the
- * owner (chown), the mode without S_ISUID (a write, fallocate or chown of
- * a set-user-ID file) or nothing at all (a write's file_remove_privs()).
+ * FUSE's fuse_setattr() decides again with the older rule (only when
+ * group-executable) and sends no mode (with HANDLE_KILLPRIV, no mode at
+ * all: killpriv_mode() first, then this).  What it sends is a setattr in
+ * the caller's context: with the size (truncate), the owner (chown), the
+ * mode without S_ISUID (a write, fallocate or chown of a set-user-ID file)
+ * or nothing at all (a write's file_remove_privs()).
  * For those the rule is applied here; *mode is the mode to set (the one
  * the kernel sent, if any).  A chmod by a non-member reaches here without
  * S_ISGID already (setattr_prepare()).  Returns whether S_ISGID goes.
@@ -457,7 +464,7 @@ static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, 
 		FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE;
 	struct tfs_stat st;
 
-	if (tf->killpriv || (to_set && !(to_set & kill_paths)))
+	if (to_set && !(to_set & kill_paths))
 		return false;
 	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode))
 		return false;
@@ -494,6 +501,32 @@ static void open_trunc_kill_suidgid(struct tfs_fuse *tf, fuse_req_t req, fuse_in
 		sa.mode &= ~(u32)S_ISGID;
 	if (sa.mode != (st.mode & 07777))
 		tfs_setattr(tf->fs, ino, NULL, &sa, &st);
+}
+
+/*
+ * HANDLE_KILLPRIV (v1, `-o killpriv`): fuse_setattr() drops the mode change
+ * the kernel computed for a truncate or a write's file_remove_privs() (the
+ * latter then arrives as a setattr of nothing), and the daemon decides, in
+ * the caller's context, as should_remove_suid() does for ext4: on a regular
+ * file, by a caller without CAP_FSETID, S_ISUID goes, and S_ISGID when
+ * group-executable (kill_sgid_nogx() adds the non-member rule).  A chown
+ * needs nothing here: fs/ drops S_ISUID and a group-executable S_ISGID of
+ * any non-directory.  *mode is the mode to set; returns whether it differs.
+ */
+static bool killpriv_mode(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
+			  mode_t *mode)
+{
+	struct tfs_stat st;
+
+	if (to_set && !(to_set & FUSE_SET_ATTR_SIZE))
+		return false;
+	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode) ||
+	    !(st.mode & (S_ISUID | S_ISGID)) || caller_has_fsetid(fuse_req_ctx(req)))
+		return false;
+	*mode = st.mode & 07777 & ~(mode_t)S_ISUID;
+	if (*mode & S_IXGRP)
+		*mode &= ~(mode_t)S_ISGID;
+	return *mode != (st.mode & 07777);
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -542,16 +575,16 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	{
 		mode_t mode = attr->st_mode & 07777;
+		int set = to_set;
 
-		if (kill_sgid_nogx(tf, req, ino, to_set, &mode)) {
+		if (tf->killpriv && !(set & FUSE_SET_ATTR_MODE) &&
+		    killpriv_mode(tf, req, ino, set, &mode))
+			set |= FUSE_SET_ATTR_MODE;
+		if (kill_sgid_nogx(tf, req, ino, set, &mode) || set != to_set) {
 			sa.valid |= TFS_SETATTR_MODE;
 			sa.mode = mode;
 		}
 	}
-	/* HANDLE_KILLPRIV (v1): chown and truncate clear the bits here. */
-	if (tf->killpriv && (sa.valid & (TFS_SETATTR_UID | TFS_SETATTR_GID | TFS_SETATTR_SIZE)) &&
-	    !(sa.valid & TFS_SETATTR_MODE))
-		sa.valid |= TFS_SETATTR_KILL_SUIDGID;
 	ret = tfs_setattr(tf->fs, ino, fi && fi->fh ? ff_of(fi)->f : NULL, &sa, &st);
 	if (ret && tfs_err_class(ret) == -ENOENT && !fi &&
 	    !(sa.valid & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_CTIME))) {
@@ -597,7 +630,8 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	 * Read: atime per relatime, as ext4 does on every follow and readlink.
 	 * The kernel caches the target (CACHE_SYMLINKS) and asks again only
 	 * after the symlink left its cache, but the read relatime counts is
-	 * the first after a change, which always reaches here.
+	 * the first after a change, which always reaches here (strictatime
+	 * mounts do not cache targets: op_init).
 	 */
 	accessed(tf, ino, false);
 	fuse_reply_readlink(req, buf);

@@ -9,7 +9,10 @@
 # between two kernel filesystems).  Seeds 1-4, 300 operations each, with
 # other users' calls (-u) and xattr values to 64 KiB (-b): about 10 s.
 # TFS_DIFFTEST_SEEDS="S ..." and TFS_DIFFTEST_OPS=N choose others;
-# TFS_LONG=1 runs 40 seeds of 1000.  Skips (77) with the reason without
+# TFS_LONG=1 runs 40 seeds of 1000.  TFS_DIFFTEST_MOUNT_OPTS=OPTS mounts
+# tinyfs with -o OPTS (killpriv, no_writeback_cache, ...; both mounts),
+# TFS_DIFFTEST_MKFS_OPTS="..." adds mkfs.tinyfs options (--btree-node-size
+# 16k, --block-size 1k, ...).  Skips (77) with the reason without
 # root, loop devices, mkfs.ext4, or (tinyfs) FUSE.
 set -u
 build=$(cd "$1" && pwd)
@@ -29,6 +32,8 @@ else
 	seeds=${TFS_DIFFTEST_SEEDS:-1 2 3 4} ops=${TFS_DIFFTEST_OPS:-300}
 fi
 
+mopts=()
+[ -n "${TFS_DIFFTEST_MOUNT_OPTS:-}" ] && mopts=(-o "$TFS_DIFFTEST_MOUNT_OPTS")
 tmp=$(mktemp -d "/tmp/posix-difftest-$target.XXXXXX")
 export TFS_RUN_DIR=$tmp/run
 mnt=$tmp/mnt ext4=$tmp/ext4
@@ -76,8 +81,9 @@ tinyfs)
 	[ -c /dev/fuse ] || skip "/dev/fuse is absent (no FUSE in this kernel or container)"
 	command -v fusermount3 >/dev/null || skip "fusermount3 is absent (Debian package fuse3)"
 	"$tinyfs" mount --help >/dev/null 2>&1 || skip "this build has no FUSE daemon (\`tinyfs mount\`)"
-	"$mkfs" -q --size 512M "$tmp/img" || { echo "FAIL: mkfs.tinyfs"; exit 1; }
-	"$tinyfs" mount "$tmp/img" "$mnt" || { echo "FAIL: tinyfs mount"; exit 1; }
+	# shellcheck disable=SC2086 # options, split on purpose
+	"$mkfs" -q ${TFS_DIFFTEST_MKFS_OPTS:-} --size 512M "$tmp/img" || { echo "FAIL: mkfs.tinyfs"; exit 1; }
+	"$tinyfs" mount "${mopts[@]}" "$tmp/img" "$mnt" || { echo "FAIL: tinyfs mount"; exit 1; }
 	mounted=1
 	pid=$(daemon_pid)
 	;;
@@ -106,7 +112,7 @@ umount_tinyfs() {
 if [ $mounted = 1 ] && [ "$target" = tinyfs ]; then
 	umount_tinyfs
 	if [ $mounted = 0 ] && [ -n "$kept" ]; then
-		if "$tinyfs" mount "$tmp/img" "$mnt"; then
+		if "$tinyfs" mount "${mopts[@]}" "$tmp/img" "$mnt"; then
 			mounted=1
 			pid=$(daemon_pid)
 			echo "== after unmount and mount again:"
