@@ -623,7 +623,8 @@ static const char *xnames[] = { "user.a",    "user.b", "user.c", "user.long_attr
 
 static void exec_op(const struct op *o, struct side *s, struct res *r)
 {
-	static unsigned char buf[MAXIO];
+	/* One more byte: a setxattr of 64 KiB + 1 (E2BIG on both sides). */
+	static unsigned char buf[MAXIO + 1];
 	char lbuf[4096];
 	int dfd = s->dfd, fd = s->fd[o->slot];
 	long long ret = 0;
