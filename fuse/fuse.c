@@ -438,7 +438,7 @@ static bool caller_has_fsetid(const struct fuse_ctx *c);
 static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 
 /*
- * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
+ * S_ISGID without S_IXGRP on a non-directory: the kernel (since 6.2,
  * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
  * caller outside the file's group without CAP_FSETID, as ext4 shows, but
  * FUSE's fuse_setattr() (without HANDLE_KILLPRIV) decides again with the
@@ -459,7 +459,8 @@ static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, 
 
 	if (tf->killpriv || (to_set && !(to_set & kill_paths)))
 		return false;
-	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode))
+	/* Any non-directory: chown_common() asks for every one (a write or truncate needs a file). */
+	if (tfs_getattr(tf->fs, ino, &st) || S_ISDIR(st.mode))
 		return false;
 	if (!(to_set & FUSE_SET_ATTR_MODE))
 		*mode = st.mode & 07777;
