@@ -985,10 +985,10 @@ static void op_fallocate(void)
 			if (x->bst[b] == B_HOLE)
 				x->bst[b] = B_UNWRITTEN;
 	}
-	if (!keep && !(mode & FALLOC_FL_PUNCH_HOLE) && end > x->size) {
+	if (!keep && !(mode & FALLOC_FL_PUNCH_HOLE) && end > x->size)
 		x->size = end;
-		x->mtime_known = false;
-	}
+	/* Every fallocate that succeeds sets mtime and ctime (as ext4's) */
+	x->mtime_known = false;
 	check_node(M.f[i].node);
 }
 
