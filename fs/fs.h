@@ -205,7 +205,10 @@ enum tfs_setattr_valid {
 	TFS_SETATTR_ATIME_NOW = 1 << 6,
 	TFS_SETATTR_MTIME_NOW = 1 << 7,
 	TFS_SETATTR_CTIME = 1 << 8,
-	/* Clear S_ISUID, and S_ISGID when group-executable (write by a non-owner, chown). */
+	/*
+	 * Clear S_ISUID, and S_ISGID when group-executable (write by a
+	 * non-owner, chown); not of a directory (chown_common()).
+	 */
 	TFS_SETATTR_KILL_SUIDGID = 1 << 9,
 };
 

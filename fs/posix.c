@@ -128,7 +128,7 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 	/* chown of a non-directory drops set-user-ID (and set-group-ID if group-executable). */
 	if ((v & (TFS_SETATTR_UID | TFS_SETATTR_GID)) && !S_ISDIR(ui.mode))
 		ui.mode = kill_suidgid(ui.mode);
-	if (v & TFS_SETATTR_KILL_SUIDGID)
+	if ((v & TFS_SETATTR_KILL_SUIDGID) && !S_ISDIR(ui.mode))
 		ui.mode = kill_suidgid(ui.mode);
 	if (v & TFS_SETATTR_MODE)
 		ui.mode = (ui.mode & S_IFMT) | (sa->mode & 07777);
