@@ -175,6 +175,12 @@ struct tfs_ctx {
 	 * slow (the daemon reads /proc); it is called under the inode's lock.
 	 */
 	bool (*keeps_sgid)(void *arg, u32 gid);
+	/*
+	 * tfs_open_as() only, asked (under the inode's lock) where O_TRUNC
+	 * meets a set-ID bit: has the caller CAP_FSETID?  Its argument is
+	 * keeps_sgid_arg.  NULL: no set-ID bit goes.
+	 */
+	bool (*has_fsetid)(void *arg);
 	void *keeps_sgid_arg;
 };
 
@@ -199,7 +205,10 @@ enum tfs_setattr_valid {
 	TFS_SETATTR_ATIME_NOW = 1 << 6,
 	TFS_SETATTR_MTIME_NOW = 1 << 7,
 	TFS_SETATTR_CTIME = 1 << 8,
-	/* Clear S_ISUID, and S_ISGID when group-executable (write by a non-owner, chown). */
+	/*
+	 * Clear S_ISUID, and S_ISGID when group-executable (write by a
+	 * non-owner, chown); not of a directory (chown_common()).
+	 */
 	TFS_SETATTR_KILL_SUIDGID = 1 << 9,
 };
 
@@ -302,6 +311,16 @@ int tfs_readdir(struct tfs_fs *fs, tfs_ino_t dir, u64 pos, tfs_filldir_fn fn, vo
  * each writeback error that happened since, once.
  */
 int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f);
+/*
+ * tfs_open() by ctx: O_TRUNC drops set-ID bits in its truncation's commit
+ * as truncate(2) by ctx does (should_remove_suid()): unless ctx has
+ * CAP_FSETID (ctx->has_fsetid()), S_ISUID, and S_ISGID when group-executable
+ * or when ctx is outside the file's group (ctx->gid, ctx->keeps_sgid()).
+ * An open that fails changes nothing (Linux truncates once the open
+ * succeeded).  ctx NULL or without has_fsetid: as tfs_open().
+ */
+int tfs_open_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, int flags,
+		struct tfs_file **f);
 /* Creates and opens name (O_EXCL: -EEXIST if it exists). */
 int tfs_create(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t dir, const char *name,
 	       size_t len, u32 mode, int flags, struct tfs_file **f, struct tfs_stat *st);

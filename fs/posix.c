@@ -128,7 +128,7 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 	/* chown of a non-directory drops set-user-ID (and set-group-ID if group-executable). */
 	if ((v & (TFS_SETATTR_UID | TFS_SETATTR_GID)) && !S_ISDIR(ui.mode))
 		ui.mode = kill_suidgid(ui.mode);
-	if (v & TFS_SETATTR_KILL_SUIDGID)
+	if ((v & TFS_SETATTR_KILL_SUIDGID) && !S_ISDIR(ui.mode))
 		ui.mode = kill_suidgid(ui.mode);
 	if (v & TFS_SETATTR_MODE)
 		ui.mode = (ui.mode & S_IFMT) | (sa->mode & 07777);
@@ -245,14 +245,17 @@ bool tfs_file_size_now(struct tfs_file *f, u64 *size)
 	return ok;
 }
 
-/* Makes f an open file of im (locked, referenced: the reference becomes f's). */
-static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
+/* A file for file_link(): allocated before tfs_open() changes anything. */
+static struct tfs_file *file_alloc(void)
+{
+	return tfs_fault("alloc:file") ? NULL : calloc(1, sizeof(struct tfs_file));
+}
+
+/* Makes f (file_alloc()) an open file of im (locked, referenced: the reference becomes f's). */
+static void file_link(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file *f)
 {
 	struct tfs_posix *p = tfs_posix(fs);
-	struct tfs_file *f = tfs_fault("alloc:file") ? NULL : calloc(1, sizeof(*f));
 
-	if (!f)
-		return -ENOMEM;
 	f->im = im;
 	f->flags = flags;
 	f->wb_err_since = tfs_errseq_sample(&im->wb_err);
@@ -263,11 +266,25 @@ static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, stru
 	p->files.next->prev = f;
 	p->files.next = f;
 	pthread_mutex_unlock(&p->table_lock);
+}
+
+/* Makes a new open file of im (locked, referenced: the reference becomes the file's). */
+static int file_new(struct tfs_fs *fs, struct tfs_inode_mem *im, int flags, struct tfs_file **ret)
+{
+	struct tfs_file *f = file_alloc();
+
+	if (!f)
+		return -ENOMEM;
+	file_link(fs, im, flags, f);
 	*ret = f;
 	return 0;
 }
 
-static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
+/*
+ * O_TRUNC's truncation, in one commit with the set-ID bits it drops for
+ * ctx (see tfs_open_as()).
+ */
+static int open_trunc(struct tfs_fs *fs, const struct tfs_ctx *ctx, struct tfs_inode_mem *im)
 {
 	struct tfs_inode_unpacked ui = im->ui;
 	u64 seq;
@@ -277,27 +294,49 @@ static int open_trunc(struct tfs_fs *fs, struct tfs_inode_mem *im)
 		return 0;
 	ui.size = 0;
 	ui.mtime = ui.ctime = tfs_now_ns();
+	if (ctx && ctx->has_fsetid && (ui.mode & (S_ISUID | S_ISGID)) &&
+	    !ctx->has_fsetid(ctx->keeps_sgid_arg)) {
+		ui.mode = kill_suidgid(ui.mode);
+		/* S_ISGID without group exec: when ctx is outside the group (setattr_should_drop_sgid()) */
+		if ((ui.mode & (S_ISGID | S_IXGRP)) == S_ISGID && ctx->gid != ui.gid &&
+		    !(ctx->keeps_sgid && ctx->keeps_sgid(ctx->keeps_sgid_arg, ui.gid)))
+			ui.mode &= ~(u32)S_ISGID;
+	}
 	return tfs_data_truncate(fs, im, &ui, &seq);
 }
 
 int tfs_open(struct tfs_fs *fs, tfs_ino_t ino, int flags, struct tfs_file **f)
 {
+	return tfs_open_as(fs, NULL, ino, flags, f);
+}
+
+int tfs_open_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, int flags,
+		struct tfs_file **f)
+{
 	struct tfs_inode_mem *im;
 	/* O_TRUNC truncates whatever the access mode, as open(2) on Linux does */
 	bool trunc = flags & O_TRUNC;
-	int ret = tfs_iget_locked(fs, ino, trunc, &im);
+	/* Allocated first: an open that fails leaves the file as it was (Linux truncates last) */
+	struct tfs_file *nf = file_alloc();
+	int ret = nf ? tfs_iget_locked(fs, ino, trunc, &im) : -ENOMEM;
 
-	if (ret)
+	if (ret) {
+		free(nf);
 		return ret;
+	}
 	if (S_ISDIR(im->ui.mode) && (flags & O_ACCMODE) != O_RDONLY)
 		ret = -EISDIR;
 	if (!ret && trunc)
-		ret = open_trunc(fs, im);
-	if (!ret)
-		ret = file_new(fs, im, flags, f);
+		ret = open_trunc(fs, ctx, im);
+	if (!ret) {
+		file_link(fs, im, flags, nf);
+		*f = nf;
+	}
 	tfs_iunlock(im);
-	if (ret)
+	if (ret) {
+		free(nf);
 		tfs_iput(fs, im);
+	}
 	return ret;
 }
 

@@ -21,7 +21,7 @@
  * it does for ext4 (should_remove_suid(): not for CAP_FSETID) and sends a
  * setattr with the new mode, which fs/ applies; where FUSE's kernel side
  * falls short of ext4 (S_ISGID without group exec, open with O_TRUNC) the
- * daemon finishes it (kill_sgid_nogx(), open_trunc_kill_suidgid()).
+ * daemon finishes it (kill_sgid_nogx(), op_open()'s tfs_open_as()).
  * `-o killpriv` restores the v1 behaviour: then the daemon clears the bits
  * itself at a chown, truncate or write's setattr, by the caller's identity
  * (killpriv_mode()).
@@ -440,11 +440,12 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 
 static bool caller_keeps_sgid(void *arg, u32 gid);
+static bool req_has_fsetid(void *arg);
 static bool caller_has_fsetid(const struct fuse_ctx *c);
 static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 
 /*
- * S_ISGID without S_IXGRP on a regular file: the kernel (since 6.2,
+ * S_ISGID without S_IXGRP on a non-directory: the kernel (since 6.2,
  * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
  * caller outside the file's group without CAP_FSETID, as ext4 shows, but
  * FUSE's fuse_setattr() decides again with the older rule (only when
@@ -466,7 +467,8 @@ static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, 
 
 	if (to_set && !(to_set & kill_paths))
 		return false;
-	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode))
+	/* Any non-directory: chown_common() asks for every one (a write or truncate needs a file). */
+	if (tfs_getattr(tf->fs, ino, &st) || S_ISDIR(st.mode))
 		return false;
 	if (!(to_set & FUSE_SET_ATTR_MODE))
 		*mode = st.mode & 07777;
@@ -476,31 +478,6 @@ static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, 
 		return false;
 	*mode &= ~(mode_t)S_ISGID;
 	return true;
-}
-
-/*
- * open(O_TRUNC) of a set-id file by a caller without CAP_FSETID: the
- * kernel's do_truncate() asks to clear the bits as truncate(2) does
- * (should_remove_suid()), but with atomic_o_trunc FUSE leaves the
- * truncation to the daemon's open and drops that request.  So the bits
- * go here, by the opener's identity: S_ISUID, and S_ISGID when group-
- * executable or when the opener is outside the file's group.  A failure
- * leaves them (the open itself still decides).
- */
-static void open_trunc_kill_suidgid(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino)
-{
-	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE };
-	struct tfs_stat st;
-
-	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode) ||
-	    !(st.mode & (S_ISUID | S_ISGID)) || caller_has_fsetid(c))
-		return;
-	sa.mode = st.mode & 07777 & ~(u32)S_ISUID;
-	if ((st.mode & S_IXGRP) || (c->gid != st.gid && !caller_keeps_sgid(req, st.gid)))
-		sa.mode &= ~(u32)S_ISGID;
-	if (sa.mode != (st.mode & 07777))
-		tfs_setattr(tf->fs, ino, NULL, &sa, &st);
 }
 
 /*
@@ -808,6 +785,7 @@ static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir)
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
+	struct tfs_ctx ctx = ctx_of(req);
 	struct tfs_fuse_file *ff;
 	struct tfs_file *f;
 	int ret;
@@ -815,9 +793,18 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	count_timed(tf, TFS_FUSE_OP_open);
 	if (fi->flags & O_TRUNC) {
 		tfs_wbehind_wait(tf->wbehind, ino, false);
-		open_trunc_kill_suidgid(tf, req, ino);
+		/*
+		 * The kernel's do_truncate() asks to clear the set-ID bits as
+		 * truncate(2) does (should_remove_suid()), but with
+		 * atomic_o_trunc FUSE leaves the truncation to this open and
+		 * drops that request: fs/ drops them by the opener's identity,
+		 * in the truncation's commit and only if the open succeeds.
+		 */
+		ctx.keeps_sgid = caller_keeps_sgid;
+		ctx.has_fsetid = req_has_fsetid;
+		ctx.keeps_sgid_arg = req;
 	}
-	ret = tfs_open(tf->fs, ino, open_flags(tf, fi->flags), &f);
+	ret = tfs_open_as(tf->fs, &ctx, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
 		reply_err(req, TFS_FUSE_OP_open, ret);
 		return;
@@ -1458,6 +1445,12 @@ static bool caller_has_fsetid(const struct fuse_ctx *c)
 		}
 	fclose(f);
 	return found ? ret : c->uid == 0;
+}
+
+/* tfs_ctx's has_fsetid: arg is the request. */
+static bool req_has_fsetid(void *arg)
+{
+	return caller_has_fsetid(fuse_req_ctx(arg));
 }
 
 /*

@@ -1849,6 +1849,18 @@ static void t_rw(void)
 	       .n = -1, .m = U1_ID);
 	mode_is("chgrp by a non-member owner clears S_ISGID without group exec", "f",
 		S_IFREG | 0646);
+	/* chown_common() asks setattr_should_drop_sgid() for every non-directory (review15) */
+	setup(mkfifo("sgfifo", 0) ?: chown("sgfifo", U1_ID, G4_ID) ?: chmod("sgfifo", 02646),
+	      "fifo U1:G4 02646");
+	EXPECT("owner chgrps a S_ISGID fifo from a foreign group", U1, 0, OP_CHOWN, "sgfifo",
+	       .n = -1, .m = U1_ID);
+	mode_is("chgrp of a fifo by a non-member owner clears S_ISGID without group exec", "sgfifo",
+		S_IFIFO | 0646);
+	setup(mkdir("sgdir", 0) ?: chown("sgdir", U1_ID, G4_ID) ?: chmod("sgdir", 02757),
+	      "dir U1:G4 02757");
+	EXPECT("owner chgrps a S_ISGID directory from a foreign group", U1, 0, OP_CHOWN, "sgdir",
+	       .n = -1, .m = U1_ID);
+	mode_is("chgrp of a directory keeps S_ISGID", "sgdir", S_IFDIR | 02757);
 	setup(chown("f", 0, 0) ?: chmod("f", 02666), "chown 0:0, chmod 02666");
 	EXPECT("write to S_ISGID without group exec by root", ROOT, 0, OP_WRITE, "f");
 	mode_is("write by root keeps S_ISGID without group exec", "f", S_IFREG | 02666);

@@ -339,6 +339,15 @@ static void test_ownership_sgid(void **state)
 	sa = (struct tfs_setattr){ .valid = TFS_SETATTR_KILL_SUIDGID };
 	assert_int_equal(tfs_setattr(T.fs, st.ino, NULL, &sa, &st), 0);
 	assert_int_equal(st.mode, S_IFREG | 02745); /* not group-executable: kept */
+	/*
+	 * A directory keeps both at a chown, also with KILL_SUIDGID (what
+	 * `-o killpriv` sends with every chown): chown_common() leaves
+	 * directories alone, or chown -R would end set-group-ID inheritance.
+	 */
+	sa = (struct tfs_setattr){ .valid = TFS_SETATTR_GID | TFS_SETATTR_KILL_SUIDGID, .gid = 51 };
+	assert_int_equal(tfs_setattr(T.fs, d.ino, NULL, &sa, &d), 0);
+	assert_int_equal(d.mode, S_IFDIR | 02775);
+	assert_int_equal(d.gid, 51);
 	reopen();
 	assert_int_equal(pt_lookup(&T, d.ino, "sub", &st), 0);
 	assert_int_equal(st.mode, S_IFDIR | 02755);

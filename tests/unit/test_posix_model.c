@@ -825,7 +825,7 @@ static void op_setattr(void)
 		x->gid = sa.gid;
 	if ((sa.valid & (TFS_SETATTR_UID | TFS_SETATTR_GID)) && !is_dir(n))
 		m_kill_suidgid(x);
-	if (sa.valid & TFS_SETATTR_KILL_SUIDGID)
+	if ((sa.valid & TFS_SETATTR_KILL_SUIDGID) && !is_dir(n))
 		m_kill_suidgid(x);
 	if (sa.valid & TFS_SETATTR_MODE)
 		x->mode = (x->mode & S_IFMT) | (sa.mode & 07777);
@@ -987,7 +987,7 @@ static void op_fallocate(void)
 	}
 	if (!keep && !(mode & FALLOC_FL_PUNCH_HOLE) && end > x->size)
 		x->size = end;
-	/* every fallocate that succeeds sets mtime and ctime, as ext4's (fs/io.c) */
+	/* Every fallocate that succeeds sets mtime and ctime (as ext4's) */
 	x->mtime_known = false;
 	check_node(M.f[i].node);
 }
