@@ -1115,21 +1115,27 @@ static int punch(struct tfs_fs *fs, struct tfs_inode_mem *im, u64 off, u64 end,
 	return ret;
 }
 
+/* Commits ui as im's inode, alone in its transaction. */
+static int inode_commit(struct tfs_fs *fs, struct tfs_inode_mem *im, struct tfs_inode_unpacked *ui,
+			u64 *seq)
+{
+	struct tfs_btree_trans trans;
+	int ret;
+
+	tfs_posix_trans_init(&trans, fs);
+	ret = tfs_inode_update(&trans, im, ui) ?: tfs_posix_commit(&trans, seq);
+	tfs_trans_exit(&trans);
+	if (!ret)
+		tfs_inode_committed(im, ui, *seq, false);
+	return ret;
+}
+
 int tfs_data_truncate(struct tfs_fs *fs, struct tfs_inode_mem *im, struct tfs_inode_unpacked *ui,
 		      u64 *seq)
 {
-	if (ui->size >= im->ui.size) {
-		/* Past the old EOF there is nothing readable (see extents.h). */
-		struct tfs_btree_trans trans;
-		int ret;
-
-		tfs_posix_trans_init(&trans, fs);
-		ret = tfs_inode_update(&trans, im, ui) ?: tfs_posix_commit(&trans, seq);
-		tfs_trans_exit(&trans);
-		if (!ret)
-			tfs_inode_committed(im, ui, *seq, false);
-		return ret;
-	}
+	/* Past the old EOF there is nothing readable (see extents.h). */
+	if (ui->size >= im->ui.size)
+		return inode_commit(fs, im, ui, seq);
 	/*
 	 * The new EOF block's bytes past EOF are zeroed (a later extension
 	 * must read zeros there), everything after it goes; the size changes
@@ -1278,16 +1284,10 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 		if (!ret && (mode & FALLOC_FL_ZERO_RANGE) && fb0 < fb1)
 			ret = falloc_blocks(fs, im, fb0, fb1, keep ? 0 : end, t0, &seq);
 		if (!ret && (mode & FALLOC_FL_ZERO_RANGE) && !keep && end > im->ui.size) {
-			struct tfs_btree_trans trans;
-
 			ui = im->ui;
 			ui.size = end;
 			ui.mtime = ui.ctime = t0;
-			tfs_posix_trans_init(&trans, fs);
-			ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
-			tfs_trans_exit(&trans);
-			if (!ret)
-				tfs_inode_committed(im, &ui, seq, false);
+			ret = inode_commit(fs, im, &ui, &seq);
 		}
 	} else {
 		ret = falloc_blocks(fs, im, off >> p->block_bits, DIV_ROUND_UP(end, bs),
@@ -1295,14 +1295,9 @@ int tfs_fallocate(struct tfs_fs *fs, struct tfs_file *f, int mode, u64 off, u64 
 	}
 	if (!ret && (im->ui.mtime < t0 || im->ui.ctime < t0)) {
 		struct tfs_inode_unpacked ui = im->ui;
-		struct tfs_btree_trans trans;
 
 		ui.mtime = ui.ctime = t0;
-		tfs_posix_trans_init(&trans, fs);
-		ret = tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
-		tfs_trans_exit(&trans);
-		if (!ret)
-			tfs_inode_committed(im, &ui, seq, false);
+		ret = inode_commit(fs, im, &ui, &seq);
 	}
 out:
 	tfs_iunlock(im);
