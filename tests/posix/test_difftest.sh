@@ -39,16 +39,8 @@ export TFS_RUN_DIR=$tmp/run
 mnt=$tmp/mnt ext4=$tmp/ext4
 mkdir -p "$mnt" "$ext4"
 loop= ext4_mounted=0 mounted=0 pid=
-daemon_pid() { "$tinyfs" stats "$mnt" fuse 2>/dev/null | awk '$1 == "pid:" { print $2 }'; }
 . "$(dirname "$0")/../fuse/umount_retry.sh"
-
-wait_daemon() {
-	for _ in $(seq 300); do
-		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
+. "$(dirname "$0")/daemon.sh"
 cleanup() {
 	cd /
 	if [ $mounted = 1 ]; then

@@ -44,17 +44,9 @@ mnt=$tmp/mnt
 export TFS_RUN_DIR=$tmp/run
 mkdir -p "$mnt"
 mounted=0 pid=
-daemon_pid() { "$tinyfs" stats "$mnt" fuse 2>/dev/null | awk '$1 == "pid:" { print $2 }'; }
 . "$(dirname "$0")/../fuse/umount_retry.sh"
+. "$(dirname "$0")/daemon.sh"
 
-# wait_daemon: the daemon writes back after umount returns; wait (30 s) for it.
-wait_daemon() {
-	for _ in $(seq 300); do
-		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	return 1
-}
 cleanup() {
 	cd /
 	if [ $mounted = 1 ]; then
