@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse/cpulat.h"
 #include "fuse/tfs_fuse.h"
 #include "lib/errcode.h"
 
@@ -1730,6 +1731,9 @@ void tfs_fuse_init_state(struct tfs_fuse *tf, struct tfs_fs *fs, const struct tf
 	pthread_mutex_init(&tf->rdc_lock, NULL);
 	clock_gettime(CLOCK_MONOTONIC, &tf->started);
 	tf->poll.max_us = o->libfuse_loop ? 0 : o->poll_us;
+	/* Its thread starts here, after the fork, as write-behind's. */
+	tf->poll.cpulat =
+		tfs_cpulat_start("/dev/cpu_dma_latency", o->libfuse_loop ? 0 : o->low_latency_ms);
 	/*
 	 * Used only for the kernel's write-back requests (writeback cache: the
 	 * kernel owns the times).  Started here, after the fork (mount.c).
@@ -1749,6 +1753,8 @@ void tfs_fuse_release_all(struct tfs_fuse *tf)
 	tf->wbehind = NULL;
 	tfs_rdahead_stop(tf->rdahead);
 	tf->rdahead = NULL;
+	tfs_cpulat_stop(tf->poll.cpulat);
+	tf->poll.cpulat = NULL;
 	pthread_mutex_lock(&tf->files_lock);
 	while (tf->files) {
 		struct tfs_fuse_file *ff = tf->files;
@@ -1806,6 +1812,7 @@ void tfs_fuse_to_text(struct printbuf *out, struct tfs_fuse *tf)
 	tfs_wbehind_to_text(out, tf->wbehind);
 	tfs_rdahead_to_text(out, tf->rdahead);
 	tfs_fuse_poll_to_text(out, &tf->poll);
+	tfs_cpulat_to_text(out, tf->poll.cpulat);
 	prt_printf(out, "bytes read:\t%llu\n", (unsigned long long)atomic_load(&tf->bytes_read));
 	prt_printf(out, "bytes written:\t%llu\n",
 		   (unsigned long long)atomic_load(&tf->bytes_written));

@@ -61,6 +61,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse/cpulat.h"
 #include "fuse/tfs_fuse.h"
 #include "lib/bdev.h"
 
@@ -312,6 +313,7 @@ static void copoll(struct loop *l, struct fuse_buf *buf)
 			atomic_fetch_add(&l->poll->poll_ns, mono_ns() - start);
 			atomic_fetch_add(&l->poll->hits, 1);
 			atomic_fetch_add(&l->poll->copoll_hits, 1);
+			tfs_cpulat_touch(l->poll->cpulat);
 			if (!inline_ok)
 				atomic_fetch_add(&l->handed_off, 1);
 			fuse_session_process_buf(l->se, buf);
@@ -488,6 +490,7 @@ static void *loop_thread(void *p)
 			fuse_session_exit(l->se);
 			break;
 		}
+		tfs_cpulat_touch(l->poll->cpulat);
 		if (read_tried(l, &buf)) {
 			leader = loop_try_read(l, &buf);
 			continue;

@@ -37,6 +37,7 @@ void tfs_mount_opts_init(struct tfs_mount_opts *o)
 	o->negative_timeout = 86400;
 	o->max_threads = 16;
 	o->poll_us = 200;
+	o->low_latency_ms = 20;
 	o->max_idle_threads = 8;
 	o->clone_fd = true;
 	o->write_behind = true;
@@ -302,6 +303,11 @@ static int parse_one(struct tfs_mount_opts *o, const char *prog, char *opt)
 		if (parse_unsigned(prog, opt, v, 0, 100000, &n))
 			return -EINVAL;
 		o->poll_us = (unsigned)n;
+	} else if (is("low_latency_ms")) {
+		need_value();
+		if (parse_unsigned(prog, opt, v, 0, 60000, &n))
+			return -EINVAL;
+		o->low_latency_ms = (unsigned)n;
 	} else if (is("libfuse_loop")) {
 		o->libfuse_loop = true;
 	} else if (is("clone_fd") || is("noclone_fd")) {
@@ -468,6 +474,8 @@ void tfs_mount_opts_to_text(struct printbuf *out, const struct tfs_mount_opts *o
 		   o->libfuse_loop ? "libfuse" : "leader/followers");
 	if (!o->libfuse_loop)
 		prt_printf(out, "poll:\t%u us at most\n", o->poll_us);
+	if (!o->libfuse_loop)
+		prt_printf(out, "low wake-up latency:\t%u ms after a request\n", o->low_latency_ms);
 	prt_printf(out, "fuse options:\t%s\n", printbuf_str(&o->fuse_opts));
 	printbuf_tabstop_pop(out);
 }
@@ -509,6 +517,10 @@ void tfs_mount_options_help(FILE *f)
 		"  poll_us=N            the reading thread polls /dev/fuse up to N us (adapted)\n"
 		"                       before it sleeps: no wakeup of an idle CPU per request\n"
 		"                       (default 200; 0: sleep at once)\n"
+		"  low_latency_ms=N     while requests come, and N ms after the last, ask the\n"
+		"                       kernel for a 0 us CPU wake-up latency (/dev/cpu_dma_latency:\n"
+		"                       idle CPUs poll instead of sleeping; root only; default 20;\n"
+		"                       0: never)\n"
 		"  libfuse_loop         libfuse's multithreaded loop instead of the daemon's\n"
 		"                       leader/followers loop (max_idle_threads and clone_fd\n"
 		"                       apply only to it, max_threads to both)\n"

@@ -69,6 +69,8 @@ struct tfs_mount_opts {
 	bool clone_fd;
 	bool libfuse_loop; /* libfuse's multithreaded loop, not tfs_fuse_loop() */
 	unsigned poll_us;  /* tfs_fuse_loop(): most time polling /dev/fuse; 0: none */
+	/* tfs_fuse_loop(): CPU latency request held until N ms after a request; 0: none */
+	unsigned low_latency_ms;
 	bool write_behind; /* small write-back requests answered early (default on) */
 	char *log;	   /* the daemon's stderr once detached (default /dev/null) */
 	/* The next readdirplus batch read ahead (default: while CPUs are free). */
@@ -291,6 +293,7 @@ struct tfs_fuse_poll {
 	_Atomic u64 handed_off;	  /* requests served by a follower (see fuse/loop.c) */
 	_Atomic u64 reads_tried;  /* small reads the leader began serving itself */
 	_Atomic u64 reads_waited; /* ... of which it handed the reading off at a device wait */
+	struct tfs_cpulat *cpulat; /* touched per request read (fuse/cpulat.h); NULL: none */
 };
 
 void tfs_fuse_poll_to_text(struct printbuf *out, struct tfs_fuse_poll *p);

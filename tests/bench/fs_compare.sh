@@ -16,6 +16,11 @@
 #   FSC_TINYFS_OPTS=... -o options of the tinyfs mount (e.g. poll_us=0)
 #   FSC_OUT=DIR         keep each filesystem's figures (DIR/FS.out, DIR/raw.out)
 #   FSC_REUSE=DIR       take the figures of filesystems not run from DIR/FS.out
+#   FSC_CPU_LATENCY=1   hold a 0 us CPU latency request (/dev/cpu_dma_latency)
+#                       for the whole run, every filesystem alike: the tinyfs
+#                       daemon takes one itself while requests come (-o
+#                       low_latency_ms), ext4 and fuse2fs do not; this shows
+#                       them under the same idle policy
 #                       (a table of runs made at other times: say so with it)
 #   FSB_* are passed to fsbench.sh (FSB_SEQ_MB, FSB_META_N, ...)
 # Installs fio, fuse2fs and sqlite3 if missing (scripts/deps.sh --bench).
@@ -39,8 +44,25 @@ work=$(mktemp -d "$dir/fs_compare.XXXXXX")
 mnt=$work/mnt
 loop=
 mkdir -p "$mnt"
+latency_holder=
+# hold_cpu_latency: a process holding a 0 us CPU latency request (killed at exit).
+hold_cpu_latency() {
+	python3 -c 'import os, struct, signal
+fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+os.write(fd, struct.pack("i", 0))
+signal.pause()' &
+	latency_holder=$!
+	sleep 0.2
+}
+release_cpu_latency() {
+	[ -n "$latency_holder" ] || return 0
+	kill "$latency_holder" 2>/dev/null || true
+	wait "$latency_holder" 2>/dev/null || true
+	latency_holder=
+}
 cleanup() {
 	cd /
+	release_cpu_latency
 	if grep -q " $mnt " /proc/self/mounts; then umount "$mnt" || umount -l "$mnt"; fi
 	[ -n "$loop" ] && losetup -d "$loop"
 	sleep 1
@@ -120,18 +142,20 @@ os.rmdir(d)
 PY
 }
 
-# The raw disk: a 4 KiB write + fdatasync on a file in $dir, median.
+# The raw disk: a 4 KiB write + fdatasync on a file in $dir, median (NAME SUFFIX).
 raw_fsync() {
-	python3 - "$work/raw.dat" <<'PY'
+	python3 - "$work/raw.dat" "${1:-}" <<'PY'
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 buf = os.urandom(4096); lat = []
 for i in range(500):
     a = time.perf_counter_ns(); os.write(fd, buf); os.fdatasync(fd); lat.append((time.perf_counter_ns() - a) / 1e3)
 os.close(fd); os.unlink(sys.argv[1]); lat.sort()
-print("raw_4k_write_fdatasync_p50 %.0f us" % lat[len(lat) // 2])
+print("raw_4k_write_fdatasync_p50%s %.0f us" % (sys.argv[2], lat[len(lat) // 2]))
 PY
 }
+
+[ -z "${FSC_CPU_LATENCY:-}" ] || hold_cpu_latency
 
 for fs in $fslist; do
 	if [ -n "${FSC_REUSE:-}" ] && [ -f "$FSC_REUSE/$fs.out" ]; then
@@ -148,6 +172,13 @@ for fs in $fslist; do
 	umount_fs "$fs"
 done
 raw_fsync >"$work/raw.out"
+# The raw write under a 0 us CPU latency request too: what tinyfs's fsync
+# runs under (its own request), for append+fsync's comparison.
+if [ -z "$latency_holder" ]; then
+	hold_cpu_latency
+	raw_fsync _lowlat >>"$work/raw.out"
+	release_cpu_latency
+fi
 if [ -n "${FSC_OUT:-}" ]; then
 	mkdir -p "$FSC_OUT"
 	cp "$work"/*.out "$FSC_OUT/"
@@ -167,12 +198,14 @@ for fs in fss:
         if name not in units: order.append(name)
         units[name] = u
         vals[(fs, name)] = float(v)
-raw = open(os.path.join(work, "raw.out")).read().split()
+raw = [l.split() for l in open(os.path.join(work, "raw.out")) if l.strip()]
 lower_better = {"s", "us", "ms"}
 others = [f for f in fss if f != "tinyfs"]
 hdr = "%-34s %-8s" % ("figure", "unit") + "".join("%12s" % f for f in fss)
 if "tinyfs" in fss: hdr += "".join("%14s" % ("tfs/" + o if True else "") for o in others)
 print("# %s, %s, %s cores, %s" % (datetime.date.today(), platform.node(), os.cpu_count(), platform.release()))
+if os.environ.get("FSC_CPU_LATENCY"):
+    print("# a 0 us CPU latency request held for every filesystem (FSC_CPU_LATENCY=1)")
 print(hdr)
 for name in order:
     row = "%-34s %-8s" % (name, units[name])
@@ -187,7 +220,8 @@ for name in order:
             elif units[name] in lower_better: row += "%14.2f" % (v / t)
             else: row += "%14.2f" % (t / v)
     print(row)
-print("%-34s %-8s %12s" % (raw[0], raw[2], raw[1]))
+for r in raw:
+    print("%-34s %-8s %12s" % (r[0], r[2], r[1]))
 for fs in fss:
     a, b = vals.get((fs, "meta1000_create_us_per_file")), vals.get((fs, "meta100000_create_us_per_file"))
     if a and b: print("%s: create per file at 100k / at 1k: %.2f" % (fs, b / a))

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Tests for fuse/cpulat.c: the CPU latency request is taken once when
+ * requests come, kept while they keep coming, dropped hold_ms after the
+ * last one, and taken again by the next.  A regular file stands in for
+ * /dev/cpu_dma_latency: each value written is appended to it, so the file
+ * is the history of the request (0: held, -1: dropped).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fuse/cpulat.h"
+
+static char path[64];
+
+static int setup(void **state)
+{
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "/tmp/tfs-cpulat-XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	unlink(path);
+	return 0;
+}
+
+static u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (u64)ts.tv_sec * 1000 + (u64)ts.tv_nsec / 1000000;
+}
+
+/* The values written so far, in order; returns how many. */
+static size_t history(int32_t *v, size_t max)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(v, sizeof(*v), max, f);
+	fclose(f);
+	return n;
+}
+
+/* Waits up to 5 s for the request to be dropped; returns the ms waited. */
+static u64 wait_dropped(struct tfs_cpulat *c)
+{
+	u64 start = now_ms();
+
+	while (tfs_cpulat_held(c)) {
+		assert_true(now_ms() - start < 5000);
+		usleep(1000);
+	}
+	return now_ms() - start;
+}
+
+static void to_text(struct tfs_cpulat *c, struct printbuf *out)
+{
+	printbuf_reset(out);
+	tfs_cpulat_to_text(out, c);
+}
+
+static void test_off_opens_nothing(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	struct tfs_cpulat *c = tfs_cpulat_start("/nonexistent/cpu_dma_latency", 0);
+
+	(void)state;
+	assert_non_null(c);
+	tfs_cpulat_touch(c);
+	assert_false(tfs_cpulat_held(c));
+	to_text(c, &out);
+	assert_non_null(strstr(printbuf_str(&out), "low wake-up latency:"));
+	assert_non_null(strstr(printbuf_str(&out), "off\n"));
+	tfs_cpulat_stop(c);
+	tfs_cpulat_touch(NULL); /* a daemon without one */
+	printbuf_exit(&out);
+}
+
+static void test_missing_device_says_why(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	struct tfs_cpulat *c = tfs_cpulat_start("/nonexistent/cpu_dma_latency", 20);
+
+	(void)state;
+	tfs_cpulat_touch(c);
+	assert_false(tfs_cpulat_held(c));
+	to_text(c, &out);
+	assert_non_null(strstr(printbuf_str(&out),
+			       "unavailable (/nonexistent/cpu_dma_latency: No such file"));
+	tfs_cpulat_stop(c);
+	printbuf_exit(&out);
+}
+
+/* A refused write (/dev/full: ENOSPC) stops it; nothing is held. */
+static void test_refused_write_stops(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	struct tfs_cpulat *c = tfs_cpulat_start("/dev/full", 20);
+
+	(void)state;
+	tfs_cpulat_touch(c);
+	tfs_cpulat_touch(c);
+	assert_false(tfs_cpulat_held(c));
+	to_text(c, &out);
+	assert_non_null(strstr(printbuf_str(&out), "not held, taken 0 times"));
+	assert_non_null(strstr(printbuf_str(&out), "stopped: writing /dev/full: No space"));
+	tfs_cpulat_stop(c);
+	printbuf_exit(&out);
+}
+
+static void *toucher(void *p)
+{
+	for (int i = 0; i < 20000; i++)
+		tfs_cpulat_touch(p);
+	return NULL;
+}
+
+/*
+ * Touches from several threads take the request once per busy spell: the
+ * history alternates 0, -1 (never taken twice, never dropped when not
+ * held), and ends dropped once the touches stop.
+ */
+static void test_taken_once_dropped_after(void **state)
+{
+	struct printbuf out = PRINTBUF;
+	struct tfs_cpulat *c = tfs_cpulat_start(path, 30);
+	pthread_t t[4];
+	int32_t v[64];
+	size_t n;
+
+	(void)state;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, toucher, c), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	wait_dropped(c);
+	n = history(v, 64);
+	/* Each thread's touches took a moment: one spell, unless one was descheduled for 30 ms. */
+	assert_true(n >= 2 && n % 2 == 0);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], i % 2 ? -1 : 0);
+	to_text(c, &out);
+	assert_non_null(strstr(printbuf_str(&out), "not held, taken"));
+
+	/* The next request takes it again. */
+	tfs_cpulat_touch(c);
+	assert_true(tfs_cpulat_held(c));
+	assert_int_equal(history(v, 64), n + 1);
+	assert_int_equal(v[n], 0);
+	to_text(c, &out);
+	assert_non_null(strstr(printbuf_str(&out), "held, taken"));
+	assert_null(strstr(printbuf_str(&out), "not held"));
+	tfs_cpulat_stop(c);
+	printbuf_exit(&out);
+}
+
+/*
+ * Held while touches come closer than hold_ms, however long that lasts,
+ * and not dropped before hold_ms after the last one.
+ */
+static void test_kept_while_touched(void **state)
+{
+	const unsigned hold_ms = 300;
+	struct tfs_cpulat *c = tfs_cpulat_start(path, hold_ms);
+	u64 start = now_ms(), last = start, max_gap = 0;
+	int32_t v[8];
+
+	(void)state;
+	while (now_ms() - start < 2 * hold_ms) {
+		u64 t = now_ms();
+
+		tfs_cpulat_touch(c);
+		if (t - last > max_gap)
+			max_gap = t - last;
+		last = t;
+		usleep(2000);
+	}
+	last = now_ms();
+	tfs_cpulat_touch(c);
+	/* A machine so loaded that a 2 ms sleep took hold_ms cannot tell. */
+	if (max_gap < hold_ms / 2) {
+		assert_true(tfs_cpulat_held(c));
+		assert_int_equal(history(v, 8), 1);
+	} else {
+		print_message("# a touch came %llu ms after the one before: not judged\n",
+			      (unsigned long long)max_gap);
+	}
+	wait_dropped(c);
+	/* The coarse clock is up to a tick (<= 10 ms) behind. */
+	assert_true(now_ms() - last >= hold_ms - 10);
+	tfs_cpulat_stop(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_off_opens_nothing),
+		cmocka_unit_test(test_missing_device_says_why),
+		cmocka_unit_test(test_refused_write_stops),
+		cmocka_unit_test_setup_teardown(test_taken_once_dropped_after, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_kept_while_touched, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
