@@ -42,9 +42,9 @@ struct tfs_cpulat {
 	_Atomic bool held;
 	_Atomic u64 last_ns; /* the last touch (coarse monotonic clock) */
 	u64 held_since_ns;
-	u64 nr_holds;	  /* times the request was taken */
-	u64 held_ns;	  /* total time held, spells ended */
-	int write_error;  /* errno of a failed write (then inert), or 0 */
+	u64 nr_holds;	 /* times the request was taken */
+	u64 held_ns;	 /* total time held, spells ended */
+	int write_error; /* errno of a failed write (then inert), or 0 */
 };
 
 /* The coarse clock: a few ms of resolution, enough for hold_ms, and cheap. */

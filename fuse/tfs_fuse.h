@@ -284,15 +284,15 @@ struct tfs_fuse_file;
  * and counters (shown by `tinyfs stats MNT fuse`).
  */
 struct tfs_fuse_poll {
-	unsigned max_us;	  /* the most a thread polls before it sleeps; 0: never */
-	_Atomic u64 hits;	  /* requests read while polling, with no wakeup */
-	_Atomic u64 copoll_hits;  /* ... by a follower while the reader slept */
-	_Atomic u64 sleeps;	  /* polls that ran out: the thread slept in poll(2) */
-	_Atomic u64 contended;	  /* ... at once: threads waited for CPUs (PSI) */
-	_Atomic u64 poll_ns;	  /* time spent polling */
-	_Atomic u64 handed_off;	  /* requests served by a follower (see fuse/loop.c) */
-	_Atomic u64 reads_tried;  /* small reads the leader began serving itself */
-	_Atomic u64 reads_waited; /* ... of which it handed the reading off at a device wait */
+	unsigned max_us;	   /* the most a thread polls before it sleeps; 0: never */
+	_Atomic u64 hits;	   /* requests read while polling, with no wakeup */
+	_Atomic u64 copoll_hits;   /* ... by a follower while the reader slept */
+	_Atomic u64 sleeps;	   /* polls that ran out: the thread slept in poll(2) */
+	_Atomic u64 contended;	   /* ... at once: threads waited for CPUs (PSI) */
+	_Atomic u64 poll_ns;	   /* time spent polling */
+	_Atomic u64 handed_off;	   /* requests served by a follower (see fuse/loop.c) */
+	_Atomic u64 reads_tried;   /* small reads the leader began serving itself */
+	_Atomic u64 reads_waited;  /* ... of which it handed the reading off at a device wait */
 	struct tfs_cpulat *cpulat; /* touched per request read (fuse/cpulat.h); NULL: none */
 };
 
