@@ -274,9 +274,16 @@ static void alloc_release_locked(struct tfs_fs *fs)
 	 * still drop (its data failing the check) must not find the space its
 	 * older state refers to rewritten (journal.h).
 	 */
-	u64 durable = fs->j ? tfs_journal_settled_seq_ondisk(fs->j) : 0;
+	u64 durable = fs->j ? tfs_journal_settled_seq_ondisk(fs->j) : 0, min_seq = UINT64_MAX;
 	size_t k = 0;
 
+	/*
+	 * Called on every allocation and free: while the journal has not
+	 * settled the oldest waiting commit there is nothing to release, and
+	 * the scan (thousands of runs during a tree copy) is skipped.
+	 */
+	if (!a->nr_waiting || durable < a->waiting_min_seq)
+		return;
 	for (size_t i = 0; i < a->nr_waiting; i++) {
 		struct tfs_alloc_waiting *w = &a->waiting[i];
 
@@ -290,10 +297,12 @@ static void alloc_release_locked(struct tfs_fs *fs)
 			a->nr_released++;
 			reuse_push(a, d, blk, nr);
 		} else {
+			min_seq = min_t(u64, min_seq, w->seq);
 			a->waiting[k++] = *w;
 		}
 	}
 	a->nr_waiting = k;
+	a->waiting_min_seq = min_seq;
 }
 
 /*
@@ -483,6 +492,8 @@ void tfs_alloc_free_after(struct tfs_fs *fs, const struct tfs_alloc_run *run, u6
 			a->waiting = w;
 			a->size_waiting = size;
 		}
+		if (!a->nr_waiting || seq < a->waiting_min_seq)
+			a->waiting_min_seq = seq;
 		a->waiting[a->nr_waiting++] = (struct tfs_alloc_waiting){ .run = *run, .seq = seq };
 		d->used -= nr;
 		d->waiting += nr;

@@ -57,8 +57,9 @@ struct tfs_alloc {
 	struct tfs_alloc_dev devs[TFS_MAX_DEVICES];
 	struct tfs_alloc_waiting *waiting;
 	size_t nr_waiting, size_waiting;
-	u64 reserve;	  /* blocks per member only metadata may take */
-	u32 chunk_blocks; /* blocks per node: the unit of free_chunks */
+	u64 waiting_min_seq; /* the lowest seq in waiting (meaningless when empty) */
+	u64 reserve;	     /* blocks per member only metadata may take */
+	u32 chunk_blocks;    /* blocks per node: the unit of free_chunks */
 	u64 nr_allocs, nr_alloc_fail, nr_freed_now, nr_freed_after, nr_released;
 	u64 nr_scanned; /* blocks dev_find_run() looked at (tests bound the search) */
 	u64 nr_reused;	/* allocations with a replica from a reuse list */

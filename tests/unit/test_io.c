@@ -717,6 +717,40 @@ static void test_small_write_reuses_freed_space(void **state)
 }
 
 /*
+ * A run freed by a commit already settled is released at once, even behind
+ * runs of later commits: the release skips its scan while the oldest
+ * waiting commit is not settled, so it must know which one is oldest.
+ */
+static void test_alloc_release_out_of_order(void **state)
+{
+	u64 settled = tfs_journal_settled_seq_ondisk(T.fs->j);
+	struct tfs_alloc_run later, now;
+	struct tfs_alloc_usage u;
+	struct tfs_file *f = new_file("ooo");
+	u8 w[BS];
+
+	(void)state;
+	tfs_alloc_usage(T.fs, &u);
+	assert_int_equal(u.waiting, 0);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &later), BS);
+	assert_int_equal(tfs_alloc(T.fs, BS, BS, 1, 0, &now), BS);
+	tfs_alloc_free_after(T.fs, &later, settled + 1);
+	tfs_alloc_free_after(T.fs, &now, settled);
+	tfs_alloc_usage(T.fs, &u);
+	assert_int_equal(u.waiting, BS);
+
+	/* The later one once a commit past it is settled. */
+	pt_fill(w, sizeof(w), 3, 0);
+	assert_int_equal(tfs_write(T.fs, f, w, sizeof(w), 0), sizeof(w));
+	assert_int_equal(tfs_fsync(T.fs, f, false), 0);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	assert_true(tfs_journal_settled_seq_ondisk(T.fs->j) > settled);
+	tfs_alloc_usage(T.fs, &u);
+	assert_int_equal(u.waiting, 0);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+}
+
+/*
  * The reuse list gives back what was released, newest first, but a data
  * allocation that must spare free node runs takes no block of one from it.
  */
@@ -1109,6 +1143,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_small_write_reuses_freed_space, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_reuse_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alloc_release_out_of_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_reuse_within_bucket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_alloc_reuse_kept_when_not_taken, setup,
 						teardown),
