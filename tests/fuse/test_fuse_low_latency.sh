@@ -3,8 +3,8 @@
 # the mount take it (the kernel's CPU latency target becomes 0 us), it stays
 # while they come, is dropped low_latency_ms after the last one and taken
 # again by the next; low_latency_ms=0 and libfuse_loop never take it; a
-# wrong value is refused.  Not root: the daemon cannot open
-# /dev/cpu_dma_latency, and its stats say so.
+# wrong value is refused.  Where /dev/cpu_dma_latency cannot be opened (not
+# root, a container without it) the daemon goes without, and its stats say so.
 #   test_fuse_low_latency.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
@@ -43,11 +43,13 @@ other_holders() {
 	done | sort -u
 }
 
-if [ "$(id -u)" != 0 ]; then
+# Not root, or a container without the device: the daemon goes without,
+# and says why.
+if ! python3 -c 'open("/dev/cpu_dma_latency", "r+b")' 2>/dev/null; then
+	echo "# /dev/cpu_dma_latency cannot be opened by uid $(id -u): only the stats are checked"
 	mount_or_finish mount -o "log=$tmp/daemon.log" "$img" "$mnt"
-	creates 10
-	lat_line | grep -q 'unavailable (/dev/cpu_dma_latency: Permission denied)' ||
-		fail "not root: '$(lat_line)'"
+	ls -la "$mnt" >/dev/null || fail "ls"
+	lat_line | grep -q 'unavailable (/dev/cpu_dma_latency: ' || fail "no device: '$(lat_line)'"
 	tfs_umount "$mnt" || finish
 	finish
 fi
