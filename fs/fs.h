@@ -24,7 +24,9 @@
  *    gets ctx's uid and gid (or the directory's gid when the directory is
  *    set-group-ID, and a new directory then inherits S_ISGID), and
  *    setattr clears S_ISUID/S_ISGID on chown and on a size change
- *    (tfs_setattr's TFS_SETATTR_KILL_SUIDGID).
+ *    (tfs_setattr's TFS_SETATTR_KILL_SUIDGID), and by the caller's
+ *    identity where the kernel leaves that to us (tfs_setattr_as(),
+ *    tfs_open_as()).
  *  - Durability (the persistence model): changes are durable once the
  *    journal seq they were committed in is flushed.  tfs_fsync() of a file
  *    makes its data, size and name durable; tfs_syncfs() everything.  After
