@@ -24,7 +24,9 @@
  *    gets ctx's uid and gid (or the directory's gid when the directory is
  *    set-group-ID, and a new directory then inherits S_ISGID), and
  *    setattr clears S_ISUID/S_ISGID on chown and on a size change
- *    (tfs_setattr's TFS_SETATTR_KILL_SUIDGID).
+ *    (tfs_setattr's TFS_SETATTR_KILL_SUIDGID), and by the caller's
+ *    identity where the kernel leaves that to us (tfs_setattr_as(),
+ *    tfs_open_as()).
  *  - Durability (the persistence model): changes are durable once the
  *    journal seq they were committed in is flushed.  tfs_fsync() of a file
  *    makes its data, size and name durable; tfs_syncfs() everything.  After
@@ -168,17 +170,20 @@ struct tfs_ctx {
 	u32 umask;
 	bool posix_acl;
 	/*
-	 * tfs_setxattr_as() only, asked where the caller's groups decide
-	 * whether an access ACL keeps S_ISGID (a file with S_ISGID whose group
-	 * is not the caller's fsgid): is the caller in group gid, or has it
-	 * CAP_FSETID?  NULL: no other group, no CAP_FSETID.  Asking may be
+	 * tfs_setxattr_as(), tfs_setattr_as() and tfs_open_as(), asked where
+	 * the caller's groups decide whether an access ACL or a change keeps
+	 * S_ISGID (a file with S_ISGID whose group is not the caller's
+	 * fsgid; for a change, S_ISGID without group exec): is the caller in
+	 * group gid, or has it CAP_FSETID?  NULL: no other group, no CAP_FSETID.  Asking may be
 	 * slow (the daemon reads /proc); it is called under the inode's lock.
 	 */
 	bool (*keeps_sgid)(void *arg, u32 gid);
 	/*
-	 * tfs_open_as() only, asked (under the inode's lock) where O_TRUNC
-	 * meets a set-ID bit: has the caller CAP_FSETID?  Its argument is
-	 * keeps_sgid_arg.  NULL: no set-ID bit goes.
+	 * tfs_open_as() and tfs_setattr_as() (TFS_SETATTR_KILLPRIV) only,
+	 * asked (under the inode's lock) where O_TRUNC or a setattr meets a
+	 * set-ID bit: has the caller CAP_FSETID?  Its argument is
+	 * keeps_sgid_arg.  NULL: no CAP_FSETID (tfs_open_as(): no set-ID bit
+	 * goes).
 	 */
 	bool (*has_fsetid)(void *arg);
 	void *keeps_sgid_arg;
@@ -210,6 +215,21 @@ enum tfs_setattr_valid {
 	 * non-owner, chown); not of a directory (chown_common()).
 	 */
 	TFS_SETATTR_KILL_SUIDGID = 1 << 9,
+	/*
+	 * tfs_setattr_as() only, the rules by which ctx's change drops set-ID
+	 * bits where FUSE's kernel side leaves them to the daemon (fuse/fuse.c),
+	 * decided from the mode under the inode's lock, in the same commit:
+	 * CALLER_SGID: at a size, owner or mode change, or a change of nothing
+	 * (a write's file_remove_privs()), S_ISGID without group exec goes from
+	 * a non-directory when ctx is outside the file's group (ctx->gid,
+	 * ctx->keeps_sgid(); Linux 6.2+ setattr_should_drop_sgid()).
+	 * KILLPRIV: at a size change or a change of nothing without a mode,
+	 * S_ISUID, and S_ISGID when group-executable, go from a regular file
+	 * unless ctx has CAP_FSETID (ctx->has_fsetid(); should_remove_suid()).
+	 * Ignored without a ctx.
+	 */
+	TFS_SETATTR_CALLER_SGID = 1 << 10,
+	TFS_SETATTR_KILLPRIV = 1 << 11,
 };
 
 struct tfs_setattr {
@@ -227,6 +247,13 @@ struct tfs_setattr {
  */
 int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const struct tfs_setattr *sa,
 		struct tfs_stat *st);
+/*
+ * tfs_setattr() by ctx: TFS_SETATTR_CALLER_SGID and TFS_SETATTR_KILLPRIV
+ * in sa->valid drop set-ID bits by ctx's identity (see them).  ctx NULL:
+ * as tfs_setattr().
+ */
+int tfs_setattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, struct tfs_file *f,
+		   const struct tfs_setattr *sa, struct tfs_stat *st);
 
 /*
  * A read of ino (file data, a directory listing): updates atime to now

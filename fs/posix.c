@@ -77,6 +77,57 @@ static u32 kill_suidgid(u32 mode)
 }
 
 /*
+ * The set-ID rules by the caller's identity (ctx), for the changes where
+ * FUSE's kernel side leaves them to us (fuse/fuse.c): decided here, from
+ * the mode under the inode's lock, by setattr and O_TRUNC alike.  The
+ * callbacks may read /proc: each is asked only where its answer decides.
+ */
+static bool ctx_has_fsetid(const struct tfs_ctx *ctx)
+{
+	return ctx->has_fsetid && ctx->has_fsetid(ctx->keeps_sgid_arg);
+}
+
+/*
+ * setattr_should_drop_sgid() (Linux 6.2+): S_ISGID without group exec goes
+ * when ctx is outside the group gid and lacks CAP_FSETID (keeps_sgid()
+ * answers both).
+ */
+static u32 caller_kill_sgid(const struct tfs_ctx *ctx, u32 mode, u32 gid)
+{
+	if ((mode & (S_ISGID | S_IXGRP)) != S_ISGID || ctx->gid == gid ||
+	    (ctx->keeps_sgid && ctx->keeps_sgid(ctx->keeps_sgid_arg, gid)))
+		return mode;
+	return mode & ~(u32)S_ISGID;
+}
+
+/* should_remove_suid(): kill_suidgid() of a regular file, unless ctx has CAP_FSETID. */
+static u32 caller_kill_priv(const struct tfs_ctx *ctx, u32 mode)
+{
+	if (!S_ISREG(mode) || !(mode & (S_ISUID | S_ISGID)) || ctx_has_fsetid(ctx))
+		return mode;
+	return kill_suidgid(mode);
+}
+
+/*
+ * tfs_setattr_as()'s rules (TFS_SETATTR_CALLER_SGID, TFS_SETATTR_KILLPRIV)
+ * on mode, the one the change leaves so far; gid is the group before it
+ * (the kernel asks about the inode's group before a chown).
+ */
+static u32 caller_setattr_mode(const struct tfs_ctx *ctx, unsigned v, u32 mode, u32 gid)
+{
+	unsigned change = v & ~(unsigned)(TFS_SETATTR_CALLER_SGID | TFS_SETATTR_KILLPRIV);
+
+	if ((v & TFS_SETATTR_KILLPRIV) && !(v & TFS_SETATTR_MODE) &&
+	    (!change || (change & TFS_SETATTR_SIZE)))
+		mode = caller_kill_priv(ctx, mode);
+	if ((v & TFS_SETATTR_CALLER_SGID) && !S_ISDIR(mode) &&
+	    (!change ||
+	     (change & (TFS_SETATTR_SIZE | TFS_SETATTR_UID | TFS_SETATTR_GID | TFS_SETATTR_MODE))))
+		mode = caller_kill_sgid(ctx, mode, gid);
+	return mode;
+}
+
+/*
  * Inode times are signed 64-bit nanoseconds (1677..2262): a time outside is
  * clamped to the nearest one inside, as the kernel clamps to a filesystem's
  * s_time_min/max (FUSE cannot tell it ours), instead of wrapping around.
@@ -94,11 +145,19 @@ static s64 ts_to_ns(struct timespec ts)
 int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const struct tfs_setattr *sa,
 		struct tfs_stat *st)
 {
+	return tfs_setattr_as(fs, NULL, ino, f, sa, st);
+}
+
+int tfs_setattr_as(struct tfs_fs *fs, const struct tfs_ctx *ctx, tfs_ino_t ino, struct tfs_file *f,
+		   const struct tfs_setattr *sa, struct tfs_stat *st)
+{
 	struct tfs_inode_mem *im;
 	struct tfs_inode_unpacked ui;
 	unsigned v = sa->valid;
+	bool mode_set = v & TFS_SETATTR_MODE;
 	bool times_only = !(v & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_ATIME_NOW |
-				  TFS_SETATTR_MTIME_NOW | TFS_SETATTR_CTIME));
+				  TFS_SETATTR_MTIME_NOW | TFS_SETATTR_CTIME |
+				  TFS_SETATTR_CALLER_SGID | TFS_SETATTR_KILLPRIV));
 	s64 now = tfs_now_ns();
 	u64 seq;
 	int ret;
@@ -132,6 +191,16 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 		ui.mode = kill_suidgid(ui.mode);
 	if (v & TFS_SETATTR_MODE)
 		ui.mode = (ui.mode & S_IFMT) | (sa->mode & 07777);
+	if (ctx && (v & (TFS_SETATTR_CALLER_SGID | TFS_SETATTR_KILLPRIV))) {
+		u32 mode = caller_setattr_mode(ctx, v, ui.mode, im->ui.gid);
+
+		/* A mode change like a chmod's (the access ACL follows, fdatasync covers it). */
+		if (mode != ui.mode) {
+			ui.mode = mode;
+			mode_set = true;
+			times_only = false;
+		}
+	}
 	if (v & TFS_SETATTR_ATIME)
 		ui.atime = ts_to_ns(sa->atime);
 	else if (v & TFS_SETATTR_ATIME_NOW)
@@ -150,7 +219,7 @@ int tfs_setattr(struct tfs_fs *fs, tfs_ino_t ino, struct tfs_file *f, const stru
 
 		tfs_posix_trans_init(&trans, fs);
 		/* A chmod changes the access ACL in the same commit (posix_acl_chmod()). */
-		if ((v & TFS_SETATTR_MODE) && !S_ISLNK(ui.mode))
+		if (mode_set && !S_ISLNK(ui.mode))
 			ret = tfs_acl_chmod(&trans, im, ui.mode);
 		ret = ret ?: tfs_inode_update(&trans, im, &ui) ?: tfs_posix_commit(&trans, &seq);
 		tfs_trans_exit(&trans);
@@ -294,14 +363,9 @@ static int open_trunc(struct tfs_fs *fs, const struct tfs_ctx *ctx, struct tfs_i
 		return 0;
 	ui.size = 0;
 	ui.mtime = ui.ctime = tfs_now_ns();
-	if (ctx && ctx->has_fsetid && (ui.mode & (S_ISUID | S_ISGID)) &&
-	    !ctx->has_fsetid(ctx->keeps_sgid_arg)) {
-		ui.mode = kill_suidgid(ui.mode);
-		/* S_ISGID without group exec: when ctx is outside the group (setattr_should_drop_sgid()) */
-		if ((ui.mode & (S_ISGID | S_IXGRP)) == S_ISGID && ctx->gid != ui.gid &&
-		    !(ctx->keeps_sgid && ctx->keeps_sgid(ctx->keeps_sgid_arg, ui.gid)))
-			ui.mode &= ~(u32)S_ISGID;
-	}
+	/* As tfs_setattr_as()'s size change with both rules; CAP_FSETID keeps every bit. */
+	if (ctx && ctx->has_fsetid && (ui.mode & (S_ISUID | S_ISGID)) && !ctx_has_fsetid(ctx))
+		ui.mode = caller_kill_sgid(ctx, kill_suidgid(ui.mode), ui.gid);
 	return tfs_data_truncate(fs, im, &ui, &seq);
 }
 

@@ -21,10 +21,12 @@
  * it does for ext4 (should_remove_suid(): not for CAP_FSETID) and sends a
  * setattr with the new mode, which fs/ applies; where FUSE's kernel side
  * falls short of ext4 (S_ISGID without group exec, open with O_TRUNC) the
- * daemon finishes it (kill_sgid_nogx(), op_open()'s tfs_open_as()).
+ * daemon finishes it (op_setattr()'s tfs_setattr_as() with
+ * TFS_SETATTR_CALLER_SGID, op_open()'s tfs_open_as()).
  * `-o killpriv` restores the v1 behaviour: then the daemon clears the bits
  * itself at a chown, truncate or write's setattr, by the caller's identity
- * (killpriv_mode()).
+ * (TFS_SETATTR_KILLPRIV).  fs/ decides both from the mode under the
+ * inode's lock, in the change's own commit.
  */
 #define FUSE_USE_VERSION 312
 
@@ -442,76 +444,14 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static bool caller_keeps_sgid(void *arg, u32 gid);
 static bool req_has_fsetid(void *arg);
-static bool caller_has_fsetid(const struct fuse_ctx *c);
 static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
-
-/*
- * S_ISGID without S_IXGRP on a non-directory: the kernel (since 6.2,
- * setattr_should_drop_sgid()) drops it on a write, truncate or chown by a
- * caller outside the file's group without CAP_FSETID, as ext4 shows, but
- * FUSE's fuse_setattr() decides again with the older rule (only when
- * group-executable) and sends no mode (with HANDLE_KILLPRIV, no mode at
- * all: killpriv_mode() first, then this).  What it sends is a setattr in
- * the caller's context: with the size (truncate), the owner (chown), the
- * mode without S_ISUID (a write, fallocate or chown of a set-user-ID file)
- * or nothing at all (a write's file_remove_privs()).
- * For those the rule is applied here; *mode is the mode to set (the one
- * the kernel sent, if any).  A chmod by a non-member reaches here without
- * S_ISGID already (setattr_prepare()).  Returns whether S_ISGID goes.
- */
-static bool kill_sgid_nogx(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
-			   mode_t *mode)
-{
-	const int kill_paths =
-		FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE;
-	struct tfs_stat st;
-
-	if (to_set && !(to_set & kill_paths))
-		return false;
-	/* Any non-directory: chown_common() asks for every one (a write or truncate needs a file). */
-	if (tfs_getattr(tf->fs, ino, &st) || S_ISDIR(st.mode))
-		return false;
-	if (!(to_set & FUSE_SET_ATTR_MODE))
-		*mode = st.mode & 07777;
-	if ((*mode & (S_ISGID | S_IXGRP)) != S_ISGID)
-		return false;
-	if (fuse_req_ctx(req)->gid == st.gid || caller_keeps_sgid(req, st.gid))
-		return false;
-	*mode &= ~(mode_t)S_ISGID;
-	return true;
-}
-
-/*
- * HANDLE_KILLPRIV (v1, `-o killpriv`): fuse_setattr() drops the mode change
- * the kernel computed for a truncate or a write's file_remove_privs() (the
- * latter then arrives as a setattr of nothing), and the daemon decides, in
- * the caller's context, as should_remove_suid() does for ext4: on a regular
- * file, by a caller without CAP_FSETID, S_ISUID goes, and S_ISGID when
- * group-executable (kill_sgid_nogx() adds the non-member rule).  A chown
- * needs nothing here: fs/ drops S_ISUID and a group-executable S_ISGID of
- * any non-directory.  *mode is the mode to set; returns whether it differs.
- */
-static bool killpriv_mode(struct tfs_fuse *tf, fuse_req_t req, fuse_ino_t ino, int to_set,
-			  mode_t *mode)
-{
-	struct tfs_stat st;
-
-	if (to_set && !(to_set & FUSE_SET_ATTR_SIZE))
-		return false;
-	if (tfs_getattr(tf->fs, ino, &st) || !S_ISREG(st.mode) ||
-	    !(st.mode & (S_ISUID | S_ISGID)) || caller_has_fsetid(fuse_req_ctx(req)))
-		return false;
-	*mode = st.mode & 07777 & ~(mode_t)S_ISUID;
-	if (*mode & S_IXGRP)
-		*mode &= ~(mode_t)S_ISGID;
-	return *mode != (st.mode & 07777);
-}
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		       struct fuse_file_info *fi)
 {
 	struct tfs_fuse *tf = tf_of(req);
 	struct tfs_setattr sa = { 0 };
+	struct tfs_ctx ctx;
 	struct tfs_stat st;
 	struct stat s;
 	int ret;
@@ -551,21 +491,34 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		sa.valid |= TFS_SETATTR_CTIME;
 		sa.ctime = attr->st_ctim;
 	}
-	{
-		mode_t mode = attr->st_mode & 07777;
-		int set = to_set;
-
-		if (tf->killpriv && !(set & FUSE_SET_ATTR_MODE) &&
-		    killpriv_mode(tf, req, ino, set, &mode))
-			set |= FUSE_SET_ATTR_MODE;
-		if (kill_sgid_nogx(tf, req, ino, set, &mode) || set != to_set) {
-			sa.valid |= TFS_SETATTR_MODE;
-			sa.mode = mode;
-		}
-	}
-	ret = tfs_setattr(tf->fs, ino, fi && fi->fh ? ff_of(fi)->f : NULL, &sa, &st);
+	/*
+	 * The set-ID bits that FUSE's kernel side leaves on, dropped by fs/ by
+	 * the caller's identity under the inode's lock.  CALLER_SGID: S_ISGID
+	 * without S_IXGRP on a non-directory; the kernel (since 6.2,
+	 * setattr_should_drop_sgid()) drops it on a write, truncate or chown
+	 * by a caller outside the file's group without CAP_FSETID, as ext4
+	 * shows, but FUSE's fuse_setattr() decides again with the older rule
+	 * (only when group-executable) and sends no mode (with
+	 * HANDLE_KILLPRIV, no mode at all).  What it sends is a setattr in the
+	 * caller's context: with the size (truncate), the owner (chown), the
+	 * mode without S_ISUID (a write, fallocate or chown of a set-user-ID
+	 * file) or nothing at all (a write's file_remove_privs()).  A chmod by
+	 * a non-member reaches here without S_ISGID already (setattr_prepare()).
+	 * KILLPRIV (HANDLE_KILLPRIV v1, `-o killpriv`): fuse_setattr() drops the
+	 * mode change the kernel computed for a truncate or a write's
+	 * file_remove_privs(), and fs/ decides as should_remove_suid() does for
+	 * ext4; a chown needs nothing more (fs/ drops S_ISUID and a
+	 * group-executable S_ISGID of any non-directory).
+	 */
+	ctx = ctx_of(req);
+	ctx.keeps_sgid = caller_keeps_sgid;
+	ctx.has_fsetid = req_has_fsetid;
+	ctx.keeps_sgid_arg = req;
+	sa.valid |= TFS_SETATTR_CALLER_SGID | (tf->killpriv ? TFS_SETATTR_KILLPRIV : 0);
+	ret = tfs_setattr_as(tf->fs, &ctx, ino, fi && fi->fh ? ff_of(fi)->f : NULL, &sa, &st);
 	if (ret && tfs_err_class(ret) == -ENOENT && !fi &&
-	    !(sa.valid & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_CTIME))) {
+	    !(sa.valid & ~(TFS_SETATTR_ATIME | TFS_SETATTR_MTIME | TFS_SETATTR_CTIME |
+			   TFS_SETATTR_CALLER_SGID | TFS_SETATTR_KILLPRIV))) {
 		/*
 		 * The kernel writes back an inode's cached times (writeback
 		 * cache) after its last close, and so after an unlink freed

@@ -26,6 +26,8 @@ check() {
 	local opts=$1 name=$2 m=$3 want=$4; shift 4
 	rm -rf "$mnt/f"
 	if [ "$name" = dir-chown ]; then mkdir "$mnt/f"; else echo data >"$mnt/f"; fi
+	# owner-*: the file is user 65534's (group still 0)
+	case $name in owner-*) chown 65534 "$mnt/f" ;; esac
 	chmod "$m" "$mnt/f"
 	"$@" 2>/dev/null
 	local got
@@ -51,6 +53,10 @@ cases() {
 	# a member of the file's group keeps S_ISGID without group exec
 	check "$o" member-write-nogx 2767 2767 setpriv --reuid=65534 --regid=0 --clear-groups -- \
 		sh -c "echo x >>'$mnt/f'"
+	# its owner outside group 0 gives it its own group: S_ISUID goes (chown),
+	# S_ISGID without group exec too (the old group's rule, fs/ applies it
+	# after the chown's own; branch sgidfs)
+	check "$o" owner-chgrp-nogx 6740 740 as 65534 chgrp 65534 "$mnt/f"
 }
 for o in defaults killpriv; do
 	mount_or_finish "mount -o $o" -o "$o" "$img" "$mnt"
