@@ -12,6 +12,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
+#include <limits.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,6 +217,86 @@ static void test_kept_while_touched(void **state)
 	tfs_cpulat_stop(c);
 }
 
+struct race {
+	struct tfs_cpulat *c;
+	pthread_barrier_t *start;
+};
+
+static void *racer(void *p)
+{
+	struct race *r = p;
+
+	pthread_barrier_wait(r->start);
+	tfs_cpulat_touch(r->c);
+	return NULL;
+}
+
+/*
+ * Touches racing for a request not held take it once: in each round the
+ * threads leave a barrier together, so several find it not held at once
+ * (the lock-free check) and only the check under the lock keeps them from
+ * writing 0 each.  The history must still alternate 0, -1.
+ */
+static void test_racing_touches_take_once(void **state)
+{
+	enum { THREADS = 4, ROUNDS = 30 };
+	struct tfs_cpulat *c = tfs_cpulat_start(path, 1);
+	pthread_barrier_t start;
+	struct race r = { .c = c, .start = &start };
+	pthread_t t[THREADS];
+	int32_t v[4 * ROUNDS];
+	size_t n;
+
+	(void)state;
+	for (int round = 0; round < ROUNDS; round++) {
+		pthread_barrier_init(&start, NULL, THREADS);
+		for (int i = 0; i < THREADS; i++)
+			assert_int_equal(pthread_create(&t[i], NULL, racer, &r), 0);
+		for (int i = 0; i < THREADS; i++)
+			pthread_join(t[i], NULL);
+		pthread_barrier_destroy(&start);
+		wait_dropped(c);
+	}
+	n = history(v, 4 * ROUNDS);
+	assert_true(n >= 2 * ROUNDS);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], i % 2 ? -1 : 0);
+	tfs_cpulat_stop(c);
+}
+
+/*
+ * The descriptor holds the request for as long as it is open in any
+ * process: it must not stay open in a program the daemon runs
+ * (fusermount3 at a signal), or the request would outlive the daemon.
+ */
+static void test_descriptor_close_on_exec(void **state)
+{
+	struct tfs_cpulat *c = tfs_cpulat_start(path, 20);
+	char link[PATH_MAX], fdpath[300];
+	struct dirent *de;
+	DIR *d = opendir("/proc/self/fd");
+	int found = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		ssize_t len;
+
+		snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%s", de->d_name);
+		len = readlink(fdpath, link, sizeof(link) - 1);
+		if (len < 0)
+			continue;
+		link[len] = 0;
+		if (strcmp(link, path))
+			continue;
+		found++;
+		assert_true(fcntl(atoi(de->d_name), F_GETFD) & FD_CLOEXEC);
+	}
+	closedir(d);
+	assert_int_equal(found, 1);
+	tfs_cpulat_stop(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +305,8 @@ int main(void)
 		cmocka_unit_test(test_refused_write_stops),
 		cmocka_unit_test_setup_teardown(test_taken_once_dropped_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_kept_while_touched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_racing_touches_take_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_descriptor_close_on_exec, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
