@@ -13,7 +13,12 @@
  * The write of the 0 us request (and of -1, PM_QOS_DEFAULT_VALUE, which
  * drops it back to no constraint) costs a system call and wakes the idle
  * CPUs once, so it is done only when the state changes: a touch while held
- * is a relaxed store of the time.
+ * is a clock read and relaxed stores of the time.
+ *
+ * Only a burst takes or extends it: requests further apart than
+ * CPULAT_BURST_NS gain one wake-up each at most, and holding it
+ * low_latency_ms after each kept every idle CPU polling for a trickle (a
+ * statfs every 10 ms: 100% of the idle time polled, 25 ms: 86%).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +45,28 @@ struct tfs_cpulat {
 	bool thread_started;
 	bool stop;
 	_Atomic bool held;
-	_Atomic u64 last_ns; /* the last touch (coarse monotonic clock) */
+	_Atomic u64 prev_ns; /* the last touch (CLOCK_MONOTONIC) */
+	_Atomic u64 last_ns; /* the last touch of a burst: the hold runs from it */
 	u64 held_since_ns;
 	u64 nr_holds;	 /* times the request was taken */
 	u64 held_ns;	 /* total time held, spells ended */
 	int write_error; /* errno of a failed write (then inert), or 0 */
 };
 
-/* The coarse clock: a few ms of resolution, enough for hold_ms, and cheap. */
-static u64 coarse_ns(void)
+/*
+ * Requests at most this far apart are a burst.  A FUSE round trip's two
+ * wake-ups cost 30-90 us here: a request 1 ms after the last one gains at
+ * most that, while polling until it comes costs the idle CPUs the whole
+ * gap.  Loops of file operations send theirs tens of us apart.
+ */
+#define CPULAT_BURST_NS 1000000ull
+
+/* Fine enough to tell a burst's gaps (the vDSO: tens of ns). */
+static u64 mono_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec;
 }
 
@@ -77,7 +91,7 @@ static void *cpulat_thread(void *p)
 			pthread_cond_wait(&c->cond, &c->lock);
 			continue;
 		}
-		u64 now = coarse_ns(), deadline = atomic_load(&c->last_ns) + hold_ns;
+		u64 now = mono_ns(), deadline = atomic_load(&c->last_ns) + hold_ns;
 
 		if (now >= deadline) {
 			/*
@@ -90,15 +104,10 @@ static void *cpulat_thread(void *p)
 				c->held_ns += now - c->held_since_ns;
 			continue;
 		}
-		/* The condvar's clock is CLOCK_MONOTONIC; the coarse one lags it by < 1 tick. */
-		struct timespec ts;
+		/* The condvar's clock is CLOCK_MONOTONIC, as the deadline's. */
+		struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000ull),
+				       .tv_nsec = (long)(deadline % 1000000000ull) };
 
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		u64 wait = deadline - now + 1000000ull, abs;
-
-		abs = (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec + wait;
-		ts.tv_sec = (time_t)(abs / 1000000000ull);
-		ts.tv_nsec = (long)(abs % 1000000000ull);
 		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -158,17 +167,25 @@ void tfs_cpulat_stop(struct tfs_cpulat *c)
 
 void tfs_cpulat_touch(struct tfs_cpulat *c)
 {
+	u64 now, prev;
+
 	if (!c || c->fd < 0)
 		return;
-	atomic_store_explicit(&c->last_ns, coarse_ns(), memory_order_relaxed);
+	now = mono_ns();
+	prev = atomic_load_explicit(&c->prev_ns, memory_order_relaxed);
+	atomic_store_explicit(&c->prev_ns, now, memory_order_relaxed);
+	/* Signed: another thread's later touch stored first, so the two came together. */
+	if ((int64_t)(now - prev) > (int64_t)CPULAT_BURST_NS)
+		return;
+	atomic_store_explicit(&c->last_ns, now, memory_order_relaxed);
 	if (atomic_load_explicit(&c->held, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&c->lock);
 	if (!atomic_load(&c->held) && !c->write_error && !c->stop && cpulat_write(c, 0)) {
 		/* The thread reads last_ns under the lock: this touch's, at least. */
-		atomic_store(&c->last_ns, coarse_ns());
+		atomic_store(&c->last_ns, now);
 		atomic_store(&c->held, true);
-		c->held_since_ns = coarse_ns();
+		c->held_since_ns = now;
 		c->nr_holds++;
 		pthread_cond_signal(&c->cond);
 	}
@@ -197,7 +214,7 @@ void tfs_cpulat_to_text(struct printbuf *out, struct tfs_cpulat *c)
 	u64 held_ns = c->held_ns;
 
 	if (atomic_load(&c->held))
-		held_ns += coarse_ns() - c->held_since_ns;
+		held_ns += mono_ns() - c->held_since_ns;
 	prt_printf(out, "%s, taken %llu times, held %llu ms in all (until %u ms after a request)",
 		   atomic_load(&c->held) ? "held" : "not held", (unsigned long long)c->nr_holds,
 		   (unsigned long long)(held_ns / 1000000), c->hold_ms);

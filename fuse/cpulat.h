@@ -15,9 +15,10 @@
  * bound: while a request of 0 us is held, idle CPUs poll (cpuidle's POLL
  * state) and a wake-up is a flag the polling CPU sees at once.
  *
- * The request is held only while FUSE requests come: the first one after
- * a quiet spell takes it, and it is dropped hold_ms after the last one, so
- * an idle mount costs no CPU.  Closing the descriptor (the daemon's exit,
+ * The request is held only while FUSE requests come in a burst (less than
+ * 1 ms apart): the second of a burst after a quiet spell takes it, and it
+ * is dropped hold_ms after the last request of a burst, so an idle mount,
+ * or one sent a request now and then, costs no CPU.  Closing the descriptor (the daemon's exit,
  * kill -9 included) drops it too.
  */
 
@@ -39,9 +40,9 @@ struct tfs_cpulat *tfs_cpulat_start(const char *path, unsigned hold_ms);
 void tfs_cpulat_stop(struct tfs_cpulat *c);
 
 /*
- * A request came: the latency request is held (taken now if it was not)
- * until hold_ms after the last touch.  Lock-free when already held; c may
- * be NULL.
+ * A request came: if it came within a burst's gap (1 ms) of the touch
+ * before, the latency request is held (taken now if it was not) until
+ * hold_ms after it.  Lock-free when already held; c may be NULL.
  */
 void tfs_cpulat_touch(struct tfs_cpulat *c);
 

@@ -2,9 +2,10 @@
 # The CPU latency request (fuse/cpulat.c, -o low_latency_ms): requests on
 # the mount take it (the kernel's CPU latency target becomes 0 us), it stays
 # while they come, is dropped low_latency_ms after the last one and taken
-# again by the next; low_latency_ms=0 and libfuse_loop never take it; a
-# wrong value is refused.  Where /dev/cpu_dma_latency cannot be opened (not
-# root, a container without it) the daemon goes without, and its stats say so.
+# again by the next burst (a trickle of single requests does not take it);
+# low_latency_ms=0 and libfuse_loop never take it; a wrong value is refused.
+# Where /dev/cpu_dma_latency cannot be opened (not root, a container without
+# it) the daemon goes without, and its stats say so.
 #   test_fuse_low_latency.sh BUILD_DIR
 . "$(dirname "$0")/lib.sh"
 
@@ -82,7 +83,18 @@ else
 	echo "# other processes hold CPU latency requests ($others): the kernel's target not checked"
 fi
 
-# The next request takes it again.
+# A request now and then (a monitor's statfs every 10 ms) takes nothing:
+# each gains one wake-up, and the hold after each kept the CPUs polling.
+python3 - "$mnt" <<'PY' || fail "statfs trickle"
+import os, sys, time
+for i in range(50):
+    os.statvfs(sys.argv[1])
+    time.sleep(0.01)
+PY
+line=$(lat_line)
+echo "$line" | grep -q ': *not held, taken '"$n1"' times' || fail "taken by a trickle of requests: '$line'"
+
+# The next burst takes it again.
 creates 5
 lat_line | grep -q ': *held,' || fail "not taken again: '$(lat_line)'"
 n2=$(taken)
