@@ -100,10 +100,19 @@ for i in range(4000): open(os.path.join(sys.argv[1], "file-with-a-longish-name-%
 	fail "creating 4000 files"
 tfs_umount "$mnt"
 python3 - "$tmp/leaf.img" <<'PY' || fail "no dirents leaf found to damage"
-import sys
-f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; n = 0
-magic = next(data[o + 8:o + 16] for o in range(0, len(data), ns) if data[o + 24:o + 26] == bytes([0, 1]))
-for o in range(0, len(data), ns):
+import collections, sys
+f = open(sys.argv[1], 'r+b'); data = f.read(); ns = 64 * 1024; bs = 4096; n = 0
+# Nodes start at any block, not only at multiples of their size (the
+# allocator gives a node copy any free run of its size), so every block is
+# looked at.  The filesystem's node magic (bytes 8-16, per
+# uuid) is the most common one among blocks that look like node headers
+# (version 1 at 26, a level <= 8 at 25): the first block with btree 0,
+# level 1 at 24, on a 64 KiB boundary, was sometimes a journal block whose
+# bytes matched by chance, and sometimes no such node sat on a boundary.
+magic = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), bs)
+                            if data[o + 26:o + 28] == bytes([1, 0]) and data[o + 25] <= 8
+                            and data[o + 8:o + 16] != bytes(8)).most_common(1)[0][0]
+for o in range(0, len(data), bs):
     if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 0 \
             and b"keepfile" not in data[o:o + ns]:
         f.seek(o + 200); f.write(bytes([data[o + 200] ^ 0xff])); n += 1
