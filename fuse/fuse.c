@@ -195,6 +195,23 @@ static struct tfs_ctx ctx_of(fuse_req_t req)
 				 .posix_acl = tf_of(req)->posix_acl };
 }
 
+static bool caller_keeps_sgid(void *arg, u32 gid);
+static bool req_has_fsetid(void *arg);
+
+/*
+ * ctx_of() with the callbacks fs/ asks where a set-ID rule depends on the
+ * caller's groups or CAP_FSETID (read from /proc, only when asked).
+ */
+static struct tfs_ctx caller_ctx(fuse_req_t req)
+{
+	struct tfs_ctx ctx = ctx_of(req);
+
+	ctx.keeps_sgid = caller_keeps_sgid;
+	ctx.has_fsetid = req_has_fsetid;
+	ctx.keeps_sgid_arg = req;
+	return ctx;
+}
+
 /*
  * Replies with a new entry and counts the kernel's lookup of it.  The count
  * is taken before the reply (a forget may follow the reply at once) and
@@ -442,8 +459,6 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fuse_reply_attr(req, &s, tf->opts->attr_timeout);
 }
 
-static bool caller_keeps_sgid(void *arg, u32 gid);
-static bool req_has_fsetid(void *arg);
 static void accessed(struct tfs_fuse *tf, fuse_ino_t ino, bool dir);
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -510,10 +525,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	 * ext4; a chown needs nothing more (fs/ drops S_ISUID and a
 	 * group-executable S_ISGID of any non-directory).
 	 */
-	ctx = ctx_of(req);
-	ctx.keeps_sgid = caller_keeps_sgid;
-	ctx.has_fsetid = req_has_fsetid;
-	ctx.keeps_sgid_arg = req;
+	ctx = caller_ctx(req);
 	sa.valid |= TFS_SETATTR_CALLER_SGID | (tf->killpriv ? TFS_SETATTR_KILLPRIV : 0);
 	ret = tfs_setattr_as(tf->fs, &ctx, ino, fi && fi->fh ? ff_of(fi)->f : NULL, &sa, &st);
 	if (ret && tfs_err_class(ret) == -ENOENT && !fi &&
@@ -754,9 +766,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		 * drops that request: fs/ drops them by the opener's identity,
 		 * in the truncation's commit and only if the open succeeds.
 		 */
-		ctx.keeps_sgid = caller_keeps_sgid;
-		ctx.has_fsetid = req_has_fsetid;
-		ctx.keeps_sgid_arg = req;
+		ctx = caller_ctx(req);
 	}
 	ret = tfs_open_as(tf->fs, &ctx, ino, open_flags(tf, fi->flags), &f);
 	if (ret) {
@@ -1455,10 +1465,8 @@ static void op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 	if (flags & XATTR_REPLACE)
 		tflags |= TFS_XATTR_REPLACE;
 	if (!strcmp(name, "system.posix_acl_access")) {
-		struct tfs_ctx ctx = ctx_of(req);
+		struct tfs_ctx ctx = caller_ctx(req);
 
-		ctx.keeps_sgid = caller_keeps_sgid;
-		ctx.keeps_sgid_arg = req;
 		ret = tfs_setxattr_as(tf->fs, &ctx, ino, name, value, size, tflags);
 	} else {
 		ret = tfs_setxattr(tf->fs, ino, name, value, size, tflags);
