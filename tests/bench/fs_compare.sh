@@ -12,6 +12,8 @@
 #   FSC_SIZE=4G         size of each image
 #   FSC_FS="ext4 fuse2fs tinyfs"   which to run
 #   FSC_META="1000 10000 100000"   directory sizes of the metadata test
+#   FSC_META_RUNS=K     runs of each size, median printed (default 5 at 1k or
+#                       fewer files, 3 up to 10k, 1 above)
 #   FSC_SKIP_FSBENCH=1  only the metadata test
 #   FSC_TINYFS_OPTS=... -o options of the tinyfs mount (e.g. poll_us=0)
 #   FSC_OUT=DIR         keep each filesystem's figures (DIR/FS.out, DIR/raw.out)
@@ -110,39 +112,48 @@ umount_fs() {
 }
 
 # meta N: per-file microseconds for create, readdir, stat, a cold `ls -l`,
-# unlink in one directory.
+# unlink in one directory: the median of several runs where one run is short
+# (5 of 1k files, 3 of 10k, 1 of 100k; FSC_META_RUNS=K sets it).  A run of 1k
+# files takes 20-100 ms, which one wake-up of a halted CPU or another process
+# moves by 10-30%; every run's figures go to stderr.
 meta() {
-	python3 - "$mnt/meta$1" "$1" <<'PY'
-import os, subprocess, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
-os.mkdir(d)
-names = [os.path.join(d, "f%07d" % i) for i in range(n)]
-def t(f):
-    a = time.perf_counter(); f(); return (time.perf_counter() - a) / n * 1e6
-def create():
-    for x in names: os.close(os.open(x, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-def readdir():
-    assert sum(1 for _ in os.scandir(d)) == n
-def stat():
-    for x in names: os.stat(x)
-def lsl():
-    # `ls -l` with cold caches: listing, lstat and the two xattr probes per
-    # file.  After the drop, one `ls -l /` (another filesystem) loads ls, its
-    # libraries, the locale and the user and group files back: that is the
-    # same ~11 ms for every filesystem, not the directory's cost.
-    os.sync(); open("/proc/sys/vm/drop_caches", "w").write("3\n")
-    subprocess.run(["ls", "-l", "/"], stdout=subprocess.DEVNULL, check=True)
-    a = time.perf_counter()
-    subprocess.run(["ls", "-l", d], stdout=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - a) / n * 1e6
-def unlink():
-    for x in names: os.unlink(x)
-for name, f in (("create", create), ("readdir", readdir), ("stat", stat), ("ls_l_cold", lsl), ("unlink", unlink)):
-    if f is lsl:
-        print("meta%d_%s_us_per_file %.2f us" % (n, name, lsl()))
-        continue
-    print("meta%d_%s_us_per_file %.2f us" % (n, name, t(f)))
-os.rmdir(d)
+	python3 - "$mnt/meta$1" "$1" "${FSC_META_RUNS:-}" <<'PY'
+import os, statistics, subprocess, sys, time
+base, n = sys.argv[1], int(sys.argv[2])
+runs = int(sys.argv[3]) if sys.argv[3] else (5 if n <= 1000 else 3 if n <= 10000 else 1)
+def one(d):
+    os.mkdir(d)
+    names = [os.path.join(d, "f%07d" % i) for i in range(n)]
+    def t(f):
+        a = time.perf_counter(); f(); return (time.perf_counter() - a) / n * 1e6
+    def create():
+        for x in names: os.close(os.open(x, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    def readdir():
+        assert sum(1 for _ in os.scandir(d)) == n
+    def stat():
+        for x in names: os.stat(x)
+    def lsl():
+        # `ls -l` with cold caches: listing, lstat and the two xattr probes per
+        # file.  After the drop, one `ls -l /` (another filesystem) loads ls, its
+        # libraries, the locale and the user and group files back: that is the
+        # same ~11 ms for every filesystem, not the directory's cost.
+        os.sync(); open("/proc/sys/vm/drop_caches", "w").write("3\n")
+        subprocess.run(["ls", "-l", "/"], stdout=subprocess.DEVNULL, check=True)
+        a = time.perf_counter()
+        subprocess.run(["ls", "-l", d], stdout=subprocess.DEVNULL, check=True)
+        return (time.perf_counter() - a) / n * 1e6
+    def unlink():
+        for x in names: os.unlink(x)
+    res = [(name, lsl() if f is lsl else t(f)) for name, f in
+           (("create", create), ("readdir", readdir), ("stat", stat), ("ls_l_cold", lsl), ("unlink", unlink))]
+    os.rmdir(d)
+    return res
+all_runs = [one("%s.%d" % (base, r)) for r in range(runs)]
+for i, (name, _) in enumerate(all_runs[0]):
+    v = [r[i][1] for r in all_runs]
+    if runs > 1:
+        print("# meta%d_%s runs: %s" % (n, name, " ".join("%.2f" % x for x in v)), file=sys.stderr)
+    print("meta%d_%s_us_per_file %.2f us" % (n, name, statistics.median(v)))
 PY
 }
 
@@ -227,6 +238,8 @@ for name in order:
 for r in raw:
     print("%-34s %-8s %12s" % (r[0], r[2], r[1]))
 for fs in fss:
-    a, b = vals.get((fs, "meta1000_create_us_per_file")), vals.get((fs, "meta100000_create_us_per_file"))
-    if a and b: print("%s: create per file at 100k / at 1k: %.2f" % (fs, b / a))
+    for op in ("create", "unlink"):
+        a = vals.get((fs, "meta1000_%s_us_per_file" % op))
+        b = vals.get((fs, "meta100000_%s_us_per_file" % op))
+        if a and b: print("%s: %s per file at 100k / at 1k: %.2f" % (fs, op, b / a))
 PY
