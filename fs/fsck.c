@@ -162,7 +162,10 @@ static void lost_leaf_to_text(struct printbuf *out, struct fsck *c,
 	tfs_btree_node_loc_to_text(out, c->fs, l->id, l->level, &l->loc);
 }
 
-/* A leaf replaced by an empty one (tfs_btree_replace_bad_leaves()): said, kept for later. */
+/*
+ * A node replaced by an empty one (tfs_btree_replace_bad_leaves(), the
+ * open's): said, kept for later.  An interior node: every key under it.
+ */
 static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 {
 	struct fsck *c = ctx;
@@ -173,7 +176,8 @@ static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 	tfs_bpos_to_text(&buf, l->min_key);
 	prt_str(&buf, "..");
 	tfs_bpos_to_text(&buf, l->max_key);
-	prt_printf(&buf, " lost (%s)", tfs_err_str(l->err));
+	prt_printf(&buf, " lost (%s%s)", l->level ? "an interior node, its whole subtree: " : "",
+		   tfs_err_str(l->err));
 	if (l->kept)
 		prt_printf(&buf, "; %u newer key(s) of the key cache kept", l->kept);
 	fsck_err(c, "%s", printbuf_str(&buf));
@@ -196,8 +200,9 @@ static int alloc_marker_set(struct fsck *c)
 }
 
 /*
- * Leaves that no copy of reads or verifies: each is replaced by an empty
- * leaf of its range, in memory (-n checks the rest as -y leaves it), and
+ * Nodes that no copy of reads or verifies: each is replaced by an empty
+ * leaf of its range (an interior node, which the open replaces: an empty
+ * subtree of its height), in memory (-n checks the rest as -y leaves it), and
  * with -y written back before any other repair: a repair journaled into
  * that range must never be replayed over the old tree, whose leaf cannot
  * be read.  The passes after this one repair what pointed into the keys
@@ -343,6 +348,45 @@ static int collect_inodes(struct fsck *c)
 		c->res->left++;
 	}
 	return ret;
+}
+
+/*
+ * A symlink whose target (its inline_data key in the extents btree) is gone,
+ * with a lost extents node: it cannot be loaded (tfs_iget() fails on it),
+ * so nothing could remove it.  As e2fsck clears an invalid symlink, its
+ * inode key goes; the passes below then remove its names (dangling
+ * dirents), xattrs and orphan key.  Checked as -y leaves it only with -y.
+ */
+static int check_symlinks(struct fsck *c)
+{
+	for (size_t i = 0; i < c->nr_inodes; i++) {
+		struct fsck_ino *e = &c->inodes[i];
+		unsigned long long ino = e->ino;
+		struct tfs_bkey_buf kb;
+		int ret;
+
+		if (!S_ISLNK(e->mode))
+			continue;
+		ret = tfs_btree_lookup(c->fs, TFS_BTREE_extents, TFS_POS(e->ino, 0), &kb);
+		if (ret && ret != -ENOENT)
+			return ret;
+		if (!ret && kb.k.type == TFS_BKEY_inline_data)
+			continue;
+		fsck_err(c, "symlink %llu: its target is gone", ino);
+		if (!may_repair(c)) {
+			c->res->left++;
+			continue;
+		}
+		ret = fsck_delete_key(c, TFS_BTREE_inodes, TFS_POS(e->ino, 0));
+		fsck_fixed(c, ret, "symlink without a target removed", e->ino);
+		if (!ret) {
+			memmove(e, e + 1, (c->nr_inodes - i - 1) * sizeof(*e));
+			c->nr_inodes--;
+			c->res->inodes--;
+			i--;
+		}
+	}
+	return 0;
 }
 
 static int fsck_dirent_fix(struct fsck *c, tfs_ino_t dirino, u64 slot, const char *name, size_t len,
@@ -1845,7 +1889,8 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 	memset(c.res, 0, sizeof(*c.res));
 	if (c.opts->repair && tfs_posix_writable(fs))
 		fsck_say(&c, "the filesystem is read-only: checking only");
-	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_orphans(&c) ?: check_dirents(&c)
+	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_symlinks(&c) ?: check_orphans(&c) ?:
+	      check_dirents(&c)
 		?: check_xattrs(&c) ?: check_extents(&c) ?: mark_reachable(&c);
 	if (!ret)
 		check_inodes(&c);
