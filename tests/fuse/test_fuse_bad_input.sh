@@ -223,6 +223,64 @@ for n in sorted(os.listdir(d)):
 tfs_umount "$mnt"
 fsck_clean "$tmp/alloc.img" "fsck -n after the new files"
 
+# A lost interior node: a dirents btree three levels deep (16 KiB nodes,
+# 14000 names of 250 bytes), the middle child of its root (a level 1 node)
+# damaged.  The mount is refused, naming the node; fsck -n says the range
+# lost as an interior node and writes nothing (4); fsck -y replaces it by
+# an empty subtree (1): the names under it are lost, their files go to
+# /lost+found; then clean, it mounts, and every file is in / or there.
+new_image "$tmp/interior.img" 64M --btree-node-size 16K || finish
+mount_or_finish "mount interior.img" "$tmp/interior.img" "$mnt"
+echo kept >"$mnt/keepfile" || fail "writing keepfile"
+python3 -c 'import os, sys
+for i in range(14000): open(os.path.join(sys.argv[1], "%05d-" % i + "n" * 244), "w").close()' "$mnt" ||
+	fail "creating 14000 files"
+tfs_umount "$mnt"
+python3 - "$tmp/interior.img" <<'PY' || fail "no level 2 dirents node found"
+import collections, struct, sys
+f = open(sys.argv[1], 'r+b'); data = f.read(); bs = 4096
+magic = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), bs)
+                            if data[o + 26:o + 28] == bytes([1, 0]) and data[o + 25] <= 8
+                            and data[o + 8:o + 16] != bytes(8)).most_common(1)[0][0]
+roots = [o for o in range(0, len(data), bs)
+         if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 2]
+if not roots:
+    sys.exit(1)
+# The root: the newest copy (node seq at 16); its keys after the 96-byte
+# header, a child's offset 48 bytes into its key.
+root = max(roots, key=lambda o: struct.unpack_from('<Q', data, o + 16)[0])
+at, keys = root + 96, []
+for i in range(struct.unpack_from('<I', data, root + 28)[0]):
+    keys.append(at)
+    at += 8 * struct.unpack_from('<H', data, at)[0]
+child = struct.unpack_from('<Q', data, keys[len(keys) // 2] + 48)[0]
+if data[child + 24] != 1 or data[child + 25] != 1:
+    sys.exit(1)
+f.seek(child + 16); f.write(bytes([data[child + 16] ^ 0xff]))
+PY
+isum=$(md5sum <"$tmp/interior.img")
+refused 1 "btree dirents level 1 node at" "$tinyfs" mount "$tmp/interior.img" "$mnt"
+st=0
+"$tinyfs" fsck -n "$tmp/interior.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 4 ] || fail "fsck -n of a lost interior node exited $st, expected 4: $(tail -3 "$tmp/err")"
+grep -q "btree dirents level 1 node at 0x.*: unreadable, keys .* lost (an interior node" "$tmp/err" ||
+	fail "fsck -n does not say the interior node's keys are lost: $(grep -v dirent "$tmp/err" | head -5)"
+[ "$(md5sum <"$tmp/interior.img")" = "$isum" ] || fail "fsck -n of a lost interior node wrote to the image"
+st=0
+"$tinyfs" fsck -y "$tmp/interior.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 1 ] || fail "fsck -y of a lost interior node exited $st, expected 1: $(tail -3 "$tmp/err")"
+grep -q "replaced with an empty node" "$tmp/err" || fail "fsck -y: $(tail -3 "$tmp/err")"
+fsck_clean "$tmp/interior.img" "fsck -n after fsck -y of a lost interior node"
+mount_or_finish "mount after fsck -y of a lost interior node" "$tmp/interior.img" "$mnt"
+named=$(($(ls "$mnt" | wc -l) - 1)) found=$(ls "$mnt/lost+found" | wc -l)
+[ "$named" -gt 0 ] && [ "$found" -gt 0 ] && [ $((named + found)) = 14001 ] ||
+	fail "after fsck -y: $named names in / and $found in /lost+found, want 14001 in all"
+cat "$mnt/keepfile" "$mnt"/lost+found/* 2>/dev/null | grep -qx kept || fail "after fsck -y: keepfile's data is gone"
+mkdir "$mnt/after-fsck" || fail "after fsck -y of a lost interior node: a mkdir failed"
+tfs_umount "$mnt"
+fsck_clean "$tmp/interior.img" "fsck -n after the mount"
+echo "lost interior dirents node: $named names kept, $found files in /lost+found"
+
 # A member of another filesystem given with ours.
 new_image "$tmp/other.img" 64M || finish
 osum=$(md5sum <"$tmp/other.img")
