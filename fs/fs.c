@@ -1164,6 +1164,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		goto err;
 	}
 	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
+	fs->node_seq_at_open = fs->next_node_seq;
 	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
 		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs);
 	if (!ret) {

@@ -16,6 +16,7 @@
 #include "fs/alloc.h"
 #include "fs/alloc_types.h"
 #include "fs/btree_internal.h"
+#include "fs/btree_salvage.h"
 #include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "fs/fsck.h"
@@ -199,6 +200,107 @@ static int alloc_marker_set(struct fsck *c)
 	return commit_one(c, false, &buf.k, TFS_ALLOC_REBUILD_POS, &seq);
 }
 
+/* The salvage's keys, into transactions of about this many bytes (a journal entry holds more). */
+#define SALVAGE_TRANS_BYTES 8192
+
+struct salvage_ctx {
+	struct fsck *c;
+	struct tfs_btree_trans trans;
+	size_t bytes;
+};
+
+/*
+ * A key the salvage found (tfs_btree_salvage()): put back unless the tree
+ * has one at its position (replayed into the new subtree: newer).  With -y
+ * through normal transactions; -n (read-only: nothing is written, no key
+ * cache) puts it into the tree in memory, as replay does, so the checks
+ * below see what -y would leave.
+ */
+static int salvage_key(void *ctx, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	struct salvage_ctx *sc = ctx;
+	struct tfs_fs *fs = sc->c->fs;
+	struct tfs_bkey_buf kb;
+	int ret = tfs_btree_lookup(fs, id, tfs_bkey_pos(k), &kb);
+
+	if (ret != -ENOENT)
+		return ret;
+	if (!may_repair(sc->c)) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		tfs_btree_lock_exclusive(b);
+		ret = tfs_btree_insert_split_locked(b, k);
+		tfs_btree_unlock_exclusive(b);
+		return ret ?: 1;
+	}
+	ret = tfs_trans_update(&sc->trans, id, k);
+	sc->bytes += tfs_bkey_bytes(k);
+	if (!ret && sc->bytes >= SALVAGE_TRANS_BYTES) {
+		ret = tfs_posix_commit(&sc->trans, NULL);
+		sc->bytes = 0;
+	}
+	return ret ?: 1;
+}
+
+/*
+ * Part of what a lost interior node took comes back: the leaves under it
+ * are usually whole on the members, only nothing points to them.  The
+ * members are scanned for them (tfs_btree_salvage(): newest leaf first, a
+ * position only from the newest leaf covering it) and their keys put back
+ * into the new subtree.  A lost leaf's own keys are not looked for: only
+ * older copies of it could be found, a state the tree left behind.  Keys
+ * that come back stale (a name whose file was removed since the leaf was
+ * written) are made consistent by the checks after this one, as e2fsck's
+ * passes do.  -n puts them back in memory (read-only only: a writable
+ * open not repairing must not change its trees without a journal).
+ */
+static int salvage_lost(struct fsck *c)
+{
+	struct tfs_btree_salvage_range *r = calloc(c->nr_lost, sizeof(*r));
+	struct tfs_btree_salvage_stats st;
+	struct salvage_ctx sc = { .c = c };
+	unsigned nr = 0;
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nr_lost; i++)
+		if (c->lost[i].level && c->lost[i].id != TFS_BTREE_alloc)
+			r[nr++] = (struct tfs_btree_salvage_range){ .id = c->lost[i].id,
+								    .min_key = c->lost[i].min_key,
+								    .max_key = c->lost[i].max_key };
+	if (!nr || c->opts->no_salvage || (!may_repair(c) && !c->fs->read_only)) {
+		free(r);
+		return 0;
+	}
+	tfs_posix_trans_init(&sc.trans, c->fs);
+	ret = tfs_btree_salvage(c->fs, r, nr, salvage_key, &sc, &st);
+	if (!ret && may_repair(c))
+		ret = tfs_posix_commit(&sc.trans, NULL);
+	tfs_trans_exit(&sc.trans);
+	for (unsigned i = 0; i < nr; i++) {
+		struct printbuf buf = PRINTBUF;
+
+		prt_printf(&buf, "btree %s: keys ", tfs_btree_id_str(r[i].id));
+		tfs_bpos_to_text(&buf, r[i].min_key);
+		prt_str(&buf, "..");
+		tfs_bpos_to_text(&buf, r[i].max_key);
+		fsck_say(c, "%s: %llu key(s) salvaged from leaves found on the members%s",
+			 printbuf_str(&buf), (unsigned long long)r[i].keys,
+			 may_repair(c) ? "" : " (in memory: -y puts them back)");
+		printbuf_exit(&buf);
+	}
+	fsck_say(c,
+		 "salvage: %llu MiB scanned, %llu leaf copies of the lost ranges found, %llu "
+		 "gave keys, %llu key(s) back%s%s",
+		 (unsigned long long)(st.bytes_scanned >> 20), (unsigned long long)st.leaves_found,
+		 (unsigned long long)st.leaves_used, (unsigned long long)st.keys,
+		 ret ? ": stopped: " : "", ret ? tfs_err_str(ret) : "");
+	c->res->salvaged += st.keys;
+	free(r);
+	return ret;
+}
+
 /*
  * Nodes that no copy of reads or verifies: each is replaced by an empty
  * leaf of its range (an interior node, which the open replaces: an empty
@@ -268,6 +370,12 @@ static int replace_lost_leaves(struct fsck *c)
 		}
 		printbuf_exit(&buf);
 	}
+	/*
+	 * The replacements are durable first: what comes back is journaled into
+	 * them.  A salvage that stopped (said) leaves the rest to the checks.
+	 */
+	if (!ret)
+		salvage_lost(c);
 	return 0;
 }
 

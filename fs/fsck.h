@@ -109,6 +109,8 @@ struct tfs_fsck_opts {
 	bool repair;  /* fix what can be fixed (-y); needs a writable filesystem */
 	bool verbose; /* also say what was checked, and pending orphans */
 	bool quiet;   /* print nothing (the count is in the result) */
+	/* A lost interior node's range stays empty: no salvage of its leaves (no scan). */
+	bool no_salvage;
 };
 
 struct tfs_fsck_result {
@@ -118,6 +120,8 @@ struct tfs_fsck_result {
 	/* Members missing (a degraded open): what is only on them was not checked. */
 	unsigned missing_members;
 	u64 inodes, dirents, extents, orphans;
+	/* Keys of lost interior nodes' ranges given back by the salvage (-n: would be). */
+	u64 salvaged;
 };
 
 /*

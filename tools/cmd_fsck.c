@@ -21,7 +21,7 @@
 #include "super/super_format.h"
 #include "tools/cmd.h"
 
-#define USAGE "[-n|-y] [-v] [--degraded|-o degraded] DEV..."
+#define USAGE "[-n|-y] [-v] [--degraded|-o degraded] [--no-salvage] DEV..."
 
 #define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
 #define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
@@ -156,7 +156,11 @@ static void fsck_usage(FILE *f)
 		"interior node by an empty subtree, its keys said lost (an alloc btree\n"
 		"node: the alloc keys rebuilt); the checks after it repair what pointed\n"
 		"into it.  A node with a copy on a missing member is away, not lost: it\n"
-		"stops the check (4).\n"
+		"stops the check (4).  The keys of a lost interior node's range are then\n"
+		"looked for on the members (every block read once): the leaves under it,\n"
+		"newest first, give them back (-n: in memory); keys that come back stale\n"
+		"are repaired by the checks after it.\n"
+		"  --no-salvage  leave a lost interior node's range empty (no scan)\n"
 		"\n"
 		"Exit status (as e2fsck): 0 clean, 1 problems found and all fixed, 4\n"
 		"problems left uncorrected (also a damaged btree node fsck cannot replace,\n"
@@ -192,6 +196,7 @@ static int cmd_fsck(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "degraded", no_argument, NULL, 'D' },
+		{ "no-salvage", no_argument, NULL, 'S' },
 		{ 0 },
 	};
 	struct tfs_fsck_opts o = { 0 };
@@ -218,6 +223,9 @@ static int cmd_fsck(int argc, char **argv)
 			break;
 		case 'D':
 			degraded = true;
+			break;
+		case 'S':
+			o.no_salvage = true;
 			break;
 		case 'o':
 			if (!parse_o(optarg, &degraded))

@@ -37,11 +37,13 @@ static int teardown(void **state)
 /* --- stderr captured into a buffer --- */
 
 static char captured[1 << 16];
+/* fsck_capture() runs with tfs_fsck_opts.no_salvage. */
+static bool no_salvage;
 
 /* Runs tfs_fsck with stderr going to a file; its text in captured. */
 static int fsck_capture(bool repair, struct tfs_fsck_result *res)
 {
-	struct tfs_fsck_opts o = { .repair = repair };
+	struct tfs_fsck_opts o = { .repair = repair, .no_salvage = no_salvage };
 	char path[160];
 	int fd, saved, ret;
 	ssize_t n;
@@ -1981,12 +1983,15 @@ static unsigned interior_files(enum tfs_btree_id id)
  * Damages (every copy, the journal clean) the level 1 node of btree id
  * under the root's middle key: an open (the mount's) fails; fsck -n says
  * which node and which range is lost, as an interior node, checks the rest
- * as if its range were empty, exits 4 and writes nothing; fsck -y replaces
- * it by an empty subtree, repairs what pointed into it (exit 1); the next
- * fsck -n is clean and the tree takes new keys.  The range lost in
- * *min..*max; the filesystem left open.
+ * as if its range were empty (salvage: with the keys found on the members,
+ * in memory), exits 4 and writes nothing; fsck -y replaces it by an empty
+ * subtree (salvage: puts back the keys found), repairs what pointed into
+ * it (exit 1); the next fsck -n is clean and the tree takes new keys.  The
+ * range lost in *min..*max; the filesystem left open; the keys -y
+ * salvaged returned.
  */
-static void damaged_interior(enum tfs_btree_id id, struct tfs_bpos *min, struct tfs_bpos *max)
+static u64 damaged_interior(enum tfs_btree_id id, bool salvage, struct tfs_bpos *min,
+			    struct tfs_bpos *max)
 {
 	struct tfs_btree *b;
 	struct tfs_btree_path path;
@@ -1995,8 +2000,9 @@ static void damaged_interior(enum tfs_btree_id id, struct tfs_bpos *min, struct 
 	struct printbuf line = PRINTBUF;
 	struct tfs_bpos at;
 	struct tfs_stat st;
-	u64 before;
+	u64 before, salvaged;
 
+	no_salvage = !salvage;
 	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
 	b = &T.fs->btrees[id];
 	tfs_six_lock_read(&b->lock);
@@ -2031,6 +2037,11 @@ static void damaged_interior(enum tfs_btree_id id, struct tfs_bpos *min, struct 
 	assert_non_null(strstr(captured, printbuf_str(&line)));
 	assert_non_null(strstr(captured, "checked as an empty node"));
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	salvaged = res.salvaged;
+	assert_true(salvage ? salvaged > 0 : !salvaged);
+	if (salvage)
+		assert_non_null(strstr(captured, "salvaged from leaves found on the members (in "
+						 "memory: -y puts them back)"));
 	assert_int_equal(pt_stop(&T), 0);
 	assert_true(images_hash() == before); /* -n wrote nothing */
 
@@ -2040,6 +2051,8 @@ static void damaged_interior(enum tfs_btree_id id, struct tfs_bpos *min, struct 
 	assert_non_null(strstr(captured, printbuf_str(&line)));
 	assert_non_null(strstr(captured, "replaced with an empty node"));
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_true(res.salvaged == salvaged); /* -n checked what -y left */
+	salvaged = res.salvaged;
 	T.opts.replace_lost_leaves = false;
 	assert_int_equal(pt_reopen(&T), 0);
 	assert_int_equal(fsck_capture(false, &res), 0);
@@ -2074,11 +2087,14 @@ static void damaged_interior(enum tfs_btree_id id, struct tfs_bpos *min, struct 
 	assert_int_equal(fsck_capture(false, &res), 0);
 	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
 	printbuf_exit(&line);
+	no_salvage = false;
+	return salvaged;
 }
 
 /*
- * A lost interior dirents node: the names under it go, their files go to
- * /lost+found as #INO; every other name resolves.
+ * A lost interior dirents node, not salvaged (--no-salvage): the names
+ * under it go, their files go to /lost+found as #INO; every other name
+ * resolves.
  */
 static void test_damaged_interior_dirents(void **state)
 {
@@ -2086,7 +2102,7 @@ static void test_damaged_interior_dirents(void **state)
 	struct tfs_bpos min, max;
 	tfs_ino_t lf;
 
-	damaged_interior(TFS_BTREE_dirents, &min, &max);
+	damaged_interior(TFS_BTREE_dirents, false, &min, &max);
 	lf = pt_ino(&T, 1, "lost+found");
 	assert_true(lf != 0);
 	for (unsigned i = 0; i < n; i++) {
@@ -2106,13 +2122,16 @@ static void test_damaged_interior_dirents(void **state)
 		named, n, found);
 }
 
-/* A lost interior inodes node: the files under it are gone with their names; the others stay. */
+/*
+ * A lost interior inodes node, not salvaged: the files under it are gone
+ * with their names; the others stay.
+ */
 static void test_damaged_interior_inodes(void **state)
 {
 	unsigned n = interior_files(TFS_BTREE_inodes), lost = 0;
 	struct tfs_bpos min, max;
 
-	damaged_interior(TFS_BTREE_inodes, &min, &max);
+	damaged_interior(TFS_BTREE_inodes, false, &min, &max);
 	for (unsigned i = 0; i < n; i++) {
 		char name[256];
 
@@ -2129,9 +2148,9 @@ static void test_damaged_interior_inodes(void **state)
 }
 
 /*
- * A lost interior extents node: the symlinks whose targets were under it
- * are removed with their names (fsck: "its target is gone"); every other
- * target reads back.
+ * A lost interior extents node, not salvaged: the symlinks whose targets
+ * were under it are removed with their names (fsck: "its target is
+ * gone"); every other target reads back.
  */
 static void test_damaged_interior_extents(void **state)
 {
@@ -2139,7 +2158,7 @@ static void test_damaged_interior_extents(void **state)
 	unsigned n = interior_files(TFS_BTREE_extents), lost = 0;
 	struct tfs_bpos min, max;
 
-	damaged_interior(TFS_BTREE_extents, &min, &max);
+	damaged_interior(TFS_BTREE_extents, false, &min, &max);
 	for (unsigned i = 0; i < n; i++) {
 		char name[256];
 
@@ -2159,6 +2178,113 @@ static void test_damaged_interior_extents(void **state)
 	}
 	assert_true(lost > 0 && lost < n);
 	fprintf(stderr, "extents interior node lost: %u of %u symlinks gone\n", lost, n);
+}
+
+/*
+ * A lost interior node salvaged (fsck's default): the leaves under it are
+ * whole on the member, so every key under it comes back (nothing was
+ * removed since they were written: none is stale); every name resolves
+ * to its file, nothing goes to /lost+found.
+ */
+static void test_salvage_interior_dirents(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_dirents), in = 0;
+	struct tfs_bpos min, max;
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 salvaged = damaged_interior(TFS_BTREE_dirents, true, &min, &max);
+	int ret;
+
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_dirents, i);
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+	}
+	/* The test's long names in the range lost (not the short ones made after the repair). */
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_dirents, min, max);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
+		in += ((const struct tfs_dirent *)tfs_bkey_val(k))->name_len > 200;
+	tfs_btree_iter_exit(&iter);
+	assert_int_equal(ret, 0);
+	assert_true(in > 0);
+	assert_int_equal(salvaged, in);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* nothing was lost */
+	fprintf(stderr, "dirents interior node lost: %llu of %u names salvaged\n",
+		(unsigned long long)salvaged, n);
+}
+
+/*
+ * Salvaged: every inode under the lost node comes back, named and whole;
+ * the files removed before the damage do not (their inode keys are in
+ * older copies of the leaves, still on the member, but a newer leaf over
+ * their position says they are gone): nothing goes to /lost+found.
+ */
+static void test_salvage_interior_inodes(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), in = 0, removed = 0;
+	struct tfs_bpos min, max;
+	u64 salvaged;
+
+	/* Written whole first, so older copies of these leaves hold the inodes removed. */
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < n; i += 7) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(tfs_unlink(T.fs, 1, name, strlen(name)), 0);
+	}
+	salvaged = damaged_interior(TFS_BTREE_inodes, true, &min, &max);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+		struct tfs_stat st;
+		bool lost = pos_in(TFS_POS(interior_inos[i], 0), min, max);
+		struct tfs_bkey_buf kb;
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		if (i % 7 == 0) {
+			assert_int_equal(pt_lookup(&T, 1, name, &st), -ENOENT);
+			assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes,
+							  TFS_POS(interior_inos[i], 0), &kb),
+					 -ENOENT);
+			removed += lost;
+			continue;
+		}
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, interior_inos[i]);
+		assert_int_equal(st.mode, S_IFREG | 0644);
+		in += lost;
+	}
+	assert_true(in > 0 && removed > 0);
+	assert_int_equal(salvaged, in);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* no inode came back unnamed */
+	fprintf(stderr, "inodes interior node lost: %llu of %u inodes salvaged, %u removed stayed so\n",
+		(unsigned long long)salvaged, n, removed);
+}
+
+/* Salvaged: every symlink target under the lost node comes back. */
+static void test_salvage_interior_extents(void **state)
+{
+	static char target[INTERIOR_TARGET + 1], got[INTERIOR_TARGET + 1];
+	unsigned n = interior_files(TFS_BTREE_extents), in = 0;
+	struct tfs_bpos min, max;
+	u64 salvaged = damaged_interior(TFS_BTREE_extents, true, &min, &max);
+
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_extents, i);
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		interior_target(target, i);
+		assert_int_equal(tfs_readlink(T.fs, interior_inos[i], got, sizeof(got)),
+				 INTERIOR_TARGET);
+		assert_memory_equal(got, target, INTERIOR_TARGET);
+		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+	}
+	assert_true(in > 0);
+	assert_int_equal(salvaged, in);
+	fprintf(stderr, "extents interior node lost: %llu of %u targets salvaged\n",
+		(unsigned long long)salvaged, n);
 }
 
 int main(void)
@@ -2211,6 +2337,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damaged_interior_inodes, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_extents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_dirents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_inodes, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_extents, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
 						teardown),
