@@ -157,6 +157,8 @@ static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n,
 		     tfs_btree_salvage_fn fn, void *ctx, struct tfs_btree_salvage_stats *st)
 {
 	const struct salvage_leaf *l = &s->leaves[i];
+	struct tfs_btree_node_expect e = { .level = 0 };
+	struct printbuf err = PRINTBUF;
 	const __le64 *p = n->_data;
 	u64 before = st->keys;
 	int ret = tfs_bdev_read(s->fs->devs[l->dev].bdev, n, s->fs->node_size, l->offset,
@@ -165,9 +167,16 @@ static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n,
 	if (ret) {
 		fprintf(stderr, "salvage: reading member %u at 0x%llx: %s\n", l->dev,
 			(unsigned long long)l->offset, tfs_err_str(ret));
+		printbuf_exit(&err);
 		return ret;
 	}
-	if (le64_to_cpu(n->seq) != l->seq)
+	/* Verified again: the fsck's own writes since the scan may have taken the place. */
+	e.btree_id = l->id;
+	e.min_key = l->min_key;
+	e.max_key = l->max_key;
+	ret = tfs_btree_node_validate(s->fs, n, &e, &err);
+	printbuf_exit(&err);
+	if (ret || le64_to_cpu(n->seq) != l->seq)
 		return 0; /* changed since the scan: not ours to trust */
 	for (u32 k = 0; k < le32_to_cpu(n->nr_keys); k++) {
 		const struct tfs_bkey *key = (const struct tfs_bkey *)p;
