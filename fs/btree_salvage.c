@@ -119,7 +119,8 @@ static int scan_member(struct salvage *s, u32 dev, u8 *buf, struct tfs_btree_sal
 			return ret;
 		}
 		st->bytes_scanned += min_t(u64, len, SALVAGE_CHUNK);
-		for (u64 o = 0; o < SALVAGE_CHUNK && o + fs->node_size <= len; o += fs->block_size) {
+		for (u64 o = 0; o < SALVAGE_CHUNK && o + fs->node_size <= len;
+		     o += fs->block_size) {
 			ret = scan_node(s, (const struct tfs_btree_node *)(buf + o), dev, pos + o);
 			if (ret)
 				return ret;
@@ -153,8 +154,8 @@ static bool covered_by_newer(const struct salvage *s, size_t i, struct tfs_bpos 
 }
 
 /* The keys of leaves[i] (read again into n) in a range asked for, to fn. */
-static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n,
-		     tfs_btree_salvage_fn fn, void *ctx, struct tfs_btree_salvage_stats *st)
+static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n, tfs_btree_salvage_fn fn,
+		     void *ctx, struct tfs_btree_salvage_stats *st)
 {
 	const struct salvage_leaf *l = &s->leaves[i];
 	struct tfs_btree_node_expect e = { .level = 0 };

@@ -626,8 +626,8 @@ static int fs_read_roots(struct tfs_fs *fs)
 		/* Each lost interior node replaced, the walk goes on past it. */
 		do {
 			ret = fs_read_interior(b, b->root);
-			for (unsigned t = 0; ret && fs->opts.replace_lost_leaves &&
-					     tfs_btree_read_again(b, ret, t);
+			for (unsigned t = 0;
+			     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t);
 			     t++)
 				ret = fs_read_interior(b, b->root);
 		} while (ret && fs_lost_interior(fs, b, ret));

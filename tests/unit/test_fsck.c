@@ -1918,6 +1918,8 @@ static void test_damaged_interior_alloc(void **state)
 #define INTERIOR_TARGET 2000 /* symlink target bytes: few make a deep extents tree */
 
 static tfs_ino_t interior_inos[INTERIOR_MAX];
+/* With the symlinks, every 50th: a regular file of 4 KiB (an extent with a block). */
+static tfs_ino_t interior_data_inos[INTERIOR_MAX / 50];
 
 static void interior_name(char *buf, size_t len, enum tfs_btree_id id, unsigned i)
 {
@@ -1947,9 +1949,10 @@ static unsigned root_level(enum tfs_btree_id id)
 }
 
 /*
- * Names (regular files; for the extents btree symlinks with long targets)
- * in the root directory until btree id has a root at level 2 or more; how
- * many in the return.
+ * Names (regular files; for the extents btree symlinks with long targets,
+ * and every 50th a regular file "dNNNNN" with 4 KiB of data) in the root
+ * directory until btree id has a root at level 2 or more; how many in the
+ * return.
  */
 static unsigned interior_files(enum tfs_btree_id id)
 {
@@ -1965,9 +1968,16 @@ static unsigned interior_files(enum tfs_btree_id id)
 			interior_name(name, sizeof(name), id, n);
 			if (id == TFS_BTREE_extents) {
 				interior_target(target, n);
-				assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, name, strlen(name),
-							     target, &st),
+				assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, name,
+							     strlen(name), target, &st),
 						 0);
+				if (n % 50 == 0) {
+					struct tfs_stat dst;
+
+					snprintf(name, sizeof(name), "d%05u", n);
+					write_file(name, n, 4096, &dst);
+					interior_data_inos[n / 50] = dst.ino;
+				}
 			} else {
 				assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, &st), 0);
 			}
@@ -2065,9 +2075,9 @@ static u64 damaged_interior(enum tfs_btree_id id, bool salvage, struct tfs_bpos 
 
 		snprintf(name, sizeof(name), "new-%u", i);
 		if (id == TFS_BTREE_extents)
-			assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, name, strlen(name),
-						     name, &st),
-					 0);
+			assert_int_equal(
+				tfs_symlink(T.fs, &pt_root_ctx, 1, name, strlen(name), name, &st),
+				0);
 		else
 			assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, &st), 0);
 	}
@@ -2258,7 +2268,8 @@ static void test_salvage_interior_inodes(void **state)
 	assert_true(in > 0 && removed > 0);
 	assert_int_equal(salvaged, in);
 	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* no inode came back unnamed */
-	fprintf(stderr, "inodes interior node lost: %llu of %u inodes salvaged, %u removed stayed so\n",
+	fprintf(stderr,
+		"inodes interior node lost: %llu of %u inodes salvaged, %u removed stayed so\n",
 		(unsigned long long)salvaged, n, removed);
 }
 
@@ -2269,6 +2280,7 @@ static void test_salvage_interior_extents(void **state)
 	unsigned n = interior_files(TFS_BTREE_extents), in = 0;
 	struct tfs_bpos min, max;
 	u64 salvaged = damaged_interior(TFS_BTREE_extents, true, &min, &max);
+	unsigned data_in = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		char name[256];
@@ -2280,11 +2292,27 @@ static void test_salvage_interior_extents(void **state)
 				 INTERIOR_TARGET);
 		assert_memory_equal(got, target, INTERIOR_TARGET);
 		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+		if (i % 50 == 0) {
+			/* The file's extent (its block accounted again by the commit) reads back. */
+			tfs_ino_t ino = interior_data_inos[i / 50];
+			char want[4096];
+			struct tfs_file *f;
+			struct tfs_stat st;
+
+			assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
+			assert_int_equal(st.blocks, 4096 / 512);
+			assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
+			assert_int_equal(tfs_read(T.fs, f, got, 4096, 0), 4096);
+			assert_int_equal(tfs_release(T.fs, f), 0);
+			pt_fill(want, sizeof(want), i, 0);
+			assert_memory_equal(got, want, sizeof(want));
+			data_in += pos_in(TFS_POS(ino, 0), min, max);
+		}
 	}
-	assert_true(in > 0);
-	assert_int_equal(salvaged, in);
-	fprintf(stderr, "extents interior node lost: %llu of %u targets salvaged\n",
-		(unsigned long long)salvaged, n);
+	assert_true(in > 0 && data_in > 0);
+	assert_int_equal(salvaged, in + data_in);
+	fprintf(stderr, "extents interior node lost: %llu of %u targets and files salvaged\n",
+		(unsigned long long)salvaged, n + (n + 49) / 50);
 }
 
 int main(void)
