@@ -225,7 +225,7 @@ fsck_clean "$tmp/alloc.img" "fsck -n after the new files"
 
 # A lost interior node: a dirents btree three levels deep (16 KiB nodes,
 # 14000 names of 250 bytes), the middle child of its root (a level 1 node)
-# damaged.  The mount is refused, naming the node; fsck -n says the range
+# damaged.  The mount is refused, naming the node and fsck; fsck -n says the range
 # lost as an interior node and writes nothing (4); fsck -y replaces it by
 # an empty subtree and salvages the names from the leaves under it, found
 # on the member (1); then clean, it mounts, and every name is back in /.
@@ -260,6 +260,7 @@ f.seek(child + 16); f.write(bytes([data[child + 16] ^ 0xff]))
 PY
 isum=$(md5sum <"$tmp/interior.img")
 refused 1 "btree dirents level 1 node at" "$tinyfs" mount "$tmp/interior.img" "$mnt"
+refused 1 "tinyfs fsck -y replaces it" "$tinyfs" mount "$tmp/interior.img" "$mnt"
 st=0
 "$tinyfs" fsck -n "$tmp/interior.img" >"$tmp/out" 2>"$tmp/err" || st=$?
 [ "$st" = 4 ] || fail "fsck -n of a lost interior node exited $st, expected 4: $(tail -3 "$tmp/err")"
