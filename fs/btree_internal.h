@@ -132,13 +132,18 @@ void tfs_btree_pending_free_add(struct tfs_btree *b, const struct tfs_btree_loc 
 void tfs_bnode_drop_locked(struct tfs_btree *b, struct tfs_bnode *n);
 
 /*
- * fsck: a leaf no copy of which reads or verifies (-TFS_ERR_btree_node_read
- * or btree_node_invalid) replaced by an empty one of the same range; the
- * old pointer's locations, the range and the read's error as said to fn.
+ * fsck: a node no copy of which reads or verifies (-TFS_ERR_btree_node_read
+ * or btree_node_invalid) replaced by an empty one of the same range (an
+ * interior node: an empty subtree of its height); the old pointer's
+ * locations, the range and the read's error as said to fn.
  */
 struct tfs_btree_lost_leaf {
 	enum tfs_btree_id id;
-	unsigned level; /* 0; an interior alloc btree node: the whole tree replaced (fs/fs.c) */
+	/*
+	 * The lost node's: 0 a leaf; above, an interior node (its whole subtree
+	 * lost; the alloc btree's: the whole tree replaced, fs/fs.c).
+	 */
+	unsigned level;
 	struct tfs_btree_loc loc;
 	struct tfs_bpos min_key, max_key;
 	int err;
@@ -147,34 +152,49 @@ struct tfs_btree_lost_leaf {
 typedef void (*tfs_btree_lost_leaf_fn)(void *ctx, const struct tfs_btree_lost_leaf *l);
 
 /*
+ * Replaces child idx of interior node n of b (it cannot be read or trusted:
+ * err) with an empty subtree of the child's height over the range n gives
+ * it: a leaf for a leaf; for an interior child one node per level down to
+ * an empty leaf, each with the one key of the node below, so every leaf
+ * stays at the same depth.  The new nodes and n are dirty, never written
+ * (nr_ptrs 0, as a split's new node); the old copies wait on pending_free
+ * (the durable tree reaches them); the nodes under a lost interior child
+ * cannot be found and nothing reaches them any more (fsck clears their
+ * btree alloc keys).  The key cache forgets the range (a dirty entry's key
+ * goes into the new leaf).  Said to fn before anything else is tried.
+ * b's lock held exclusive.  0 or -ENOMEM (nothing changed).
+ */
+int tfs_btree_replace_lost_child_locked(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
+					int err, tfs_btree_lost_leaf_fn fn, void *ctx);
+
+/*
  * Reads every node of btree id (as tfs_btree_verify()) and replaces each
- * leaf that cannot be read or trusted with an empty leaf covering its
+ * node that cannot be read or trusted with an empty one covering its
  * range (e2fsck's "clear the block, let the passes repair the rest";
  * bcachefs's topology repair drops such a node the same way): the keys it
- * held are lost, the tree is whole again.  The new leaf and its parent are
- * dirty (never written pointer: nr_ptrs 0); the next write-back writes
- * them and frees the old copies (their btree alloc keys cleared in its
- * root entry); a read-only filesystem keeps the replacement in memory, so
- * fsck -n checks the rest as -y would leave it.  The key cache forgets the
- * range (tfs_btree_key_cache_drop_range(); a dirty entry's key goes into
- * the new leaf).  The tree's key count is unknown again (verify recounts).
- * An interior node that cannot be read is not replaced (its whole subtree
- * would go; the open reads every interior node anyway and fails first).
- * A leaf with a copy on a missing member is not replaced (its read error
+ * held are lost, the tree is whole again (tfs_btree_replace_lost_child_locked();
+ * a leaf by an empty leaf, an interior node by an empty subtree).  A
+ * read-only filesystem keeps the replacement in memory, so fsck -n checks
+ * the rest as -y would leave it.  The tree's key count is unknown again
+ * (verify recounts).  The open reads every interior node (and fsck's open
+ * replaces a lost one there), so the nodes met here are leaves, unless an
+ * interior node was evicted and then failed.
+ * A node with a copy on a missing member is not replaced (its read error
  * is returned: it is away, not lost).
  * Each replacement is said to fn (before any other is tried).  Returns the
- * number of leaves replaced, or a negative code (another error, printed).
+ * number of nodes replaced, or a negative code (another error, printed).
  */
+int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_lost_leaf_fn fn,
+				 void *ctx);
+
 /*
- * Before a leaf is given up: whether a read of a node of b that failed
+ * Before a node is given up: whether a read of a node of b that failed
  * with err (a read error or a node failing its checks) is worth another
  * try, the attempt-th (from 0).  A read error may pass (a loose cable, a
  * busy member); the first two tries wait 50 then 200 ms, then it is lost.
  * Says so on stderr.
  */
 bool tfs_btree_read_again(struct tfs_btree *b, int err, unsigned attempt);
-int tfs_btree_replace_bad_leaves(struct tfs_fs *fs, enum tfs_btree_id id, tfs_btree_lost_leaf_fn fn,
-				 void *ctx);
 
 /*
  * Whether a copy of loc is on a member that is missing (a degraded open):

@@ -529,39 +529,86 @@ static void replace_keep(void *ctx, const struct tfs_bkey *k)
 	rc->l.kept++;
 }
 
-/* Replaces child idx of level-1 node n (unreadable: err) with an empty leaf. */
-static int replace_leaf_locked(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx, int err,
-			       tfs_btree_lost_leaf_fn fn, void *ctx)
+/*
+ * An empty subtree of the given height over [min, max]: a leaf, and above it
+ * one interior node per level, each with the one key (max) of the node
+ * below, so every leaf stays at the same depth (a split or a merge later
+ * gives them siblings).  Every node dirty, never written (nr_ptrs 0 in its
+ * parent, as a split's new node).  *leaf is the bottom one; NULL on ENOMEM.
+ */
+static struct tfs_bnode *empty_subtree(struct tfs_btree *b, unsigned height, struct tfs_bpos min,
+				       struct tfs_bpos max, struct tfs_bnode **leaf)
+{
+	struct tfs_bnode *below = NULL;
+
+	for (unsigned level = 0; level <= height; level++) {
+		struct tfs_bnode *n = tfs_bnode_alloc(b, level);
+
+		if (!n) {
+			while (below) {
+				struct tfs_bnode *c = below->level ? below->child[0] : NULL;
+
+				tfs_bnode_free(b->fs, below);
+				below = c;
+			}
+			return NULL;
+		}
+		n->min_key = min;
+		n->max_key = max;
+		/* Written no earlier than what the tree holds is durable (kept keys' seqs too). */
+		n->journal_seq = b->max_journal_seq;
+		if (below) {
+			struct tfs_bkey_buf key;
+
+			bnode_ptr_key(b->fs, &key, below);
+			tfs_bnode_insert(b, n, 0, &key.k, below);
+		} else {
+			*leaf = n;
+		}
+		below = n;
+	}
+	return below;
+}
+
+/* Dirty and counted: the nodes of an empty subtree once it is in the tree. */
+static void empty_subtree_installed(struct tfs_btree *b, struct tfs_bnode *n)
+{
+	while (n) {
+		__atomic_add_fetch(&b->nr_nodes[n->level], 1, __ATOMIC_RELAXED);
+		tfs_bnode_set_dirty(b, n);
+		n = n->level ? n->child[0] : NULL;
+	}
+}
+
+int tfs_btree_replace_lost_child_locked(struct tfs_btree *b, struct tfs_bnode *n, unsigned idx,
+					int err, tfs_btree_lost_leaf_fn fn, void *ctx)
 {
 	struct replace_ctx rc = { .b = b };
+	struct tfs_bnode *top;
 	struct tfs_bkey_buf key;
 
 	rc.l.id = b->id;
+	rc.l.level = n->level - 1;
 	rc.l.err = err;
 	rc.l.min_key =
 		idx ? tfs_bpos_successor(tfs_bkey_pos(tfs_bnode_key(n, idx - 1))) : n->min_key;
 	rc.l.max_key = tfs_bkey_pos(tfs_bnode_key(n, idx));
 	tfs_btree_ptr_key_loc(tfs_bnode_key(n, idx), &rc.l.loc);
-	rc.leaf = tfs_bnode_alloc(b, 0);
-	if (!rc.leaf)
+	top = empty_subtree(b, rc.l.level, rc.l.min_key, rc.l.max_key, &rc.leaf);
+	if (!top)
 		return -ENOMEM;
-	rc.leaf->min_key = rc.l.min_key;
-	rc.leaf->max_key = rc.l.max_key;
-	/* Written no earlier than what the tree holds is durable (its kept keys' seqs too). */
-	rc.leaf->journal_seq = b->max_journal_seq;
 	tfs_btree_key_cache_drop_range(b->fs->key_cache, b->id, rc.l.min_key, rc.l.max_key,
 				       replace_keep, &rc);
 	fn(ctx, &rc.l);
 
 	/* The parent's pointer: a node never written, until the write-back writes it. */
-	bnode_ptr_key(b->fs, &key, rc.leaf);
+	bnode_ptr_key(b->fs, &key, top);
 	tfs_bnode_replace(b, n, idx, &key.k);
-	n->child[idx] = rc.leaf;
+	n->child[idx] = top;
 	/* The durable tree still reaches the old copies: freed by the next write-back. */
 	if (rc.l.loc.nr)
 		tfs_btree_pending_free_add(b, &rc.l.loc);
-	__atomic_add_fetch(&b->nr_nodes[0], 1, __ATOMIC_RELAXED);
-	tfs_bnode_set_dirty(b, rc.leaf);
+	empty_subtree_installed(b, top);
 	tfs_bnode_set_dirty(b, n);
 	b->nr_keys_known = false;
 	__atomic_add_fetch(&b->mod_seq, 1, __ATOMIC_RELEASE);
@@ -602,11 +649,11 @@ static int replace_bad_leaves(struct tfs_btree *b, struct tfs_bnode *n, tfs_btre
 		/* A read error may pass: read again before the keys of a leaf go. */
 		for (unsigned t = 0; ret && tfs_btree_read_again(b, ret, t); t++)
 			ret = tfs_btree_read_child(b, n, i, &c);
-		if (ret && n->level == 1 &&
+		if (ret &&
 		    (tfs_err_matches(ret, TFS_ERR_btree_node_read) ||
 		     tfs_err_matches(ret, TFS_ERR_btree_node_invalid)) &&
 		    !ptr_on_missing(b->fs, tfs_bnode_key(n, i))) {
-			ret = replace_leaf_locked(b, n, i, ret, fn, ctx);
+			ret = tfs_btree_replace_lost_child_locked(b, n, i, ret, fn, ctx);
 			if (ret)
 				return ret;
 			(*nr)++;

@@ -456,25 +456,26 @@ static int fs_read_interior(struct tfs_btree *b, struct tfs_bnode *n)
 static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l);
 
 /*
- * fsck's open (opts.replace_lost_leaves): a root that is a leaf and cannot
- * be read or trusted (err) becomes an empty root leaf, as any lost leaf
- * (tfs_btree_replace_bad_leaves()); the old copies are freed by the first
- * write-back.  True when replaced.  The alloc btree's too (its keys are
- * rebuilt: fs_alloc_rebuild()); not an interior root.
+ * fsck's open (opts.replace_lost_leaves): a root that cannot be read or
+ * trusted (err) becomes an empty root leaf, as any lost leaf
+ * (tfs_btree_replace_bad_leaves()); an interior root too: the whole tree is
+ * lost (its keys are below it), said as the lost node over the whole key
+ * range; the old copies are freed by the first write-back.  True when
+ * replaced.  The alloc btree's too (its keys are rebuilt: fs_alloc_rebuild()).
  */
-static bool fs_lost_root_leaf(struct tfs_fs *fs, struct tfs_btree *b, int err)
+static bool fs_lost_root(struct tfs_fs *fs, struct tfs_btree *b, int err)
 {
 	const struct tfs_btree_ptr *p = tfs_bkey_val(&b->root_key.k);
 	struct tfs_btree_lost_leaf l = {
 		.id = b->id,
+		.level = p->level,
 		.err = err,
 		.min_key = TFS_POS_MIN,
 		.max_key = TFS_POS_MAX,
 	};
 
-	if (!fs->opts.replace_lost_leaves || p->level ||
-	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
-	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+	if (!fs->opts.replace_lost_leaves || (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+					      !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
 		return false;
 	tfs_btree_ptr_key_loc(&b->root_key.k, &l.loc);
 	if (tfs_btree_loc_on_missing(fs, &l.loc))
@@ -507,16 +508,19 @@ static void fs_drop_subtree(struct tfs_btree *b, struct tfs_bnode *n)
 	tfs_bnode_drop_locked(b, n);
 }
 
-/* The first child of an interior node not read (fs_read_interior() stopped at it). */
-static bool fs_unread_child(struct tfs_bnode *n, struct tfs_btree_lost_leaf *l)
+/*
+ * The first interior child not read (fs_read_interior() stopped at it): its
+ * parent and index.  False when every interior node is in memory.
+ */
+static bool fs_unread_child(struct tfs_bnode *n, struct tfs_bnode **parent, unsigned *idx)
 {
 	for (unsigned i = 0; n->level >= 2 && i < n->nr_keys; i++) {
 		if (!n->child[i]) {
-			l->level = n->level - 1;
-			tfs_btree_ptr_key_loc(tfs_bnode_key(n, i), &l->loc);
+			*parent = n;
+			*idx = i;
 			return true;
 		}
-		if (fs_unread_child(n->child[i], l))
+		if (fs_unread_child(n->child[i], parent, idx))
 			return true;
 	}
 	return false;
@@ -524,15 +528,15 @@ static bool fs_unread_child(struct tfs_bnode *n, struct tfs_btree_lost_leaf *l)
 
 /*
  * fsck's open (opts.replace_lost_leaves): an interior node of the alloc
- * btree that no copy of reads or verifies (err; the root when root is
- * NULL).  Every alloc key can be rebuilt (fs_alloc_rebuild_lost(), then
- * fsck's allocation check), so the whole alloc btree becomes one empty
- * root leaf, said as the lost node over the whole key range.  Every copy
- * the durable tree reaches and the open knows of (the nodes read, the
- * pointers in them, the lost node's) waits on pending_free, marked used
- * until the new tree is durable; the nodes under the lost one cannot be
- * found, and nothing reaches them once it is lost: handing them out is
- * harmless.  True when replaced.
+ * btree below the root that no copy of reads or verifies (err).  Every
+ * alloc key can be rebuilt (fs_alloc_rebuild_lost(), then fsck's
+ * allocation check), so the whole alloc btree becomes one empty root leaf,
+ * said as the lost node over the whole key range.  Every copy the durable
+ * tree reaches and the open knows of (the nodes read, the pointers in
+ * them, the lost node's) waits on pending_free, marked used until the new
+ * tree is durable; the nodes under the lost one cannot be found, and
+ * nothing reaches them once it is lost: handing them out is harmless.
+ * True when replaced.
  */
 static bool fs_lost_alloc_tree(struct tfs_fs *fs, struct tfs_btree *b, int err)
 {
@@ -542,34 +546,58 @@ static bool fs_lost_alloc_tree(struct tfs_fs *fs, struct tfs_btree *b, int err)
 		.min_key = TFS_POS_MIN,
 		.max_key = TFS_POS_MAX,
 	};
-	struct tfs_bnode *root;
+	struct tfs_bnode *root, *parent;
+	unsigned idx;
 
 	if (!fs->opts.replace_lost_leaves || b->id != TFS_BTREE_alloc ||
 	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
-	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)))
+	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)) ||
+	    !fs_unread_child(b->root, &parent, &idx))
 		return false;
-	if (!b->root) {
-		l.level = ((const struct tfs_btree_ptr *)tfs_bkey_val(&b->root_key.k))->level;
-		tfs_btree_ptr_key_loc(&b->root_key.k, &l.loc);
-	} else if (!fs_unread_child(b->root, &l)) {
-		return false;
-	}
-	if (!l.level || tfs_btree_loc_on_missing(fs, &l.loc))
-		return false; /* a leaf is fs_lost_root_leaf()'s; a missing member: away */
+	l.level = parent->level - 1;
+	tfs_btree_ptr_key_loc(tfs_bnode_key(parent, idx), &l.loc);
+	if (tfs_btree_loc_on_missing(fs, &l.loc))
+		return false; /* a missing member: away */
 	root = tfs_btree_new_root_leaf(b);
 	if (!root)
 		return false; /* the open fails with the read's error */
 	tfs_btree_lock_exclusive(b);
-	if (b->root) {
-		fs_drop_subtree(b, b->root);
-	} else {
-		tfs_btree_pending_free_add(b, &l.loc);
-	}
+	fs_drop_subtree(b, b->root);
 	b->root = root;
 	b->nr_keys_known = false;
 	tfs_btree_unlock_exclusive(b);
 	fs_lost_leaf(fs, &l);
 	return true;
+}
+
+/*
+ * fsck's open (opts.replace_lost_leaves): an interior node below the root
+ * of another tree that no copy of reads or verifies (err; the first
+ * fs_read_interior() did not read).  Its keys derive from nothing, so only
+ * its range goes: it is replaced by an empty subtree of its height
+ * (tfs_btree_replace_lost_child_locked(), as a lost leaf by an empty leaf),
+ * said as the lost node over its range; the rest of the tree stays.  True
+ * when replaced (the caller reads the interior nodes again).
+ */
+static bool fs_lost_interior(struct tfs_fs *fs, struct tfs_btree *b, int err)
+{
+	struct tfs_bnode *parent;
+	struct tfs_btree_loc loc;
+	unsigned idx;
+	int ret;
+
+	if (!fs->opts.replace_lost_leaves || b->id == TFS_BTREE_alloc ||
+	    (!tfs_err_matches(err, TFS_ERR_btree_node_read) &&
+	     !tfs_err_matches(err, TFS_ERR_btree_node_invalid)) ||
+	    !fs_unread_child(b->root, &parent, &idx))
+		return false;
+	tfs_btree_ptr_key_loc(tfs_bnode_key(parent, idx), &loc);
+	if (tfs_btree_loc_on_missing(fs, &loc))
+		return false; /* away, not lost */
+	tfs_btree_lock_exclusive(b);
+	ret = tfs_btree_replace_lost_child_locked(b, parent, idx, err, fs_lost_leaf, fs);
+	tfs_btree_unlock_exclusive(b);
+	return !ret; /* ENOMEM: the open fails with the read's error */
 }
 
 /* Builds each tree from its root key: an empty root leaf, or the nodes on disk. */
@@ -590,15 +618,19 @@ static int fs_read_roots(struct tfs_fs *fs)
 		for (unsigned t = 0;
 		     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t); t++)
 			ret = tfs_btree_read_node(b, &b->root_key.k, TFS_POS_MIN, &b->root);
-		if (ret && (fs_lost_root_leaf(fs, b, ret) || fs_lost_alloc_tree(fs, b, ret)))
+		if (ret && fs_lost_root(fs, b, ret))
 			continue;
 		if (ret)
 			return ret;
 		__atomic_add_fetch(&b->nr_nodes[b->root->level], 1, __ATOMIC_RELAXED);
-		ret = fs_read_interior(b, b->root);
-		for (unsigned t = 0;
-		     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t); t++)
+		/* Each lost interior node replaced, the walk goes on past it. */
+		do {
 			ret = fs_read_interior(b, b->root);
+			for (unsigned t = 0;
+			     ret && fs->opts.replace_lost_leaves && tfs_btree_read_again(b, ret, t);
+			     t++)
+				ret = fs_read_interior(b, b->root);
+		} while (ret && fs_lost_interior(fs, b, ret));
 		if (ret && fs_lost_alloc_tree(fs, b, ret))
 			continue;
 		if (ret)
@@ -607,7 +639,7 @@ static int fs_read_roots(struct tfs_fs *fs)
 	return 0;
 }
 
-/* A leaf replaced at open: recorded for fsck (without memory it is said here only). */
+/* A node replaced at open: recorded for fsck (without memory it is said here only). */
 static void fs_lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 {
 	struct tfs_fs *fs = ctx;
@@ -656,7 +688,7 @@ static bool fs_replace_lost_leaves(struct tfs_fs *fs, int *ret, bool with_alloc)
 	}
 	if (nr)
 		fprintf(stderr,
-			"replaced %u lost btree leaf(s) with empty ones (fsck); opening again\n",
+			"replaced %u lost btree node(s) with empty ones (fsck); opening again\n",
 			nr);
 	return nr > 0;
 }
@@ -1132,6 +1164,7 @@ int tfs_fs_open(const char *const *devs, unsigned nr, const struct tfs_fs_opts *
 		goto err;
 	}
 	fs->next_node_seq = (r ? r->max_seq : 0) << 20 | 1;
+	fs->node_seq_at_open = fs->next_node_seq;
 	ret = tfs_btrees_init(fs) ?: tfs_btree_cache_init(fs) ?: tfs_alloc_init(fs)
 		?: fs_find_roots(fs, r, &rc) ?: fs_read_roots(fs);
 	if (!ret) {

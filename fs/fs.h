@@ -77,7 +77,10 @@ struct tfs_fs_opts {
 	 * inode count, orphans) fails on a leaf no copy of which reads or
 	 * verifies, every such leaf is replaced by an empty one and the step
 	 * runs again, so the open gets past it and keys replayed into its
-	 * range go into the new leaf; the replacements are recorded
+	 * range go into the new leaf; an interior node the open's read of
+	 * every interior node cannot read is replaced by an empty subtree of
+	 * its height (an interior root: the tree by an empty root leaf), its
+	 * whole range lost; the replacements are recorded
 	 * (fs->lost_leaves) for fsck to report and write back.  The alloc
 	 * btree, which the open loads whole, is walked for lost leaves before
 	 * its load (a lost interior node of it: the whole tree is replaced by

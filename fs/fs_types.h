@@ -88,6 +88,8 @@ struct tfs_fs {
 	struct tfs_journal_entry_pin roots_pin;
 	u64 roots_seq;	   /* seq of the newest root entry */
 	u64 next_node_seq; /* node seqs (atomic) */
+	/* The first node seq this open gives: every older node was on disk before it (salvage). */
+	u64 node_seq_at_open;
 	/*
 	 * Checkpoints started and running (atomic): from its snapshot to its
 	 * end a checkpoint's pointers in memory and the btree alloc keys may

@@ -16,6 +16,7 @@
 #include "fs/alloc.h"
 #include "fs/alloc_types.h"
 #include "fs/btree_internal.h"
+#include "fs/btree_salvage.h"
 #include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "fs/fsck.h"
@@ -162,7 +163,10 @@ static void lost_leaf_to_text(struct printbuf *out, struct fsck *c,
 	tfs_btree_node_loc_to_text(out, c->fs, l->id, l->level, &l->loc);
 }
 
-/* A leaf replaced by an empty one (tfs_btree_replace_bad_leaves()): said, kept for later. */
+/*
+ * A node replaced by an empty one (tfs_btree_replace_bad_leaves(), the
+ * open's): said, kept for later.  An interior node: every key under it.
+ */
 static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 {
 	struct fsck *c = ctx;
@@ -173,7 +177,8 @@ static void lost_leaf(void *ctx, const struct tfs_btree_lost_leaf *l)
 	tfs_bpos_to_text(&buf, l->min_key);
 	prt_str(&buf, "..");
 	tfs_bpos_to_text(&buf, l->max_key);
-	prt_printf(&buf, " lost (%s)", tfs_err_str(l->err));
+	prt_printf(&buf, " lost (%s%s)", l->level ? "an interior node, its whole subtree: " : "",
+		   tfs_err_str(l->err));
 	if (l->kept)
 		prt_printf(&buf, "; %u newer key(s) of the key cache kept", l->kept);
 	fsck_err(c, "%s", printbuf_str(&buf));
@@ -195,9 +200,111 @@ static int alloc_marker_set(struct fsck *c)
 	return commit_one(c, false, &buf.k, TFS_ALLOC_REBUILD_POS, &seq);
 }
 
+/* The salvage's keys, into transactions of about this many bytes (a journal entry holds more). */
+#define SALVAGE_TRANS_BYTES 8192
+
+struct salvage_ctx {
+	struct fsck *c;
+	struct tfs_btree_trans trans;
+	size_t bytes;
+};
+
 /*
- * Leaves that no copy of reads or verifies: each is replaced by an empty
- * leaf of its range, in memory (-n checks the rest as -y leaves it), and
+ * A key the salvage found (tfs_btree_salvage()): put back unless the tree
+ * has one at its position (replayed into the new subtree: newer).  With -y
+ * through normal transactions; -n (read-only: nothing is written, no key
+ * cache) puts it into the tree in memory, as replay does, so the checks
+ * below see what -y would leave.
+ */
+static int salvage_key(void *ctx, enum tfs_btree_id id, const struct tfs_bkey *k)
+{
+	struct salvage_ctx *sc = ctx;
+	struct tfs_fs *fs = sc->c->fs;
+	struct tfs_bkey_buf kb;
+	int ret = tfs_btree_lookup(fs, id, tfs_bkey_pos(k), &kb);
+
+	if (ret != -ENOENT)
+		return ret;
+	if (!may_repair(sc->c)) {
+		struct tfs_btree *b = &fs->btrees[id];
+
+		tfs_btree_lock_exclusive(b);
+		ret = tfs_btree_insert_split_locked(b, k);
+		tfs_btree_unlock_exclusive(b);
+		return ret ?: 1;
+	}
+	ret = tfs_trans_update(&sc->trans, id, k);
+	sc->bytes += tfs_bkey_bytes(k);
+	if (!ret && sc->bytes >= SALVAGE_TRANS_BYTES) {
+		ret = tfs_posix_commit(&sc->trans, NULL);
+		sc->bytes = 0;
+	}
+	return ret ?: 1;
+}
+
+/*
+ * Part of what a lost interior node took comes back: the leaves under it
+ * are usually whole on the members, only nothing points to them.  The
+ * members are scanned for them (tfs_btree_salvage(): newest leaf first, a
+ * position only from the newest leaf covering it) and their keys put back
+ * into the new subtree.  A lost leaf's own keys are not looked for: only
+ * older copies of it could be found, a state the tree left behind.  Keys
+ * that come back stale (a name whose file was removed since the leaf was
+ * written) are made consistent by the checks after this one, as e2fsck's
+ * passes do.  -n puts them back in memory (read-only only: a writable
+ * open not repairing must not change its trees without a journal).
+ */
+static int salvage_lost(struct fsck *c)
+{
+	struct tfs_btree_salvage_range *r = calloc(c->nr_lost, sizeof(*r));
+	struct tfs_btree_salvage_stats st;
+	struct salvage_ctx sc = { .c = c };
+	unsigned nr = 0;
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nr_lost; i++)
+		if (c->lost[i].level && c->lost[i].id != TFS_BTREE_alloc)
+			r[nr++] = (struct tfs_btree_salvage_range){ .id = c->lost[i].id,
+								    .min_key = c->lost[i].min_key,
+								    .max_key = c->lost[i].max_key };
+	if (!nr || c->opts->no_salvage || (!may_repair(c) && !c->fs->read_only)) {
+		free(r);
+		return 0;
+	}
+	tfs_posix_trans_init(&sc.trans, c->fs);
+	ret = tfs_btree_salvage(c->fs, r, nr, salvage_key, &sc, &st);
+	if (!ret && may_repair(c))
+		ret = tfs_posix_commit(&sc.trans, NULL);
+	tfs_trans_exit(&sc.trans);
+	for (unsigned i = 0; i < nr; i++) {
+		struct printbuf buf = PRINTBUF;
+
+		prt_printf(&buf, "btree %s: keys ", tfs_btree_id_str(r[i].id));
+		tfs_bpos_to_text(&buf, r[i].min_key);
+		prt_str(&buf, "..");
+		tfs_bpos_to_text(&buf, r[i].max_key);
+		fsck_say(c, "%s: %llu key(s) salvaged from leaves found on the members%s",
+			 printbuf_str(&buf), (unsigned long long)r[i].keys,
+			 may_repair(c) ? "" : " (in memory: -y puts them back)");
+		printbuf_exit(&buf);
+	}
+	fsck_say(c,
+		 "salvage: %llu MiB scanned, %llu leaf copies of the lost ranges found, %llu "
+		 "gave keys, %llu key(s) back%s%s",
+		 (unsigned long long)(st.bytes_scanned >> 20), (unsigned long long)st.leaves_found,
+		 (unsigned long long)st.leaves_used, (unsigned long long)st.keys,
+		 ret ? ": stopped: " : "", ret ? tfs_err_str(ret) : "");
+	c->res->salvaged += st.keys;
+	free(r);
+	return ret;
+}
+
+/*
+ * Nodes that no copy of reads or verifies: each is replaced by an empty
+ * leaf of its range (an interior node, which the open replaces: an empty
+ * subtree of its height), in memory (-n checks the rest as -y leaves it), and
  * with -y written back before any other repair: a repair journaled into
  * that range must never be replayed over the old tree, whose leaf cannot
  * be read.  The passes after this one repair what pointed into the keys
@@ -263,6 +370,12 @@ static int replace_lost_leaves(struct fsck *c)
 		}
 		printbuf_exit(&buf);
 	}
+	/*
+	 * The replacements are durable first: what comes back is journaled into
+	 * them.  A salvage that stopped (said) leaves the rest to the checks.
+	 */
+	if (!ret)
+		salvage_lost(c);
 	return 0;
 }
 
@@ -343,6 +456,45 @@ static int collect_inodes(struct fsck *c)
 		c->res->left++;
 	}
 	return ret;
+}
+
+/*
+ * A symlink whose target (its inline_data key in the extents btree) is gone,
+ * with a lost extents node: it cannot be loaded (tfs_iget() fails on it),
+ * so nothing could remove it.  As e2fsck clears an invalid symlink, its
+ * inode key goes; the passes below then remove its names (dangling
+ * dirents), xattrs and orphan key.  Checked as -y leaves it only with -y.
+ */
+static int check_symlinks(struct fsck *c)
+{
+	for (size_t i = 0; i < c->nr_inodes; i++) {
+		struct fsck_ino *e = &c->inodes[i];
+		unsigned long long ino = e->ino;
+		struct tfs_bkey_buf kb;
+		int ret;
+
+		if (!S_ISLNK(e->mode))
+			continue;
+		ret = tfs_btree_lookup(c->fs, TFS_BTREE_extents, TFS_POS(e->ino, 0), &kb);
+		if (ret && ret != -ENOENT)
+			return ret;
+		if (!ret && kb.k.type == TFS_BKEY_inline_data)
+			continue;
+		fsck_err(c, "symlink %llu: its target is gone", ino);
+		if (!may_repair(c)) {
+			c->res->left++;
+			continue;
+		}
+		ret = fsck_delete_key(c, TFS_BTREE_inodes, TFS_POS(e->ino, 0));
+		fsck_fixed(c, ret, "symlink without a target removed", e->ino);
+		if (!ret) {
+			memmove(e, e + 1, (c->nr_inodes - i - 1) * sizeof(*e));
+			c->nr_inodes--;
+			c->res->inodes--;
+			i--;
+		}
+	}
+	return 0;
 }
 
 static int fsck_dirent_fix(struct fsck *c, tfs_ino_t dirino, u64 slot, const char *name, size_t len,
@@ -1845,7 +1997,8 @@ int tfs_fsck(struct tfs_fs *fs, const struct tfs_fsck_opts *opts, struct tfs_fsc
 	memset(c.res, 0, sizeof(*c.res));
 	if (c.opts->repair && tfs_posix_writable(fs))
 		fsck_say(&c, "the filesystem is read-only: checking only");
-	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_orphans(&c) ?: check_dirents(&c)
+	ret = check_btrees(&c) ?: collect_inodes(&c) ?: check_symlinks(&c) ?: check_orphans(&c) ?:
+	      check_dirents(&c)
 		?: check_xattrs(&c) ?: check_extents(&c) ?: mark_reachable(&c);
 	if (!ret)
 		check_inodes(&c);

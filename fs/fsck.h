@@ -17,6 +17,8 @@
  *    subdirectories); an inode nothing names is on the orphan list with
  *    nlink 0 (pending cleanup, not an error), else it is lost;
  *  - every directory is reachable from the root;
+ *  - every symlink has its target (an inline_data key: "symlink INO: its
+ *    target is gone", a lost extents node took it);
  *  - extents belong to existing regular files (inline data to symlinks),
  *    do not overlap within a file, hold the blocks the inode counts, lie
  *    inside their member device and overlap neither other files' extents
@@ -37,7 +39,11 @@
  * Lost leaves first: a leaf that no copy of reads or verifies (of any tree
  * but the alloc btree) is replaced by an empty leaf of its range
  * (tfs_btree_replace_bad_leaves(); "btree extents level 0 node at 0x...:
- * unreadable, keys X..Y lost"), in memory without repair (the rest is
+ * unreadable, keys X..Y lost"); a lost interior node of it (the open
+ * replaces it, tfs_fs_opts.replace_lost_leaves) by an empty subtree of its
+ * height, its whole range lost ("btree dirents level 1 node at 0x...:
+ * unreadable, keys X..Y lost (an interior node, its whole subtree: ...)"),
+ * in memory without repair (the rest is
  * checked as -y leaves it), written back with it before any other repair;
  * the checks below repair what pointed into it.  Those the open replaced
  * (tfs_fs_opts.replace_lost_leaves, as tinyfs fsck opens) are reported
@@ -61,6 +67,10 @@
  *    (orphans, and lost inodes with nlink 0);
  *  - inodes with nlink > 0 that nothing names go into /lost+found (made
  *    when missing) as "#INO";
+ *  - a symlink without its target is removed (its inode key; its names,
+ *    xattrs and orphan key then go as those of a missing inode), as
+ *    e2fsck clears an invalid symlink: it cannot be loaded, so nothing
+ *    else could remove it;
  *  - orphan keys of missing inodes are removed; blocks is recounted;
  *    extents (and inline data), xattrs and dirents whose inode (directory)
  *    does not exist are removed;
@@ -71,9 +81,8 @@
  *    and a node really both use it (left, with the overlap line).  Node
  *    space repairs commit only if no write-back ran since the compare
  *    (one may have moved the nodes meanwhile): else it is compared again.
- * Not repaired (counted as left): interior node and key corruption (an
- * unreadable interior node of a btree but the alloc btree stops the check:
- * the code),
+ * Not repaired (counted as left): key corruption (a node that cannot be
+ * read with a copy on a missing member stops the check: the code),
  * overlapping or out-of-device extents, unreachable directory cycles, a
  * missing root directory.
  *
@@ -100,6 +109,8 @@ struct tfs_fsck_opts {
 	bool repair;  /* fix what can be fixed (-y); needs a writable filesystem */
 	bool verbose; /* also say what was checked, and pending orphans */
 	bool quiet;   /* print nothing (the count is in the result) */
+	/* A lost interior node's range stays empty: no salvage of its leaves (no scan). */
+	bool no_salvage;
 };
 
 struct tfs_fsck_result {
@@ -109,6 +120,8 @@ struct tfs_fsck_result {
 	/* Members missing (a degraded open): what is only on them was not checked. */
 	unsigned missing_members;
 	u64 inodes, dirents, extents, orphans;
+	/* Keys of lost interior nodes' ranges given back by the salvage (-n: would be). */
+	u64 salvaged;
 };
 
 /*

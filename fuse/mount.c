@@ -149,6 +149,13 @@ out:
 static void explain_open_failure(const struct tfs_mount_opts *o, const char *prog, int ret)
 {
 	fprintf(stderr, "%s: cannot mount %s: %s\n", prog, o->source, tfs_err_str(ret));
+	/* The open reads every interior node: a lost one (or a lost alloc node) stops it. */
+	if (tfs_err_matches(ret, TFS_ERR_btree_node_invalid) ||
+	    tfs_err_matches(ret, TFS_ERR_btree_node_read))
+		fprintf(stderr,
+			"%s: a btree node (named above) cannot be read or trusted: tinyfs fsck -y "
+			"replaces it (and salvages what it can)\n",
+			prog);
 	if (!tfs_err_matches(ret, TFS_ERR_invalid_sb) && !tfs_err_matches(ret, TFS_ERR_sb_read))
 		return;
 	for (unsigned i = 0; i < o->nr_devs; i++) {

@@ -21,7 +21,7 @@
 #include "super/super_format.h"
 #include "tools/cmd.h"
 
-#define USAGE "[-n|-y] [-v] [--degraded|-o degraded] DEV..."
+#define USAGE "[-n|-y] [-v] [--degraded|-o degraded] [--no-salvage] DEV..."
 
 #define FSCK_EXIT_CLEAN TFS_FSCK_EXIT_CLEAN
 #define FSCK_EXIT_OPERATIONAL TFS_FSCK_EXIT_OPERATIONAL
@@ -105,11 +105,12 @@ static bool wait_for_stopping_daemons(char *const *devs, unsigned nr)
  * A node that cannot be read or trusted (named above, where it was read) is
  * an error of the filesystem, not of fsck: e2fsck's 4 (left uncorrected),
  * not 8.  A lost leaf never gets here (the open replaces it with an empty
- * one and the check reports it: tfs_fs_opts.replace_lost_leaves; any node
- * of the alloc btree too, its keys then rebuilt from the extents and
- * nodes); what does is a node fsck cannot replace that way: an interior
- * node of another btree (its whole subtree would go), so -y repairs
- * nothing.  True, said, when ret is such a failure.
+ * one and the check reports it: tfs_fs_opts.replace_lost_leaves; a lost
+ * interior node by an empty subtree, its range lost; any node of the alloc
+ * btree too, its keys then rebuilt from the extents and nodes); what does
+ * is a node fsck cannot replace that way (one whose copies are on a
+ * missing member: away, not lost), so -y repairs nothing.  True, said,
+ * when ret is such a failure.
  */
 static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, const char *what)
 {
@@ -117,10 +118,9 @@ static bool damaged_node(int ret, const char *dev, bool repair, bool degraded, c
 	    !tfs_err_matches(ret, TFS_ERR_btree_node_read))
 		return false;
 	fprintf(stderr,
-		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot rebuild it%s "
-		"(it replaces a lost leaf of a btree with an empty one, not an interior "
-		"node but of the alloc btree): mount read-only (-o ro) and copy out what "
-		"reads%s\n",
+		"tinyfs fsck: %s: a damaged btree node (above) %s; fsck cannot replace it%s "
+		"(it replaces a lost node with an empty one, not a node with a copy on a "
+		"missing member): mount read-only (-o ro) and copy out what reads%s\n",
 		dev, what, repair ? ", nothing was repaired" : "",
 		/* A node whose copies are all on missing members reads as unreadable. */
 		degraded ? "; or, if its copies are on a missing member (above), give every member"
@@ -151,10 +151,16 @@ static void fsck_usage(FILE *f)
 		"\n"
 		"A mounted filesystem is refused (as e2fsck refuses to repair one): unmount it.\n"
 		"\n"
-		"A btree leaf that cannot be read or fails its checksum is replaced by an\n"
-		"empty leaf (-y; -n checks as if it were), its keys said lost; the checks\n"
-		"after it repair what pointed into it.  Not an interior node nor a node of\n"
-		"the alloc btree: those stop the check (4).\n"
+		"A btree node that cannot be read or fails its checksum is replaced by an\n"
+		"empty one (-y; -n checks as if it were): a leaf by an empty leaf, an\n"
+		"interior node by an empty subtree, its keys said lost (an alloc btree\n"
+		"node: the alloc keys rebuilt); the checks after it repair what pointed\n"
+		"into it.  A node with a copy on a missing member is away, not lost: it\n"
+		"stops the check (4).  The keys of a lost interior node's range are then\n"
+		"looked for on the members (every block read once): the leaves under it,\n"
+		"newest first, give them back (-n: in memory); keys that come back stale\n"
+		"are repaired by the checks after it.\n"
+		"  --no-salvage  leave a lost interior node's range empty (no scan)\n"
 		"\n"
 		"Exit status (as e2fsck): 0 clean, 1 problems found and all fixed, 4\n"
 		"problems left uncorrected (also a damaged btree node fsck cannot replace,\n"
@@ -190,6 +196,7 @@ static int cmd_fsck(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "degraded", no_argument, NULL, 'D' },
+		{ "no-salvage", no_argument, NULL, 'S' },
 		{ 0 },
 	};
 	struct tfs_fsck_opts o = { 0 };
@@ -216,6 +223,9 @@ static int cmd_fsck(int argc, char **argv)
 			break;
 		case 'D':
 			degraded = true;
+			break;
+		case 'S':
+			o.no_salvage = true;
 			break;
 		case 'o':
 			if (!parse_o(optarg, &degraded))

@@ -223,6 +223,67 @@ for n in sorted(os.listdir(d)):
 tfs_umount "$mnt"
 fsck_clean "$tmp/alloc.img" "fsck -n after the new files"
 
+# A lost interior node: a dirents btree three levels deep (16 KiB nodes,
+# 14000 names of 250 bytes), the middle child of its root (a level 1 node)
+# damaged.  The mount is refused, naming the node and fsck; fsck -n says the range
+# lost as an interior node and writes nothing (4); fsck -y replaces it by
+# an empty subtree and salvages the names from the leaves under it, found
+# on the member (1); then clean, it mounts, and every name is back in /.
+new_image "$tmp/interior.img" 64M --btree-node-size 16K || finish
+mount_or_finish "mount interior.img" "$tmp/interior.img" "$mnt"
+echo kept >"$mnt/keepfile" || fail "writing keepfile"
+python3 -c 'import os, sys
+for i in range(14000): open(os.path.join(sys.argv[1], "%05d-" % i + "n" * 244), "w").close()' "$mnt" ||
+	fail "creating 14000 files"
+tfs_umount "$mnt"
+python3 - "$tmp/interior.img" <<'PY' || fail "no level 2 dirents node found"
+import collections, struct, sys
+f = open(sys.argv[1], 'r+b'); data = f.read(); bs = 4096
+magic = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), bs)
+                            if data[o + 26:o + 28] == bytes([1, 0]) and data[o + 25] <= 8
+                            and data[o + 8:o + 16] != bytes(8)).most_common(1)[0][0]
+roots = [o for o in range(0, len(data), bs)
+         if data[o + 8:o + 16] == magic and data[o + 24] == 1 and data[o + 25] == 2]
+if not roots:
+    sys.exit(1)
+# The root: the newest copy (node seq at 16); its keys after the 96-byte
+# header, a child's offset 48 bytes into its key.
+root = max(roots, key=lambda o: struct.unpack_from('<Q', data, o + 16)[0])
+at, keys = root + 96, []
+for i in range(struct.unpack_from('<I', data, root + 28)[0]):
+    keys.append(at)
+    at += 8 * struct.unpack_from('<H', data, at)[0]
+child = struct.unpack_from('<Q', data, keys[len(keys) // 2] + 48)[0]
+if data[child + 24] != 1 or data[child + 25] != 1:
+    sys.exit(1)
+f.seek(child + 16); f.write(bytes([data[child + 16] ^ 0xff]))
+PY
+isum=$(md5sum <"$tmp/interior.img")
+refused 1 "btree dirents level 1 node at" "$tinyfs" mount "$tmp/interior.img" "$mnt"
+refused 1 "tinyfs fsck -y replaces it" "$tinyfs" mount "$tmp/interior.img" "$mnt"
+st=0
+"$tinyfs" fsck -n "$tmp/interior.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 4 ] || fail "fsck -n of a lost interior node exited $st, expected 4: $(tail -3 "$tmp/err")"
+grep -q "btree dirents level 1 node at 0x.*: unreadable, keys .* lost (an interior node" "$tmp/err" ||
+	fail "fsck -n does not say the interior node's keys are lost: $(grep -v dirent "$tmp/err" | head -5)"
+[ "$(md5sum <"$tmp/interior.img")" = "$isum" ] || fail "fsck -n of a lost interior node wrote to the image"
+st=0
+"$tinyfs" fsck -y "$tmp/interior.img" >"$tmp/out" 2>"$tmp/err" || st=$?
+[ "$st" = 1 ] || fail "fsck -y of a lost interior node exited $st, expected 1: $(tail -3 "$tmp/err")"
+grep -q "replaced with an empty node" "$tmp/err" || fail "fsck -y: $(tail -3 "$tmp/err")"
+salvaged=$(sed -n 's/.*: \([0-9]*\) key(s) salvaged from leaves found on the members$/\1/p' "$tmp/err")
+[ "${salvaged:-0}" -gt 0 ] || fail "fsck -y salvaged no name: $(grep salvage "$tmp/err")"
+fsck_clean "$tmp/interior.img" "fsck -n after fsck -y of a lost interior node"
+mount_or_finish "mount after fsck -y of a lost interior node" "$tmp/interior.img" "$mnt"
+named=$(ls "$mnt" | wc -l)
+[ "$named" = 14001 ] && [ ! -e "$mnt/lost+found" ] ||
+	fail "after fsck -y: $named names in / (want 14001), /lost+found: $(ls "$mnt/lost+found" 2>&1 | wc -l)"
+[ "$(cat "$mnt/keepfile")" = kept ] || fail "after fsck -y: keepfile reads $(cat "$mnt/keepfile")"
+mkdir "$mnt/after-fsck" || fail "after fsck -y of a lost interior node: a mkdir failed"
+tfs_umount "$mnt"
+fsck_clean "$tmp/interior.img" "fsck -n after the mount"
+echo "lost interior dirents node: $salvaged names salvaged, $named in /"
+
 # A member of another filesystem given with ours.
 new_image "$tmp/other.img" 64M || finish
 osum=$(md5sum <"$tmp/other.img")

@@ -119,9 +119,12 @@ run 1 "$tinyfs" fsck -y y.img && has err "replaced with an empty node" &&
 	has err "rewritten from the nodes" && has err "all fixed"
 run 0 "$tinyfs" fsck -n y.img && has err "y.img: clean"
 
-# An interior node (the root of an xattrs tree of many 16 KiB leaves) is
-# not replaced either, even with keys to replay: 4, nothing written.  A
-# leaf with a good copy on the other member is never replaced.
+# A leaf with a good copy on the other member is never replaced.  A lost
+# interior node (the root of an xattrs tree of many 16 KiB leaves, both
+# copies), even with keys to replay: -n names it as an interior node and
+# writes nothing (4); -y --no-salvage replaces it (here the whole tree: an
+# empty root leaf) (1), then clean; without --no-salvage (k.img, the same
+# damage) the leaves under it give every key back (3000 positions).
 truncate -s 64M i.img i2.img
 run 0 "$mkfs" -q --btree-node-size 16K --metadata-replicas 2 i.img i2.img
 "$build/tests/tools/btree_fill" xattrs 3000 100 i.img i2.img >/dev/null || fail "btree_fill"
@@ -150,10 +153,80 @@ run 0 "$tinyfs" list --btree xattrs j.img i2.img
 [ "$(wc -l <out)" = 3000 ] || fail "xattrs keys after fsck -y of one bad copy: $(wc -l <out), want 3000"
 damage_level i.img 3 1
 damage_level i2.img 3 1
+cp i.img k.img
+cp i2.img k2.img
 before=$(sum i.img)$(sum i2.img)
-run 4 "$tinyfs" fsck -y i.img i2.img && has err "btree xattrs level 1 node at" &&
-	has err "cannot rebuild it" && has err "nothing was repaired"
-[ "$(sum i.img)$(sum i2.img)" = "$before" ] || fail "fsck -y of a damaged interior node changed the image"
+run 4 "$tinyfs" fsck -n i.img i2.img && has err "btree xattrs level 1 node at" &&
+	has err ": unreadable, keys 0:0..POS_MAX lost (an interior node, its whole subtree" &&
+	has err "checked as an empty node"
+[ "$(sum i.img)$(sum i2.img)" = "$before" ] || fail "fsck -n of a damaged interior node changed the image"
+run 1 "$tinyfs" fsck -y --no-salvage i.img i2.img && has err "replaced with an empty node" &&
+	has err "all fixed" && hasnt err "salvage"
+run 0 "$tinyfs" fsck -n i.img i2.img && has err "clean"
+run 0 "$tinyfs" list --btree xattrs i.img i2.img
+[ -z "$(cat out)" ] || fail "keys left under the replaced interior root: $(head -3 out)"
+run 1 "$tinyfs" fsck -y k.img k2.img && has err "replaced with an empty node" &&
+	has err "keys 0:0..POS_MAX: 3000 key(s) salvaged from leaves found on the members"
+run 0 "$tinyfs" fsck -n k.img k2.img && has err "clean"
+run 0 "$tinyfs" list --btree xattrs k.img k2.img
+[ "$(wc -l <out)" = 3000 ] || fail "xattrs keys after the salvage: $(wc -l <out), want 3000"
+
+# A lost level 1 node under a level 2 root (16 KiB nodes, 2000-byte keys):
+# the mount-like open (tinyfs list) refuses it; fsck -n names its range
+# (4, nothing written); fsck -y --no-salvage replaces it by an empty
+# subtree (1): only its range goes, then clean; without --no-salvage (m.img)
+# its leaves give every key back.
+truncate -s 64M l.img
+run 0 "$mkfs" -q --btree-node-size 16K l.img
+"$build/tests/tools/btree_fill" xattrs 1500 2000 l.img >/dev/null || fail "btree_fill"
+# The newest level 2 xattrs node (the root): its middle child's node gets a flipped byte.
+python3 - l.img >range <<'PY' || fail "no level 2 xattrs node"
+import sys, struct, collections
+f = open(sys.argv[1], 'r+b'); data = f.read(); bs = 4096
+magic = collections.Counter(data[o + 8:o + 16] for o in range(0, len(data), bs)
+                            if data[o + 26:o + 28] == bytes([1, 0]) and data[o + 25] <= 8
+                            and data[o + 8:o + 16] != bytes(8)).most_common(1)[0][0]
+roots = [o for o in range(0, len(data), bs)
+         if data[o + 8:o + 16] == magic and data[o + 24] == 3 and data[o + 25] == 2]
+if not roots:
+    sys.exit(1)
+root = max(roots, key=lambda o: struct.unpack_from('<Q', data, o + 16)[0])
+nr = struct.unpack_from('<I', data, root + 28)[0]
+at, keys = root + 96, []
+for i in range(nr):
+    keys.append(at)
+    at += 8 * struct.unpack_from('<H', data, at)[0]
+k = keys[nr // 2]
+child = struct.unpack_from('<Q', data, k + 48)[0]
+assert data[child + 24] == 3 and data[child + 25] == 1
+f.seek(child + 16); f.write(bytes([data[child + 16] ^ 0xff]))
+pos = lambda p: "POS_MAX" if p == (2**64 - 1, 2**64 - 1) else "%d:%d" % p
+lo = struct.unpack_from('<QQ', data, keys[nr // 2 - 1] + 8)
+lo = (lo[0], lo[1] + 1)
+hi = struct.unpack_from('<QQ', data, k + 8)
+lost = sum(1 for i in range(1500) if lo <= (1, i) <= hi)
+print("%s..%s %d" % (pos(lo), pos(hi), lost))
+PY
+read -r range lost <range
+echo "lost level 1 xattrs node: keys $range ($lost of 1500)"
+cp l.img m.img
+run 1 "$tinyfs" list --btree xattrs l.img && has err "btree xattrs level 1 node at"
+before=$(sum l.img)
+run 4 "$tinyfs" fsck -n l.img && has err "unreadable, keys $range lost (an interior node" &&
+	has err "keys $range: $lost key(s) salvaged from leaves found on the members (in memory"
+[ "$(sum l.img)" = "$before" ] || fail "fsck -n of a lost level 1 node changed the image"
+run 1 "$tinyfs" fsck -y --no-salvage l.img && has err "replaced with an empty node" &&
+	has err "all fixed"
+run 0 "$tinyfs" fsck -n l.img && has err "l.img: clean"
+run 0 "$tinyfs" list --btree xattrs l.img
+[ "$lost" -gt 0 ] && [ "$(wc -l <out)" = $((1500 - lost)) ] ||
+	fail "xattrs keys after the repair: $(wc -l <out), want 1500 - $lost"
+run 1 "$tinyfs" fsck -y m.img && has err "keys $range: $lost key(s) salvaged"
+run 0 "$tinyfs" fsck -n m.img && has err "m.img: clean"
+run 0 "$tinyfs" list --btree xattrs m.img
+[ "$(wc -l <out)" = 1500 ] || fail "xattrs keys after the salvage: $(wc -l <out), want 1500"
+"$build/tests/tools/btree_fill" xattrs 1500 2000 m.img >/dev/null || fail "btree_fill after the salvage"
+run 0 "$tinyfs" fsck -n m.img && has err "m.img: clean"
 
 [ "$fails" = 0 ] && echo "all fsck tool checks passed"
 exit $((fails > 0))

@@ -37,11 +37,13 @@ static int teardown(void **state)
 /* --- stderr captured into a buffer --- */
 
 static char captured[1 << 16];
+/* fsck_capture() runs with tfs_fsck_opts.no_salvage. */
+static bool no_salvage;
 
 /* Runs tfs_fsck with stderr going to a file; its text in captured. */
 static int fsck_capture(bool repair, struct tfs_fsck_result *res)
 {
-	struct tfs_fsck_opts o = { .repair = repair };
+	struct tfs_fsck_opts o = { .repair = repair, .no_salvage = no_salvage };
 	char path[160];
 	int fd, saved, ret;
 	ssize_t n;
@@ -1909,6 +1911,410 @@ static void test_damaged_interior_alloc(void **state)
 	printbuf_exit(&line);
 }
 
+/* --- a lost interior node of the dirents, inodes or extents btree --- */
+
+/* Names: dirents get long ones, so few files make a deep dirents tree. */
+#define INTERIOR_MAX 40000
+#define INTERIOR_TARGET 2000 /* symlink target bytes: few make a deep extents tree */
+
+static tfs_ino_t interior_inos[INTERIOR_MAX];
+/* With the symlinks, every 50th: a regular file of 4 KiB (an extent with a block). */
+static tfs_ino_t interior_data_inos[INTERIOR_MAX / 50];
+
+static void interior_name(char *buf, size_t len, enum tfs_btree_id id, unsigned i)
+{
+	if (id == TFS_BTREE_dirents)
+		snprintf(buf, len, "%04u-%0200u", i, i);
+	else
+		snprintf(buf, len, "i%05u", i);
+}
+
+static void interior_target(char *buf, unsigned i)
+{
+	memset(buf, 'a' + i % 26, INTERIOR_TARGET);
+	snprintf(buf, 16, "%u/", i);
+	buf[strlen(buf)] = 'x';
+	buf[INTERIOR_TARGET] = 0;
+}
+
+static unsigned root_level(enum tfs_btree_id id)
+{
+	struct tfs_btree *b = &T.fs->btrees[id];
+	unsigned level;
+
+	tfs_six_lock_read(&b->lock);
+	level = b->root->level;
+	tfs_six_unlock_read(&b->lock);
+	return level;
+}
+
+/*
+ * Names (regular files; for the extents btree symlinks with long targets,
+ * and every 50th a regular file "dNNNNN" with 4 KiB of data) in the root
+ * directory until btree id has a root at level 2 or more; how many in the
+ * return.
+ */
+static unsigned interior_files(enum tfs_btree_id id)
+{
+	static char target[INTERIOR_TARGET + 1];
+	unsigned n = 0;
+
+	while (root_level(id) < 2) {
+		for (unsigned end = n + 500; n < end; n++) {
+			char name[256];
+			struct tfs_stat st;
+
+			assert_true(n < INTERIOR_MAX);
+			interior_name(name, sizeof(name), id, n);
+			if (id == TFS_BTREE_extents) {
+				interior_target(target, n);
+				assert_int_equal(tfs_symlink(T.fs, &pt_root_ctx, 1, name,
+							     strlen(name), target, &st),
+						 0);
+				if (n % 50 == 0) {
+					struct tfs_stat dst;
+
+					snprintf(name, sizeof(name), "d%05u", n);
+					write_file(name, n, 4096, &dst);
+					interior_data_inos[n / 50] = dst.ino;
+				}
+			} else {
+				assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, &st), 0);
+			}
+			interior_inos[n] = st.ino;
+		}
+		/* The inodes reach their btree through the key cache: write it back. */
+		assert_int_equal(tfs_syncfs(T.fs), 0);
+	}
+	return n;
+}
+
+/*
+ * Damages (every copy, the journal clean) the level 1 node of btree id
+ * under the root's middle key: an open (the mount's) fails; fsck -n says
+ * which node and which range is lost, as an interior node, checks the rest
+ * as if its range were empty (salvage: with the keys found on the members,
+ * in memory), exits 4 and writes nothing; fsck -y replaces it by an empty
+ * subtree (salvage: puts back the keys found), repairs what pointed into
+ * it (exit 1); the next fsck -n is clean and the tree takes new keys.  The
+ * range lost in *min..*max; the filesystem left open; the keys -y
+ * salvaged returned.
+ */
+static u64 damaged_interior(enum tfs_btree_id id, bool salvage, struct tfs_bpos *min,
+			    struct tfs_bpos *max)
+{
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct printbuf line = PRINTBUF;
+	struct tfs_bpos at;
+	struct tfs_stat st;
+	u64 before, salvaged;
+
+	no_salvage = !salvage;
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[id];
+	tfs_six_lock_read(&b->lock);
+	assert_true(b->root->level >= 2);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys / 2));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	*min = path.n[1]->min_key;
+	*max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	assert_true(loc.nr > 0);
+	tfs_btree_node_loc_to_text(&line, T.fs, id, 1, &loc);
+	prt_str(&line, ": unreadable, keys ");
+	tfs_bpos_to_text(&line, *min);
+	prt_str(&line, "..");
+	tfs_bpos_to_text(&line, *max);
+	prt_str(&line, " lost (an interior node, its whole subtree: ");
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	before = images_hash();
+	/* A mount (no replace_lost_leaves) refuses it: the node is named above. */
+	T.opts.read_only = true;
+	assert_true(tfs_err_matches(pt_open(&T), TFS_ERR_btree_node_invalid));
+	assert_null(T.fs);
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	if (!strstr(captured, printbuf_str(&line)))
+		fprintf(stderr, "expected: %s\n", printbuf_str(&line));
+	assert_non_null(strstr(captured, printbuf_str(&line)));
+	assert_non_null(strstr(captured, "checked as an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_LEFT);
+	salvaged = res.salvaged;
+	assert_true(salvage ? salvaged > 0 : !salvaged);
+	if (salvage)
+		assert_non_null(strstr(captured, "salvaged from leaves found on the members (in "
+						 "memory: -y puts them back)"));
+	assert_int_equal(pt_stop(&T), 0);
+	assert_true(images_hash() == before); /* -n wrote nothing */
+
+	T.opts.read_only = false;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_non_null(strstr(captured, printbuf_str(&line)));
+	assert_non_null(strstr(captured, "replaced with an empty node"));
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_true(res.salvaged == salvaged); /* -n checked what -y left */
+	salvaged = res.salvaged;
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+
+	/* The tree takes keys again, in the lost range too, and they read back after a reopen. */
+	for (unsigned i = 0; i < 300; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "new-%u", i);
+		if (id == TFS_BTREE_extents)
+			assert_int_equal(
+				tfs_symlink(T.fs, &pt_root_ctx, 1, name, strlen(name), name, &st),
+				0);
+		else
+			assert_int_equal(pt_mknod(&T, 1, name, S_IFREG | 0644, &st), 0);
+	}
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < 300; i++) {
+		char name[32], t[32];
+
+		snprintf(name, sizeof(name), "new-%u", i);
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		if (id == TFS_BTREE_extents) {
+			assert_int_equal(tfs_readlink(T.fs, st.ino, t, sizeof(t)),
+					 (ssize_t)strlen(name));
+			assert_memory_equal(t, name, strlen(name));
+		}
+	}
+	assert_int_equal(tfs_btree_verify(T.fs, id), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	printbuf_exit(&line);
+	no_salvage = false;
+	return salvaged;
+}
+
+/*
+ * A lost interior dirents node, not salvaged (--no-salvage): the names
+ * under it go, their files go to /lost+found as #INO; every other name
+ * resolves.
+ */
+static void test_damaged_interior_dirents(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_dirents), named = 0, found = 0;
+	struct tfs_bpos min, max;
+	tfs_ino_t lf;
+
+	damaged_interior(TFS_BTREE_dirents, false, &min, &max);
+	lf = pt_ino(&T, 1, "lost+found");
+	assert_true(lf != 0);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_dirents, i);
+		if (pt_ino(&T, 1, name) == interior_inos[i]) {
+			named++;
+		} else {
+			snprintf(name, sizeof(name), "#%llu", (unsigned long long)interior_inos[i]);
+			assert_int_equal(pt_ino(&T, lf, name), interior_inos[i]);
+			found++;
+		}
+	}
+	assert_true(named > 0 && found > 0);
+	fprintf(stderr, "dirents interior node lost: %u of %u names kept, %u in /lost+found\n",
+		named, n, found);
+}
+
+/*
+ * A lost interior inodes node, not salvaged: the files under it are gone
+ * with their names; the others stay.
+ */
+static void test_damaged_interior_inodes(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), lost = 0;
+	struct tfs_bpos min, max;
+
+	damaged_interior(TFS_BTREE_inodes, false, &min, &max);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		if (pos_in(TFS_POS(interior_inos[i], 0), min, max)) {
+			assert_int_equal(pt_ino(&T, 1, name), 0);
+			lost++;
+		} else {
+			assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		}
+	}
+	assert_true(lost > 0 && lost < n);
+	fprintf(stderr, "inodes interior node lost: %u of %u files gone\n", lost, n);
+}
+
+/*
+ * A lost interior extents node, not salvaged: the symlinks whose targets
+ * were under it are removed with their names (fsck: "its target is
+ * gone"); every other target reads back.
+ */
+static void test_damaged_interior_extents(void **state)
+{
+	static char target[INTERIOR_TARGET + 1], got[INTERIOR_TARGET + 1];
+	unsigned n = interior_files(TFS_BTREE_extents), lost = 0;
+	struct tfs_bpos min, max;
+
+	damaged_interior(TFS_BTREE_extents, false, &min, &max);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_extents, i);
+		if (pos_in(TFS_POS(interior_inos[i], 0), min, max)) {
+			struct tfs_stat st;
+
+			assert_int_equal(pt_lookup(&T, 1, name, &st), -ENOENT);
+			lost++;
+			continue;
+		}
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		interior_target(target, i);
+		assert_int_equal(tfs_readlink(T.fs, interior_inos[i], got, sizeof(got)),
+				 INTERIOR_TARGET);
+		assert_memory_equal(got, target, INTERIOR_TARGET);
+	}
+	assert_true(lost > 0 && lost < n);
+	fprintf(stderr, "extents interior node lost: %u of %u symlinks gone\n", lost, n);
+}
+
+/*
+ * A lost interior node salvaged (fsck's default): the leaves under it are
+ * whole on the member, so every key under it comes back (nothing was
+ * removed since they were written: none is stale); every name resolves
+ * to its file, nothing goes to /lost+found.
+ */
+static void test_salvage_interior_dirents(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_dirents), in = 0;
+	struct tfs_bpos min, max;
+	struct tfs_btree_iter iter;
+	const struct tfs_bkey *k;
+	u64 salvaged = damaged_interior(TFS_BTREE_dirents, true, &min, &max);
+	int ret;
+
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_dirents, i);
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+	}
+	/* The test's long names in the range lost (not the short ones made after the repair). */
+	tfs_btree_iter_init(&iter, T.fs, TFS_BTREE_dirents, min, max);
+	for (ret = tfs_btree_iter_peek(&iter, &k); !ret && k; ret = tfs_btree_iter_next(&iter, &k))
+		in += ((const struct tfs_dirent *)tfs_bkey_val(k))->name_len > 200;
+	tfs_btree_iter_exit(&iter);
+	assert_int_equal(ret, 0);
+	assert_true(in > 0);
+	assert_int_equal(salvaged, in);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* nothing was lost */
+	fprintf(stderr, "dirents interior node lost: %llu of %u names salvaged\n",
+		(unsigned long long)salvaged, n);
+}
+
+/*
+ * Salvaged: every inode under the lost node comes back, named and whole;
+ * the files removed before the damage do not (their inode keys are in
+ * older copies of the leaves, still on the member, but a newer leaf over
+ * their position says they are gone): nothing goes to /lost+found.
+ */
+static void test_salvage_interior_inodes(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), in = 0, removed = 0;
+	struct tfs_bpos min, max;
+	u64 salvaged;
+
+	/* Written whole first, so older copies of these leaves hold the inodes removed. */
+	assert_int_equal(pt_reopen(&T), 0);
+	for (unsigned i = 0; i < n; i += 7) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(tfs_unlink(T.fs, 1, name, strlen(name)), 0);
+	}
+	salvaged = damaged_interior(TFS_BTREE_inodes, true, &min, &max);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+		struct tfs_stat st;
+		bool lost = pos_in(TFS_POS(interior_inos[i], 0), min, max);
+		struct tfs_bkey_buf kb;
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		if (i % 7 == 0) {
+			assert_int_equal(pt_lookup(&T, 1, name, &st), -ENOENT);
+			assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes,
+							  TFS_POS(interior_inos[i], 0), &kb),
+					 -ENOENT);
+			removed += lost;
+			continue;
+		}
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, interior_inos[i]);
+		assert_int_equal(st.mode, S_IFREG | 0644);
+		in += lost;
+	}
+	assert_true(in > 0 && removed > 0);
+	assert_int_equal(salvaged, in);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* no inode came back unnamed */
+	fprintf(stderr,
+		"inodes interior node lost: %llu of %u inodes salvaged, %u removed stayed so\n",
+		(unsigned long long)salvaged, n, removed);
+}
+
+/* Salvaged: every symlink target under the lost node comes back. */
+static void test_salvage_interior_extents(void **state)
+{
+	static char target[INTERIOR_TARGET + 1], got[INTERIOR_TARGET + 1];
+	unsigned n = interior_files(TFS_BTREE_extents), in = 0;
+	struct tfs_bpos min, max;
+	u64 salvaged = damaged_interior(TFS_BTREE_extents, true, &min, &max);
+	unsigned data_in = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		interior_name(name, sizeof(name), TFS_BTREE_extents, i);
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		interior_target(target, i);
+		assert_int_equal(tfs_readlink(T.fs, interior_inos[i], got, sizeof(got)),
+				 INTERIOR_TARGET);
+		assert_memory_equal(got, target, INTERIOR_TARGET);
+		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+		if (i % 50 == 0) {
+			/* The file's extent (its block accounted again by the commit) reads back. */
+			tfs_ino_t ino = interior_data_inos[i / 50];
+			char want[4096];
+			struct tfs_file *f;
+			struct tfs_stat st;
+
+			assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
+			assert_int_equal(st.blocks, 4096 / 512);
+			assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
+			assert_int_equal(tfs_read(T.fs, f, got, 4096, 0), 4096);
+			assert_int_equal(tfs_release(T.fs, f), 0);
+			pt_fill(want, sizeof(want), i, 0);
+			assert_memory_equal(got, want, sizeof(want));
+			data_in += pos_in(TFS_POS(ino, 0), min, max);
+		}
+	}
+	assert_true(in > 0 && data_in > 0);
+	assert_int_equal(salvaged, in + data_in);
+	fprintf(stderr, "extents interior node lost: %llu of %u targets and files salvaged\n",
+		(unsigned long long)salvaged, n + (n + 49) / 50);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1954,6 +2360,18 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_leaf_alloc_interrupted,
 						setup_small_buckets, teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_interior_dirents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_interior_inodes, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_damaged_interior_extents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_dirents, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_inodes, setup_small_nodes,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_extents, setup_small_nodes,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
