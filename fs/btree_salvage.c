@@ -29,12 +29,25 @@ struct salvage_leaf {
 	struct tfs_bpos min_key, max_key;
 };
 
+/* Key ranges of one tree, disjoint, in order. */
+struct salvage_span {
+	enum tfs_btree_id id;
+	struct tfs_bpos min, max;
+};
+
 struct salvage {
 	struct tfs_fs *fs;
 	struct tfs_btree_salvage_range *r;
 	unsigned nr;
 	struct salvage_leaf *leaves;
 	size_t nr_leaves, size_leaves;
+	/*
+	 * What the leaves handed out so far cover (each newer than, or a twin
+	 * of, the next): a key of the next leaf there is not its to give.  A
+	 * sorted union, so a big tree's scan is not quadratic in its leaves.
+	 */
+	struct salvage_span *covered;
+	size_t nr_covered, size_covered;
 };
 
 static bool pos_in(struct tfs_bpos p, struct tfs_bpos min, struct tfs_bpos max)
@@ -141,16 +154,69 @@ static int leaf_cmp(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* Whether a leaf newer than leaves[i] (one before it) covers pos. */
-static bool covered_by_newer(const struct salvage *s, size_t i, struct tfs_bpos pos)
+/* (id, pos) against span x: < 0 before it, 0 in it, > 0 after it. */
+static int span_cmp(const struct salvage_span *x, enum tfs_btree_id id, struct tfs_bpos pos)
 {
-	const struct salvage_leaf *l = &s->leaves[i];
+	if (id != x->id)
+		return id < x->id ? -1 : 1;
+	if (tfs_bpos_cmp(pos, x->min) < 0)
+		return -1;
+	return tfs_bpos_cmp(pos, x->max) > 0;
+}
 
-	for (size_t j = 0; j < i; j++)
-		if (s->leaves[j].id == l->id &&
-		    pos_in(pos, s->leaves[j].min_key, s->leaves[j].max_key))
-			return true;
-	return false;
+/* The first span not wholly before (id, pos). */
+static size_t span_search(const struct salvage *s, enum tfs_btree_id id, struct tfs_bpos pos)
+{
+	size_t lo = 0, hi = s->nr_covered;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (span_cmp(&s->covered[mid], id, pos) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Whether a leaf handed out before (newer, or a twin) covers pos of tree id. */
+static bool covered_by_newer(const struct salvage *s, enum tfs_btree_id id, struct tfs_bpos pos)
+{
+	size_t i = span_search(s, id, pos);
+
+	return i < s->nr_covered && !span_cmp(&s->covered[i], id, pos);
+}
+
+/* Adds leaf l's range to the covered union, merging the spans it overlaps. */
+static int cover(struct salvage *s, const struct salvage_leaf *l)
+{
+	size_t first = span_search(s, l->id, l->min_key), last = first;
+	struct salvage_span n = { .id = l->id, .min = l->min_key, .max = l->max_key };
+
+	while (last < s->nr_covered && s->covered[last].id == l->id &&
+	       tfs_bpos_cmp(s->covered[last].min, l->max_key) <= 0) {
+		if (tfs_bpos_cmp(s->covered[last].min, n.min) < 0)
+			n.min = s->covered[last].min;
+		if (tfs_bpos_cmp(s->covered[last].max, n.max) > 0)
+			n.max = s->covered[last].max;
+		last++;
+	}
+	if (first == last && s->nr_covered == s->size_covered) {
+		size_t size = s->size_covered ? s->size_covered * 2 : 64;
+		struct salvage_span *c = realloc(s->covered, size * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		s->covered = c;
+		s->size_covered = size;
+	}
+	/* [first, last) merge into one span: close the gap, or open one. */
+	memmove(&s->covered[first + 1], &s->covered[last],
+		(s->nr_covered - last) * sizeof(*s->covered));
+	s->nr_covered = s->nr_covered - (last - first) + 1;
+	s->covered[first] = n;
+	return 0;
 }
 
 /* The keys of leaves[i] (read again into n) in a range asked for, to fn. */
@@ -177,14 +243,18 @@ static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n, tfs_
 	e.max_key = l->max_key;
 	ret = tfs_btree_node_validate(s->fs, n, &e, &err);
 	printbuf_exit(&err);
+	/*
+	 * Changed since the scan: not ours to trust, but the range stays
+	 * covered, as the newest state of it was this leaf, not an older one.
+	 */
 	if (ret || le64_to_cpu(n->seq) != l->seq)
-		return 0; /* changed since the scan: not ours to trust */
+		return cover(s, l);
 	for (u32 k = 0; k < le32_to_cpu(n->nr_keys); k++) {
 		const struct tfs_bkey *key = (const struct tfs_bkey *)p;
 		struct tfs_btree_salvage_range *r = range_of(s, l->id, tfs_bkey_pos(key));
 
 		p += tfs_bkey_u64s(key);
-		if (!r || covered_by_newer(s, i, tfs_bkey_pos(key)))
+		if (!r || covered_by_newer(s, l->id, tfs_bkey_pos(key)))
 			continue;
 		ret = fn(ctx, l->id, key);
 		if (ret < 0)
@@ -195,7 +265,7 @@ static int give_back(struct salvage *s, size_t i, struct tfs_btree_node *n, tfs_
 		}
 	}
 	st->leaves_used += st->keys > before;
-	return 0;
+	return cover(s, l);
 }
 
 int tfs_btree_salvage(struct tfs_fs *fs, struct tfs_btree_salvage_range *r, unsigned nr,
@@ -217,6 +287,7 @@ int tfs_btree_salvage(struct tfs_fs *fs, struct tfs_btree_salvage_range *r, unsi
 	for (size_t i = 0; i < s.nr_leaves && !ret; i++)
 		ret = give_back(&s, i, (struct tfs_btree_node *)buf, fn, ctx, st);
 	free(s.leaves);
+	free(s.covered);
 	free(buf);
 	return ret;
 }
