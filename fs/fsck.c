@@ -225,6 +225,13 @@ static int salvage_key(void *ctx, enum tfs_btree_id id, const struct tfs_bkey *k
 
 	if (ret != -ENOENT)
 		return ret;
+	/*
+	 * The open's next inode number is past the last inode (or orphan) it
+	 * found: with the lost range at the end, inodes above it come back, and
+	 * an inode fsck makes (/lost+found) must not take one's number.
+	 */
+	if (id == TFS_BTREE_inodes || id == TFS_BTREE_orphans)
+		tfs_ino_alloc_past(fs, le64_to_cpu(k->inode));
 	if (!may_repair(sc->c)) {
 		struct tfs_btree *b = &fs->btrees[id];
 

@@ -2315,6 +2315,68 @@ static void test_salvage_interior_extents(void **state)
 		(unsigned long long)salvaged, n + (n + 49) / 50);
 }
 
+/*
+ * The lost inodes node is the root's last child: the open's next inode
+ * number (past the last inode key it found) falls inside the lost range.
+ * The salvage puts the inodes above it back, and the first inode fsck
+ * makes itself (/lost+found, for a file whose name went) must not take
+ * the number of one of them: every file keeps its inode.
+ */
+static void test_salvage_interior_last_inodes(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), in = 0;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct tfs_bpos min, max, at;
+	char name[256];
+	tfs_ino_t lf;
+
+	/* File 0 (not under the lost node) loses its name: fsck makes /lost+found. */
+	interior_name(name, sizeof(name), TFS_BTREE_inodes, 0);
+	del_key(TFS_BTREE_dirents, TFS_POS(1, dirent_slot(1, name)));
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys - 1));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	min = path.n[1]->min_key;
+	max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	assert_true(!pos_in(TFS_POS(interior_inos[0], 0), min, max));
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_true(res.salvaged > 0);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	lf = pt_ino(&T, 1, "lost+found");
+	assert_true(lf != 0);
+	snprintf(name, sizeof(name), "#%llu", (unsigned long long)interior_inos[0]);
+	assert_int_equal(pt_ino(&T, lf, name), interior_inos[0]);
+	for (unsigned i = 1; i < n; i++) {
+		struct tfs_stat st;
+
+		assert_true(interior_inos[i] != lf);
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, interior_inos[i]);
+		assert_int_equal(st.mode, S_IFREG | 0644);
+		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+	}
+	assert_true(in > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2372,6 +2434,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_salvage_interior_extents, setup_small_nodes,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_last_inodes,
+						setup_small_nodes, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
