@@ -2377,6 +2377,82 @@ static void test_salvage_interior_last_inodes(void **state)
 	assert_true(in > 0);
 }
 
+/*
+ * Files unlinked after the lost node's leaves were written, the unlinks
+ * durable in the journal only (a crash): replay's deletions of their inode
+ * keys fall into the lost range (the empty subtree holds nothing to
+ * delete); the salvage then finds those keys in the leaves on disk, older
+ * than the journal.  A position the journal wrote (a key or its deletion)
+ * is newer than any leaf: they must stay removed, not come back nameless
+ * into /lost+found.
+ */
+static void test_salvage_interior_replayed_unlink(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), removed = 0, in = 0;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct tfs_bpos min, max, at;
+	char crash[160];
+
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys / 2));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	min = path.n[1]->min_key;
+	max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		if (!pos_in(TFS_POS(interior_inos[i], 0), min, max) || i % 5)
+			continue;
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(tfs_unlink(T.fs, 1, name, strlen(name)), 0);
+		removed++;
+	}
+	assert_true(removed > 0);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	snprintf(crash, sizeof(crash), "%s/crash", T.dir);
+	pt_copy_file(T.path[0], crash); /* as the power cut would leave it */
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(crash, T.path[0]);
+	unlink(crash);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+		struct tfs_bkey_buf kb;
+		bool lost = pos_in(TFS_POS(interior_inos[i], 0), min, max);
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		if (lost && i % 5 == 0) {
+			assert_int_equal(pt_ino(&T, 1, name), 0);
+			assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes,
+							  TFS_POS(interior_inos[i], 0), &kb),
+					 -ENOENT);
+			continue;
+		}
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		in += lost;
+	}
+	assert_true(in > 0);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* nothing removed came back */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2435,6 +2511,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_salvage_interior_extents, setup_small_nodes,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_salvage_interior_last_inodes,
+						setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_replayed_unlink,
 						setup_small_nodes, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
 						teardown),
