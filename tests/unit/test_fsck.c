@@ -2464,6 +2464,7 @@ static void test_salvage_interior_clone_in_file(void **state)
 
 	/* The same node of the original (the clone's tree has the same shape) lost. */
 	assert_int_equal(pt_reopen(&T), 0);
+	b = &T.fs->btrees[TFS_BTREE_inodes];
 	tfs_six_lock_read(&b->lock);
 	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
 	loc = path.n[1]->disk;
