@@ -2295,17 +2295,17 @@ static void test_salvage_interior_extents(void **state)
 		if (i % 50 == 0) {
 			/* The file's extent (its block accounted again by the commit) reads back. */
 			tfs_ino_t ino = interior_data_inos[i / 50];
-			char want[4096];
+			char want[4096], data[4096];
 			struct tfs_file *f;
 			struct tfs_stat st;
 
 			assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
 			assert_int_equal(st.blocks, 4096 / 512);
 			assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
-			assert_int_equal(tfs_read(T.fs, f, got, 4096, 0), 4096);
+			assert_int_equal(tfs_read(T.fs, f, data, sizeof(data), 0), 4096);
 			assert_int_equal(tfs_release(T.fs, f), 0);
 			pt_fill(want, sizeof(want), i, 0);
-			assert_memory_equal(got, want, sizeof(want));
+			assert_memory_equal(data, want, sizeof(want));
 			data_in += pos_in(TFS_POS(ino, 0), min, max);
 		}
 	}
