@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fs/btree.h"
 #include "fs/btree_format.h"
 #include "fs/btree_io.h"
 #include "fs/btree_salvage.h"
+#include "fs/fs_format.h"
 #include "fs/fs_types.h"
 #include "lib/bdev.h"
 #include "lib/errcode.h"
@@ -75,6 +77,36 @@ static bool leaf_wanted(struct salvage *s, unsigned id, struct tfs_bpos min, str
 	return false;
 }
 
+/*
+ * Whether a block of the node_size bytes at offset on dev is file data: its
+ * user alloc key marks it used.  A regular file may hold a node image that
+ * verifies (a clone of this filesystem, the same uuid and magic, kept as a
+ * file); its leaves must not be taken for ours.  A block the alloc btree
+ * does not say (no key, a lookup error) is not ruled out.
+ */
+static bool in_file_data(struct tfs_fs *fs, u32 dev, u64 offset)
+{
+	u32 bsz = fs->alloc.devs[dev].bucket_size;
+
+	if (!bsz)
+		return false;
+	for (u64 o = offset; o < offset + fs->node_size; o += fs->block_size) {
+		struct tfs_bkey_buf kb;
+		const struct tfs_alloc_key *a;
+		u64 blk = o % bsz / fs->block_size;
+
+		if (tfs_btree_lookup(fs, TFS_BTREE_alloc,
+				     tfs_alloc_pos(TFS_ALLOC_DATA_user, dev, o / bsz), &kb) ||
+		    kb.k.type != TFS_BKEY_alloc)
+			continue;
+		a = tfs_bkey_val(&kb.k);
+		if (blk < le32_to_cpu(a->nr_blocks) &&
+		    le64_to_cpu(a->bits[blk / 64]) & (1ULL << (blk % 64)))
+			return true;
+	}
+	return false;
+}
+
 /* A node at n (node_size bytes readable) on dev at offset: kept when it is a leaf wanted. */
 static int scan_node(struct salvage *s, const struct tfs_btree_node *n, u32 dev, u64 offset)
 {
@@ -95,6 +127,8 @@ static int scan_node(struct salvage *s, const struct tfs_btree_node *n, u32 dev,
 	printbuf_exit(&err);
 	if (ret)
 		return 0; /* not a whole node: overwritten since, or torn */
+	if (in_file_data(fs, dev, offset))
+		return 0; /* a file's bytes */
 	if (s->nr_leaves == s->size_leaves) {
 		size_t size = s->size_leaves ? s->size_leaves * 2 : 64;
 		struct salvage_leaf *l = realloc(s->leaves, size * sizeof(*l));

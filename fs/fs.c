@@ -862,6 +862,36 @@ static int fs_alloc_rebuild(struct tfs_fs *fs)
 
 /* --- replay --- */
 
+/*
+ * A key replayed at pos of btree id: recorded when pos is in the range of
+ * a lost interior node (fs->lost_replayed).  Its deletion replayed into the
+ * empty subtree removes nothing, and the salvage would find the key again
+ * in the leaf the journal deleted it from.
+ */
+static int replayed_in_lost(struct tfs_fs *fs, unsigned id, struct tfs_bpos pos)
+{
+	for (unsigned i = 0; i < fs->nr_lost_leaves; i++) {
+		const struct tfs_btree_lost_leaf *l = &fs->lost_leaves[i];
+
+		if (!l->level || l->id != id || tfs_bpos_cmp(pos, l->min_key) < 0 ||
+		    tfs_bpos_cmp(pos, l->max_key) > 0)
+			continue;
+		if (fs->nr_lost_replayed == fs->size_lost_replayed) {
+			size_t size = fs->size_lost_replayed ? fs->size_lost_replayed * 2 : 256;
+			struct tfs_replayed_pos *n = realloc(fs->lost_replayed, size * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			fs->lost_replayed = n;
+			fs->size_lost_replayed = size;
+		}
+		fs->lost_replayed[fs->nr_lost_replayed++] =
+			(struct tfs_replayed_pos){ .id = id, .pos = pos };
+		break;
+	}
+	return 0;
+}
+
 static int replay_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, const __le64 *key)
 {
 	struct replay_ctx *rc = ctx;
@@ -892,7 +922,8 @@ static int replay_key(void *ctx, u64 seq, unsigned btree_id, unsigned level, con
 
 	struct tfs_btree *b = &fs->btrees[btree_id];
 
-	ret = tfs_btree_insert_split_locked(b, k);
+	ret = tfs_btree_insert_split_locked(b, k)
+		      ?: replayed_in_lost(fs, btree_id, tfs_bkey_pos(k));
 	if (ret)
 		return ret;
 	b->c.keys_replayed++;
@@ -1109,6 +1140,7 @@ static void fs_free(struct tfs_fs *fs)
 	}
 	pthread_mutex_destroy(&fs->roots_lock);
 	free(fs->lost_leaves);
+	free(fs->lost_replayed);
 	free(fs);
 }
 

@@ -65,6 +65,16 @@ struct tfs_fs {
 	unsigned nr_lost_leaves;
 	/* Of those, alloc btree leaves (counted even when no memory recorded them). */
 	unsigned nr_lost_alloc_leaves;
+	/*
+	 * Positions replay wrote (a key or its deletion) inside the range of a
+	 * lost interior node replaced at open: the journal is newer than every
+	 * leaf fsck's salvage finds there, so those stay as replay left them.
+	 */
+	struct tfs_replayed_pos {
+		u32 id;
+		struct tfs_bpos pos;
+	} * lost_replayed;
+	size_t nr_lost_replayed, size_lost_replayed;
 	/* The open found the alloc rebuild marker (fs/fs_format.h): an unfinished repair. */
 	bool alloc_rebuild_pending;
 

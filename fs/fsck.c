@@ -209,9 +209,20 @@ struct salvage_ctx {
 	size_t bytes;
 };
 
+static int replayed_pos_cmp(const void *a, const void *b)
+{
+	const struct tfs_replayed_pos *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return tfs_bpos_cmp(x->pos, y->pos);
+}
+
 /*
  * A key the salvage found (tfs_btree_salvage()): put back unless the tree
- * has one at its position (replayed into the new subtree: newer).  With -y
+ * has one at its position (replayed into the new subtree: newer), or
+ * replay deleted it there (fs->lost_replayed, sorted: the journal is newer
+ * than the leaf).  With -y
  * through normal transactions; -n (read-only: nothing is written, no key
  * cache) puts it into the tree in memory, as replay does, so the checks
  * below see what -y would leave.
@@ -221,10 +232,21 @@ static int salvage_key(void *ctx, enum tfs_btree_id id, const struct tfs_bkey *k
 	struct salvage_ctx *sc = ctx;
 	struct tfs_fs *fs = sc->c->fs;
 	struct tfs_bkey_buf kb;
+	struct tfs_replayed_pos rp = { .id = id, .pos = tfs_bkey_pos(k) };
 	int ret = tfs_btree_lookup(fs, id, tfs_bkey_pos(k), &kb);
 
 	if (ret != -ENOENT)
 		return ret;
+	if (fs->nr_lost_replayed &&
+	    bsearch(&rp, fs->lost_replayed, fs->nr_lost_replayed, sizeof(rp), replayed_pos_cmp))
+		return 0;
+	/*
+	 * The open's next inode number is past the last inode (or orphan) it
+	 * found: with the lost range at the end, inodes above it come back, and
+	 * an inode fsck makes (/lost+found) must not take one's number.
+	 */
+	if (id == TFS_BTREE_inodes || id == TFS_BTREE_orphans)
+		tfs_ino_alloc_past(fs, le64_to_cpu(k->inode));
 	if (!may_repair(sc->c)) {
 		struct tfs_btree *b = &fs->btrees[id];
 
@@ -273,6 +295,9 @@ static int salvage_lost(struct fsck *c)
 		free(r);
 		return 0;
 	}
+	if (c->fs->nr_lost_replayed)
+		qsort(c->fs->lost_replayed, c->fs->nr_lost_replayed, sizeof(*c->fs->lost_replayed),
+		      replayed_pos_cmp);
 	tfs_posix_trans_init(&sc.trans, c->fs);
 	ret = tfs_btree_salvage(c->fs, r, nr, salvage_key, &sc, &st);
 	if (!ret && may_repair(c))

@@ -636,6 +636,15 @@ tfs_ino_t tfs_ino_alloc(struct tfs_fs *fs)
 	return __atomic_fetch_add(&tfs_posix(fs)->next_ino, 1, __ATOMIC_RELAXED);
 }
 
+void tfs_ino_alloc_past(struct tfs_fs *fs, tfs_ino_t ino)
+{
+	u64 *next = &tfs_posix(fs)->next_ino, cur = __atomic_load_n(next, __ATOMIC_RELAXED);
+
+	while (cur <= ino && !__atomic_compare_exchange_n(next, &cur, ino + 1, false,
+							  __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
 int tfs_inode_update(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
 		     const struct tfs_inode_unpacked *ui)
 {

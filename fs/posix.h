@@ -216,6 +216,12 @@ int tfs_inew(struct tfs_fs *fs, tfs_ino_t ino, const struct tfs_inode_unpacked *
 /* A new inode number (never reused while open). */
 tfs_ino_t tfs_ino_alloc(struct tfs_fs *fs);
 
+/*
+ * ino is taken (a key put back after the open, fsck's salvage): the next
+ * inode number is past it.
+ */
+void tfs_ino_alloc_past(struct tfs_fs *fs, tfs_ino_t ino);
+
 /* Queues im's key with ui (and its target) in trans. */
 int tfs_inode_update(struct tfs_btree_trans *trans, struct tfs_inode_mem *im,
 		     const struct tfs_inode_unpacked *ui);

@@ -2295,17 +2295,17 @@ static void test_salvage_interior_extents(void **state)
 		if (i % 50 == 0) {
 			/* The file's extent (its block accounted again by the commit) reads back. */
 			tfs_ino_t ino = interior_data_inos[i / 50];
-			char want[4096];
+			char want[4096], data[4096];
 			struct tfs_file *f;
 			struct tfs_stat st;
 
 			assert_int_equal(tfs_getattr(T.fs, ino, &st), 0);
 			assert_int_equal(st.blocks, 4096 / 512);
 			assert_int_equal(tfs_open(T.fs, ino, O_RDONLY, &f), 0);
-			assert_int_equal(tfs_read(T.fs, f, got, 4096, 0), 4096);
+			assert_int_equal(tfs_read(T.fs, f, data, sizeof(data), 0), 4096);
 			assert_int_equal(tfs_release(T.fs, f), 0);
 			pt_fill(want, sizeof(want), i, 0);
-			assert_memory_equal(got, want, sizeof(want));
+			assert_memory_equal(data, want, sizeof(want));
 			data_in += pos_in(TFS_POS(ino, 0), min, max);
 		}
 	}
@@ -2313,6 +2313,263 @@ static void test_salvage_interior_extents(void **state)
 	assert_int_equal(salvaged, in + data_in);
 	fprintf(stderr, "extents interior node lost: %llu of %u targets and files salvaged\n",
 		(unsigned long long)salvaged, n + (n + 49) / 50);
+}
+
+/*
+ * The lost inodes node is the root's last child: the open's next inode
+ * number (past the last inode key it found) falls inside the lost range.
+ * The salvage puts the inodes above it back, and the first inode fsck
+ * makes itself (/lost+found, for a file whose name went) must not take
+ * the number of one of them: every file keeps its inode.
+ */
+static void test_salvage_interior_last_inodes(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), in = 0;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct tfs_bpos min, max, at;
+	char name[256];
+	tfs_ino_t lf;
+
+	/* File 0 (not under the lost node) loses its name: fsck makes /lost+found. */
+	interior_name(name, sizeof(name), TFS_BTREE_inodes, 0);
+	del_key(TFS_BTREE_dirents, TFS_POS(1, dirent_slot(1, name)));
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys - 1));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	min = path.n[1]->min_key;
+	max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	assert_true(!pos_in(TFS_POS(interior_inos[0], 0), min, max));
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	assert_true(res.salvaged > 0);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	lf = pt_ino(&T, 1, "lost+found");
+	assert_true(lf != 0);
+	snprintf(name, sizeof(name), "#%llu", (unsigned long long)interior_inos[0]);
+	assert_int_equal(pt_ino(&T, lf, name), interior_inos[0]);
+	for (unsigned i = 1; i < n; i++) {
+		struct tfs_stat st;
+
+		assert_true(interior_inos[i] != lf);
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, interior_inos[i]);
+		assert_int_equal(st.mode, S_IFREG | 0644);
+		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+	}
+	assert_true(in > 0);
+}
+
+/*
+ * A clone of the filesystem (same uuid: the same node magic) that went on
+ * without it, its nodes kept in a regular file of the filesystem (an image
+ * backup, a VM disk): its leaves verify, and those newer than the live
+ * leaves of the lost range (the clone changed modes after the copy) would
+ * win the salvage.  Blocks the user alloc keys mark used are file data, not
+ * nodes: every file keeps its own mode, 0644, not the clone's 0600.
+ */
+static void test_salvage_interior_clone_in_file(void **state)
+{
+	struct tfs_setattr sa = { .valid = TFS_SETATTR_MODE, .mode = S_IFREG | 0600 };
+	unsigned n = interior_files(TFS_BTREE_inodes), in = 0;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct tfs_bpos min, max, at;
+	static char node[1 << 16];
+	char saved[160], clone[160];
+	struct tfs_file *f;
+	u64 clone_seq;
+	int fd;
+
+	snprintf(saved, sizeof(saved), "%s/saved", T.dir);
+	snprintf(clone, sizeof(clone), "%s/clone", T.dir);
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys / 2));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	min = path.n[1]->min_key;
+	max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(T.path[0], saved);
+
+	/* The clone: every file of the range 0600, written back. */
+	assert_int_equal(pt_open(&T), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct tfs_stat st;
+
+		if (pos_in(TFS_POS(interior_inos[i], 0), min, max))
+			assert_int_equal(tfs_setattr(T.fs, interior_inos[i], NULL, &sa, &st), 0);
+		if (i % 500 == 499)
+			assert_int_equal(tfs_syncfs(T.fs), 0);
+	}
+	assert_int_equal(pt_reopen(&T), 0);
+	clone_seq = T.fs->next_node_seq;
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(T.path[0], clone);
+	pt_copy_file(saved, T.path[0]);
+	unlink(saved);
+
+	/* The original goes further (not in that range), then keeps the clone's nodes in a file. */
+	assert_int_equal(pt_open(&T), 0);
+	for (unsigned round = 0; round % 2 || T.fs->next_node_seq >> 20 <= clone_seq >> 20;
+	     round++) {
+		assert_true(round < 1000);
+		sa.mode = S_IFREG | (round % 2 ? 0644 : 0640);
+		for (unsigned i = 0; i < n; i += 10) {
+			struct tfs_stat st;
+
+			if (!pos_in(TFS_POS(interior_inos[i], 0), min, max))
+				assert_int_equal(
+					tfs_setattr(T.fs, interior_inos[i], NULL, &sa, &st), 0);
+		}
+		assert_int_equal(tfs_syncfs(T.fs), 0);
+		assert_int_equal(pt_reopen(&T), 0); /* a new open: node seqs from its journal seq */
+	}
+	assert_int_equal(pt_create(&T, 1, "clone.img", &f), 0);
+	fd = open(clone, O_RDONLY);
+	assert_true(fd >= 0);
+	for (off_t o = 0; pread(fd, node, T.fs->node_size, o) == (ssize_t)T.fs->node_size;
+	     o += T.fs->block_size) {
+		const struct tfs_btree_node *h = (const void *)node;
+
+		if (le64_to_cpu(h->magic) == T.fs->node_magic && h->btree_id == TFS_BTREE_inodes &&
+		    !h->level)
+			assert_int_equal(tfs_write(T.fs, f, node, T.fs->node_size, o),
+					 (ssize_t)T.fs->node_size);
+	}
+	close(fd);
+	unlink(clone);
+	assert_int_equal(tfs_release(T.fs, f), 0);
+
+	/* The same node of the original (the clone's tree has the same shape) lost. */
+	assert_int_equal(pt_reopen(&T), 0);
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	assert_true(!tfs_bpos_cmp(path.n[1]->min_key, min) &&
+		    !tfs_bpos_cmp(path.n[1]->max_key, max));
+	tfs_six_unlock_read(&b->lock);
+	assert_int_equal(pt_stop(&T), 0);
+	damage_node(&loc);
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+		struct tfs_stat st;
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(pt_lookup(&T, 1, name, &st), 0);
+		assert_int_equal(st.ino, interior_inos[i]);
+		assert_int_equal(st.mode, S_IFREG | 0644);
+		in += pos_in(TFS_POS(interior_inos[i], 0), min, max);
+	}
+	assert_true(in > 0);
+}
+
+/*
+ * Files unlinked after the lost node's leaves were written, the unlinks
+ * durable in the journal only (a crash): replay's deletions of their inode
+ * keys fall into the lost range (the empty subtree holds nothing to
+ * delete); the salvage then finds those keys in the leaves on disk, older
+ * than the journal.  A position the journal wrote (a key or its deletion)
+ * is newer than any leaf: they must stay removed, not come back nameless
+ * into /lost+found.
+ */
+static void test_salvage_interior_replayed_unlink(void **state)
+{
+	unsigned n = interior_files(TFS_BTREE_inodes), removed = 0, in = 0;
+	struct tfs_btree *b;
+	struct tfs_btree_path path;
+	struct tfs_btree_loc loc;
+	struct tfs_fsck_result res;
+	struct tfs_bpos min, max, at;
+	char crash[160];
+
+	assert_int_equal(pt_reopen(&T), 0); /* every node on disk, the journal clean */
+	b = &T.fs->btrees[TFS_BTREE_inodes];
+	tfs_six_lock_read(&b->lock);
+	at = tfs_bkey_pos(tfs_bnode_key(b->root, b->root->nr_keys / 2));
+	assert_int_equal(tfs_btree_walk(b, at, 1, &path, false), 0);
+	loc = path.n[1]->disk;
+	min = path.n[1]->min_key;
+	max = path.n[1]->max_key;
+	tfs_six_unlock_read(&b->lock);
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+
+		if (!pos_in(TFS_POS(interior_inos[i], 0), min, max) || i % 5)
+			continue;
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		assert_int_equal(tfs_unlink(T.fs, 1, name, strlen(name)), 0);
+		removed++;
+	}
+	assert_true(removed > 0);
+	assert_int_equal(tfs_syncfs(T.fs), 0);
+	snprintf(crash, sizeof(crash), "%s/crash", T.dir);
+	pt_copy_file(T.path[0], crash); /* as the power cut would leave it */
+	assert_int_equal(pt_stop(&T), 0);
+	pt_copy_file(crash, T.path[0]);
+	unlink(crash);
+	damage_node(&loc);
+
+	T.opts.error_action = TFS_ON_ERROR_continue;
+	T.opts.replace_lost_leaves = true;
+	assert_int_equal(pt_open(&T), 0);
+	assert_int_equal(fsck_capture(true, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_FIXED);
+	T.opts.replace_lost_leaves = false;
+	assert_int_equal(pt_reopen(&T), 0);
+	assert_int_equal(fsck_capture(false, &res), 0);
+	assert_int_equal(tfs_fsck_exit_code(&res), TFS_FSCK_EXIT_CLEAN);
+	T.opts.error_action = -1;
+	for (unsigned i = 0; i < n; i++) {
+		char name[256];
+		struct tfs_bkey_buf kb;
+		bool lost = pos_in(TFS_POS(interior_inos[i], 0), min, max);
+
+		interior_name(name, sizeof(name), TFS_BTREE_inodes, i);
+		if (lost && i % 5 == 0) {
+			assert_int_equal(pt_ino(&T, 1, name), 0);
+			assert_int_equal(tfs_btree_lookup(T.fs, TFS_BTREE_inodes,
+							  TFS_POS(interior_inos[i], 0), &kb),
+					 -ENOENT);
+			continue;
+		}
+		assert_int_equal(pt_ino(&T, 1, name), interior_inos[i]);
+		in += lost;
+	}
+	assert_true(in > 0);
+	assert_int_equal(pt_ino(&T, 1, "lost+found"), 0); /* nothing removed came back */
 }
 
 int main(void)
@@ -2372,6 +2629,12 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_salvage_interior_extents, setup_small_nodes,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_last_inodes,
+						setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_clone_in_file,
+						setup_small_nodes, teardown),
+		cmocka_unit_test_setup_teardown(test_salvage_interior_replayed_unlink,
+						setup_small_nodes, teardown),
 		cmocka_unit_test_setup_teardown(test_damaged_interior_alloc, setup_small_buckets,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_repair, setup_two, teardown),
